@@ -1,0 +1,77 @@
+"""The prompt row that flows from data sets to actors (Dolci-Think-RL style).
+
+`ground_truth` per domain:
+- math: the reference answer as a string (LaTeX allowed);
+- code: a list of Python test statements (``assert f(1) == 2``) or a list of
+  ``{"stdin": ..., "stdout": ...}`` pairs;
+- ifeval: ``{"instruction_id_list": [...], "kwargs": [...]}`` as in IFEval;
+- chat: the reference answer, or ``None`` for open-ended judging.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Domain = Literal["math", "code", "ifeval", "chat"]
+DOMAINS: tuple[Domain, ...] = ("math", "code", "ifeval", "chat")
+Effort = Literal["low", "medium", "high"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class PromptRow(BaseModel):
+    """One training or evaluation prompt."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    messages: list[Message]
+    ground_truth: Any = None
+    domain: Domain
+    effort: Effort | None = None
+    token_budget: int | None = Field(default=None, ge=1)
+
+    @property
+    def prompt_text(self) -> str:
+        """The last user message: what a verifier or judge sees as the prompt."""
+        return next(m.content for m in reversed(self.messages) if m.role == "user")
+
+
+def read_rows(path: str | Path) -> list[PromptRow]:
+    """Read a JSONL file of prompt rows; a bad line raises naming its line number."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(PromptRow.model_validate_json(line))
+            except ValueError as e:
+                raise ValueError(f"{path}:{lineno}: not a prompt row: {e}") from e
+    return rows
+
+
+def write_rows(path: str | Path, rows: Iterable[PromptRow]) -> None:
+    """Write rows as JSONL atomically (a crash never leaves a half-written file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(row.model_dump_json() + "\n")
+    tmp.replace(path)
+
+
+def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
