@@ -1,0 +1,118 @@
+"""Hydra composition of `recipes/` into a validated RunConfig.
+
+Overrides on the command line come in two kinds:
+- ``group=option`` where ``group`` is a folder of `recipes/` (``staleness=tis``): Hydra
+  picks the file; an option that has no file is an error listing the files there.
+- ``a.b=value``: set one field. Hydra adds it (``++``) and pydantic then checks it, so a
+  misspelt key or an out-of-range number fails naming the key, the value and what is
+  allowed.
+Any failure raises ConfigError with one line of text; the CLI prints it and exits 2
+before any work starts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from recipe_arena.config import RunConfig
+
+
+class ConfigError(ValueError):
+    """A bad recipe, group option, key or value. The message is one line."""
+
+
+def recipes_dir() -> Path:
+    env = os.environ.get("RECIPE_ARENA_RECIPES")
+    path = Path(env) if env else Path(__file__).resolve().parents[1] / "recipes"
+    if not path.is_dir():
+        raise ConfigError(f"recipes folder not found at {path} (set RECIPE_ARENA_RECIPES)")
+    return path
+
+
+def _options(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.yaml"))
+
+
+def _split_override(item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise ConfigError(f"override '{item}' is not of the form key=value")
+    key, value = item.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"override '{item}' has an empty key")
+    return key, value
+
+
+def compose_raw(overrides: list[str]) -> dict[str, Any]:
+    """Compose the Hydra config for ``recipe=NAME`` (default olmo3_think) plus overrides."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    root = recipes_dir()
+    recipe = "olmo3_think"
+    hydra_overrides: list[str] = []
+    for item in overrides:
+        key, value = _split_override(item)
+        if key == "recipe":
+            recipe = value
+            continue
+        bare = key.lstrip("+~")
+        if (root / bare).is_dir():
+            allowed = _options(root / bare)
+            if value not in allowed:
+                raise ConfigError(
+                    f"{bare}={value!r} is not an option of {bare}; allowed: {', '.join(allowed)}"
+                )
+            hydra_overrides.append(f"{bare}={value}")
+        else:
+            hydra_overrides.append(f"++{bare}={value}")
+    recipes = _options(root)
+    if recipe not in recipes:
+        raise ConfigError(f"recipe={recipe!r} is not a recipe; allowed: {', '.join(recipes)}")
+    try:
+        with initialize_config_dir(config_dir=str(root), version_base="1.3"):
+            cfg = compose(config_name=recipe, overrides=hydra_overrides)
+    except HydraException as e:
+        raise ConfigError(" ".join(str(e).split())) from None
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(raw, dict)
+    raw.setdefault("recipe", recipe)
+    return {str(k): v for k, v in raw.items()}
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The pydantic model that owns the field at ``loc`` (for listing allowed keys)."""
+    model: type[BaseModel] = RunConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        ann = field.annotation if field else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return None
+        model = ann
+    return model
+
+
+def format_validation_error(err: ValidationError) -> str:
+    """First error as one line: 'key=value: problem; allowed: ...'."""
+    e = err.errors()[0]
+    loc = tuple(e["loc"])
+    key = ".".join(str(p) for p in loc)
+    if e["type"] == "extra_forbidden":
+        owner = _model_at(loc)
+        allowed = ", ".join(owner.model_fields) if owner else "?"
+        return f"unknown key '{key}' (value {e['input']!r}); allowed keys here: {allowed}"
+    more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return f"{key}={e['input']!r}: {e['msg']}{more}"
+
+
+def load_config(overrides: list[str]) -> RunConfig:
+    raw = compose_raw(overrides)
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
