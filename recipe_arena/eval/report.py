@@ -1,0 +1,104 @@
+"""report.md and report.html for one run, drawn only from its artifacts.
+
+Reads ``metrics.jsonl`` (and ``eval.json`` when present), plots every ``loss/``,
+``reward/`` and ``eval/`` series per stage, and writes a Markdown and an HTML page that
+show the same tables and plots.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from recipe_arena.rundir import read_metrics
+
+PLOTTED_PREFIXES = ("loss/", "reward/", "eval/")
+
+
+def _series(records: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """stage -> metric -> [(step, value)] for plotted numeric metrics."""
+    out: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        for k, v in r.items():
+            if k.startswith(PLOTTED_PREFIXES) and isinstance(v, int | float):
+                out[str(r.get("stage", "?"))][k].append((int(r.get("step", 0)), float(v)))
+    return out
+
+
+def _plot(stage: str, metrics: dict[str, list[tuple[int, float]]], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [m for m, pts in sorted(metrics.items()) if len(pts) >= 2]
+    if not names:
+        return False
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 2.6), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        xs, ys = zip(*metrics[name], strict=True)
+        ax.plot(xs, ys, marker="." if len(xs) < 30 else None)
+        ax.set_title(name, fontsize=8)
+        ax.set_xlabel("step", fontsize=7)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(stage, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def write_report(run_path: str | Path) -> Path:
+    run_path = Path(run_path)
+    records = read_metrics(run_path) if (run_path / "metrics.jsonl").exists() else []
+    series = _series(records)
+    eval_path = run_path / "eval.json"
+    final_eval: dict[str, float] = json.loads(eval_path.read_text()) if eval_path.exists() else {}
+    stages_path = run_path / "stages.json"
+    stages: dict[str, Any] = json.loads(stages_path.read_text()) if stages_path.exists() else {}
+
+    md = [f"# Run report: {run_path.name}", ""]
+    if stages.get("done"):
+        md += ["| stage | seconds |", "|---|---|"]
+        md += [f"| {s} | {t:.1f} |" for s, t in stages["done"].items()]
+        md.append("")
+    if final_eval:
+        md += ["## Held-out evaluation (final checkpoint)", "", "| metric | value |", "|---|---|"]
+        md += [
+            f"| {k} | {v:.3f} |"
+            for k, v in sorted(final_eval.items())
+            if isinstance(v, int | float)
+        ]
+        md.append("")
+    for stage, metrics in series.items():
+        last = {m: pts[-1][1] for m, pts in metrics.items()}
+        md += [f"## {stage}", "", "| metric | last | steps |", "|---|---|---|"]
+        md += [f"| {m} | {v:.4g} | {len(metrics[m])} |" for m, v in sorted(last.items())]
+        png = run_path / f"plot_{stage}.png"
+        if _plot(stage, metrics, png):
+            md += ["", f"![{stage}]({png.name})"]
+        md.append("")
+    (run_path / "report.md").write_text("\n".join(md) + "\n")
+    (run_path / "report.html").write_text(_to_html(run_path.name, md))
+    return run_path / "report.md"
+
+
+def _to_html(title: str, md_lines: list[str]) -> str:
+    """The Markdown's blocks as HTML: headings, tables as preformatted text, plots inline."""
+    parts = [f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title>"]
+    for block in "\n".join(md_lines).split("\n\n"):
+        block = block.strip()
+        if not block:
+            continue
+        if block.startswith("!["):
+            src = block[block.index("(") + 1 : -1]
+            parts.append(f'<img src="{html.escape(src)}">')
+        elif block.startswith("#"):
+            level = len(block) - len(block.lstrip("#"))
+            parts.append(f"<h{level}>{html.escape(block.lstrip('# '))}</h{level}>")
+        else:
+            parts.append(f"<pre>{html.escape(block)}</pre>")
+    return "\n".join(parts) + "\n"

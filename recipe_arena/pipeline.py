@@ -1,0 +1,159 @@
+"""Runs a recipe's stages in order and writes the run directory.
+
+Each stage reads the current checkpoint and writes a new one; what every finished stage
+produced is recorded in ``stages.json``, so ``resume=true`` skips finished stages and
+continues an interrupted one from its own checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from recipe_arena.config import RunConfig
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rundir import RunDir
+
+console = Console(stderr=True)
+
+
+@dataclass
+class PipelineState:
+    """What the finished stages produced; persisted as stages.json."""
+
+    checkpoint: str | None = None
+    train_rows: str | None = None
+    """Path of the (possibly filtered) training rows, JSONL."""
+    done: dict[str, float] = field(default_factory=dict)
+    """stage -> seconds it took."""
+
+    def save(self, run: RunDir) -> None:
+        run.write_json("stages.json", asdict(self))
+
+    @classmethod
+    def load(cls, run: RunDir) -> PipelineState:
+        p = run.path / "stages.json"
+        return cls(**json.loads(p.read_text())) if p.exists() else cls()
+
+
+@dataclass
+class World:
+    train: list[PromptRow]
+    heldout: list[PromptRow]
+
+
+StageFn = Callable[[RunConfig, RunDir, World, PipelineState], None]
+
+
+def _base(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.stages.base import train_base
+
+    state.checkpoint = str(train_base(cfg, run))
+
+
+def _sft(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.stages.sft import run_sft
+
+    state.checkpoint = str(run_sft(cfg, run, _require_checkpoint(state, "sft")))
+
+
+def _prompt_filter(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.data.schema import write_rows
+    from recipe_arena.stages.prompt_filter import run_prompt_filter
+
+    if not cfg.prompt_filter.enabled:
+        return
+    rows = run_prompt_filter(cfg, run, _require_checkpoint(state, "prompt_filter"), world.train)
+    path = run.path / "train_filtered.jsonl"
+    write_rows(path, rows)
+    state.train_rows = str(path)
+
+
+def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.data.schema import read_rows
+    from recipe_arena.stages.rlvr import run_rlvr
+
+    train = read_rows(state.train_rows) if state.train_rows else world.train
+    state.checkpoint = str(
+        run_rlvr(cfg, run, _require_checkpoint(state, "rlvr"), train, world.heldout)
+    )
+
+
+def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.eval.final import evaluate_checkpoint
+
+    result = evaluate_checkpoint(cfg, Path(_require_checkpoint(state, "eval")), world.heldout)
+    run.write_json("eval.json", result)
+    run.log("eval", 0, result)
+
+
+STAGES: dict[str, StageFn] = {
+    "base": _base,
+    "sft": _sft,
+    "prompt_filter": _prompt_filter,
+    "rlvr": _rlvr,
+    "eval": _eval,
+}
+
+
+def _require_checkpoint(state: PipelineState, stage: str) -> Path:
+    if state.checkpoint is None:
+        raise RuntimeError(
+            f"stage '{stage}' needs a checkpoint from an earlier stage; "
+            "set world.checkpoint or put 'base' first in pipeline.stages"
+        )
+    return Path(state.checkpoint)
+
+
+def _load_world(cfg: RunConfig) -> World:
+    from recipe_arena.data.micro import build_world
+
+    splits = build_world(cfg.world)
+    flat = {
+        split: [r for rows in by_domain.values() for r in rows]
+        for split, by_domain in splits.items()
+    }
+    return World(train=flat["train"], heldout=flat["heldout"])
+
+
+def _prepare_dir(cfg: RunConfig) -> Path:
+    path = Path(cfg.out_dir) / cfg.run_name
+    if path.exists() and not cfg.resume:
+        previous = path.with_name(path.name + ".prev")
+        if previous.exists():
+            shutil.rmtree(previous)
+        path.rename(previous)
+        console.print(f"[yellow]moved the previous run to {previous} (resume=true continues a run)")
+    return path
+
+
+def run_pipeline(cfg: RunConfig) -> Path:
+    """Run every stage of ``cfg.pipeline.stages``; return the run directory."""
+    from recipe_arena.eval.report import write_report
+
+    run = RunDir(cfg, _prepare_dir(cfg))
+    state = PipelineState.load(run) if cfg.resume else PipelineState()
+    if state.checkpoint is None and cfg.world.checkpoint:
+        state.checkpoint = cfg.world.checkpoint
+    world = _load_world(cfg)
+    try:
+        for name in cfg.pipeline.stages:
+            if name in state.done:
+                console.print(f"[dim]stage {name}: done earlier, skipped")
+                continue
+            console.rule(f"stage {name}")
+            t0 = time.perf_counter()
+            STAGES[name](cfg, run, world, state)
+            state.done[name] = round(time.perf_counter() - t0, 2)
+            state.save(run)
+            console.print(f"stage {name}: {state.done[name]:.1f} s")
+    finally:
+        write_report(run.path)
+        run.close()
+    return run.path
