@@ -80,11 +80,17 @@ class LearnerBatch:
 
     tokens_BL: torch.Tensor  # int64
     mask_BL: torch.Tensor  # float32, 1 on trained completion tokens
-    advantages_BL: torch.Tensor  # float32, per token (sequence advantage broadcast, or per-token for distillation)
+    advantages_BL: (
+        torch.Tensor
+    )  # float32, per token (sequence advantage broadcast, or per-token for distillation)
     behavior_logprobs_BL: torch.Tensor  # float32
     versions_BL: torch.Tensor  # int64, policy version per token (-1 on prompt/pad)
+    attention_BL: torch.Tensor | None = None
+    """int64, 1 on prompt and completion tokens, 0 on padding (None: all ones)."""
     prompt_ids: list[str] = field(default_factory=list)
     domains: list[str] = field(default_factory=list)
+    rewards_B: torch.Tensor | None = None
+    """float32, the (unscaled) reward of each row's rollout."""
 
     @property
     def num_tokens(self) -> int:
