@@ -27,6 +27,9 @@ class SamplingParams:
     n: int = 1
     seed: int | None = None
     stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    """Keep generating past the tokenizer's EOS (stop_token_ids still stop); benchmarks
+    use it to force output lengths."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class Engine(Protocol):
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Swap in new weights; tokens sampled afterwards carry ``version``."""
+
+    def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
+        """log p(completion_t | prompt, completion_<t) at temperature 1 (teacher scoring)."""
 
     def pause(self) -> None: ...
 

@@ -1,0 +1,141 @@
+"""Pieces every engine shares: request validation, completion routing, sampling.
+
+Validation gives one-line errors naming what is wrong and what is allowed. Routing lets
+``generate`` (blocking) and ``get`` (streaming) be used from different threads on the
+same engine without one stealing the other's completions. Sampling returns the
+behaviour logprob of each sampled token under the distribution it was drawn from.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+from collections.abc import Iterable, Sequence
+
+import torch
+
+from recipe_arena.engines.base import Completion, EngineError, GenerationRequest
+
+
+def validate_request(request: GenerationRequest, vocab_size: int, context: int) -> None:
+    """Raise EngineError (one line) for a request no engine can serve."""
+    rid, s = request.request_id, request.sampling
+    n_prompt = len(request.prompt_tokens)
+    if n_prompt == 0:
+        raise EngineError(f"request {rid!r}: empty prompt; give at least one prompt token")
+    if s.max_new_tokens < 1:
+        raise EngineError(f"request {rid!r}: max_new_tokens={s.max_new_tokens}; must be >= 1")
+    if s.n < 1:
+        raise EngineError(f"request {rid!r}: n={s.n}; must be >= 1")
+    if s.temperature < 0:
+        raise EngineError(
+            f"request {rid!r}: temperature={s.temperature}; must be >= 0 (0 = greedy)"
+        )
+    if not 0 < s.top_p <= 1:
+        raise EngineError(f"request {rid!r}: top_p={s.top_p}; must be in (0, 1]")
+    if n_prompt >= context:
+        raise EngineError(
+            f"request {rid!r}: prompt of {n_prompt} tokens does not fit the context of "
+            f"{context} tokens (it must be shorter, to leave room for one generated token)"
+        )
+    bad = [t for t in request.prompt_tokens if not 0 <= t < vocab_size]
+    if bad:
+        raise EngineError(
+            f"request {rid!r}: token id {bad[0]} outside the vocabulary [0, {vocab_size})"
+        )
+
+
+class Outbox:
+    """Finished completions, routed to a private queue for ``generate`` callers and to a
+    shared queue for ``get`` callers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.shared: queue.Queue[Completion] = queue.Queue()
+        self._routes: dict[str, queue.Queue[Completion]] = {}
+
+    def route(self, request_ids: Iterable[str], target: queue.Queue[Completion]) -> None:
+        with self._lock:
+            for rid in request_ids:
+                self._routes[rid] = target
+
+    def unroute(self, request_ids: Iterable[str]) -> None:
+        with self._lock:
+            for rid in request_ids:
+                self._routes.pop(rid, None)
+
+    def put(self, completion: Completion) -> None:
+        with self._lock:
+            target = self._routes.get(completion.request_id, self.shared)
+        target.put(completion)
+
+
+def order_completions(
+    requests: Sequence[GenerationRequest], completions: Iterable[Completion]
+) -> list[Completion]:
+    """Completions ordered by request (as given), then sample index."""
+    rank = {r.request_id: i for i, r in enumerate(requests)}
+    return sorted(completions, key=lambda c: (rank[c.request_id], c.sample_index))
+
+
+def check_unique_ids(requests: Sequence[GenerationRequest]) -> None:
+    ids = [r.request_id for r in requests]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise EngineError(f"request id {dup!r} appears twice in one call; ids must be unique")
+
+
+def make_generator(seed: int | None, sample_index: int, fallback: random.Random) -> torch.Generator:
+    """A CPU generator per sample: (seed, sample_index) fixes its random stream, so a
+    seeded request samples the same tokens whatever else shares its batch."""
+    base = fallback.getrandbits(62) if seed is None else seed
+    return torch.Generator().manual_seed((base * 1_000_003 + sample_index) % (2**63))
+
+
+def sample_tokens(
+    logits_BV: torch.Tensor,
+    temperatures: Sequence[float],
+    top_ps: Sequence[float],
+    generators: Sequence[torch.Generator],
+) -> tuple[list[int], list[float]]:
+    """Sample one token per row; return the tokens and their behaviour logprobs.
+
+    Row b with temperature T_b > 0 samples from softmax(logits / T_b), truncated to the
+    top-p nucleus and renormalised when top_p < 1; its logprob is log of that (possibly
+    renormalised) probability: the distribution the token was actually drawn from.
+    T_b = 0 is greedy: the argmax, with its logprob under the untempered softmax(logits).
+    Draws use one uniform per row from that row's generator (inverse-CDF sampling), so
+    each row's randomness is its own.
+    """
+    logits_BV = logits_BV.float()
+    B = logits_BV.shape[0]
+    temps_B = torch.tensor([t if t > 0 else 1.0 for t in temperatures], device=logits_BV.device)
+    logp_BV = torch.log_softmax(logits_BV / temps_B[:, None], dim=-1)
+    greedy = [t == 0 for t in temperatures]
+    tokens_B = logp_BV.argmax(dim=-1)
+    if not all(greedy):
+        sample_logp_BV = logp_BV
+        if any(p < 1.0 for p in top_ps):
+            sample_logp_BV = _nucleus(logp_BV, torch.tensor(top_ps, device=logp_BV.device))
+        probs_BV = sample_logp_BV.exp()
+        cdf_BV = probs_BV.cumsum(dim=-1)
+        u_B = torch.cat([torch.rand(1, generator=g) for g in generators]).to(logp_BV.device)
+        # right=True: the first index whose cdf exceeds u*total has non-zero probability.
+        drawn_B = torch.searchsorted(cdf_BV, (u_B * cdf_BV[:, -1])[:, None], right=True)[:, 0]
+        drawn_B = drawn_B.clamp(max=logp_BV.shape[-1] - 1)
+        greedy_B = torch.tensor(greedy, device=logp_BV.device)
+        tokens_B = torch.where(greedy_B, tokens_B, drawn_B)
+        logp_BV = torch.where(greedy_B[:, None], logp_BV, sample_logp_BV)
+    lp_B = logp_BV.gather(-1, tokens_B[:, None])[:, 0]
+    return tokens_B.tolist()[:B], lp_B.tolist()
+
+
+def _nucleus(logp_BV: torch.Tensor, top_p_B: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities renormalised over the smallest set whose mass reaches top_p."""
+    sorted_BV, order_BV = logp_BV.sort(dim=-1, descending=True)
+    mass_before_BV = sorted_BV.exp().cumsum(dim=-1) - sorted_BV.exp()
+    keep_sorted_BV = mass_before_BV < top_p_B[:, None]
+    keep_BV = torch.zeros_like(keep_sorted_BV).scatter(-1, order_BV, keep_sorted_BV)
+    masked_BV = logp_BV.masked_fill(~keep_BV, float("-inf"))
+    return masked_BV - torch.logsumexp(masked_BV, dim=-1, keepdim=True)

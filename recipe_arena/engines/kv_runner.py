@@ -1,0 +1,153 @@
+"""Batched forward passes with a slot KV cache, over a transformers Llama-family model.
+
+The runner calls the model's own modules (embedding, norms, projections, MLP, rotary
+embedding, LM head) and does attention itself, so that sequences at different positions
+decode together: slot s holds one sequence's keys and values at positions
+0..len_s-1, and a mask hides the rest. Active sequences occupy slots 0..B-1; a finished
+sequence's slot is refilled by moving the last one in (one slot copy, not a re-pack).
+
+Supported: model types whose decoder layer is pre-norm attention + MLP with
+q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k norms).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def check_supported(model: nn.Module) -> None:
+    cfg = model.config
+    mtype = getattr(cfg, "model_type", "?")
+    if mtype not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(
+            f"torch engine: model type {mtype!r} is not supported; supported: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)} (use engine 'hf' for other models)"
+        )
+    window = (
+        getattr(cfg, "sliding_window", None) if getattr(cfg, "use_sliding_window", True) else None
+    )
+    if window and window < cfg.max_position_embeddings:
+        raise ValueError("torch engine: sliding-window attention is not supported; use engine 'hf'")
+
+
+class SlotKVRunner:
+    """Owns the KV cache of up to ``max_slots`` sequences and runs prefill and decode."""
+
+    def __init__(self, model: nn.Module, max_slots: int, context: int) -> None:
+        check_supported(model)
+        self.model = model
+        cfg = model.config
+        self.layers = model.model.layers
+        self.n_kv = cfg.num_key_value_heads
+        self.n_q = cfg.num_attention_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.max_slots = max_slots
+        self.context = context
+        self.capacity = 0
+        self.k_cache: list[torch.Tensor] = []
+        self.v_cache: list[torch.Tensor] = []
+        self._ensure_capacity(min(context, 128))
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.lm_head.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.lm_head.weight.dtype
+
+    def cache_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.k_cache + self.v_cache)
+
+    def _ensure_capacity(self, needed: int) -> None:
+        """Grow the cache's length axis (doubling) to hold ``needed`` positions."""
+        if needed <= self.capacity:
+            return
+        new_cap = min(self.context, max(needed, 2 * self.capacity))
+        shape = (self.max_slots, self.n_kv, new_cap, self.head_dim)
+        for cache in (self.k_cache, self.v_cache):
+            for i in range(len(self.layers)):
+                fresh = torch.zeros(shape, dtype=self.dtype, device=self.device)
+                if cache and self.capacity:
+                    fresh[:, :, : self.capacity] = cache[i]
+                if len(cache) > i:
+                    cache[i] = fresh
+                else:
+                    cache.append(fresh)
+        self.capacity = new_cap
+
+    def move_slot(self, src: int, dst: int, length: int) -> None:
+        for cache in (self.k_cache, self.v_cache):
+            for t in cache:
+                t[dst, :, :length] = t[src, :, :length]
+
+    def _qkv(self, attn: nn.Module, h_BTd: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        B, T, _ = h_BTd.shape
+        q = attn.q_proj(h_BTd).view(B, T, self.n_q, self.head_dim)
+        k = attn.k_proj(h_BTd).view(B, T, self.n_kv, self.head_dim)
+        v = attn.v_proj(h_BTd).view(B, T, self.n_kv, self.head_dim)
+        if hasattr(attn, "q_norm"):  # qwen3: per-head RMSNorm before rotary
+            q, k = attn.q_norm(q), attn.k_norm(k)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+    @torch.no_grad()
+    def prefill(self, tokens: list[int], slots: list[int]) -> torch.Tensor:
+        """Run ``tokens`` (one prompt) causally, write its KV into every slot in
+        ``slots`` (samples of one prompt share the prefill), return last-position logits_V."""
+        P = len(tokens)
+        self._ensure_capacity(P + 1)
+        ids_1P = torch.tensor([tokens], device=self.device)
+        x = self.model.model.embed_tokens(ids_1P)
+        cos, sin = self.model.model.rotary_emb(x, torch.arange(P, device=self.device)[None])
+        slot_idx = torch.tensor(slots, device=self.device)
+        for i, layer in enumerate(self.layers):
+            attn = layer.self_attn
+            q, k, v = self._qkv(attn, layer.input_layernorm(x))
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            self.k_cache[i][slot_idx, :, :P] = k
+            self.v_cache[i][slot_idx, :, :P] = v
+            o = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, scale=attn.scaling, enable_gqa=self.n_q != self.n_kv
+            )
+            x = x + attn.o_proj(o.transpose(1, 2).reshape(1, P, -1))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        h = self.model.model.norm(x[:, -1])
+        return self.model.lm_head(h)[0]
+
+    @torch.no_grad()
+    def decode(self, tokens_B: list[int], positions_B: list[int]) -> torch.Tensor:
+        """One token for each of slots 0..B-1 at its own position; returns logits_BV."""
+        B = len(tokens_B)
+        T = max(positions_B) + 1
+        self._ensure_capacity(T)
+        ids_B1 = torch.tensor(tokens_B, device=self.device)[:, None]
+        pos_B = torch.tensor(positions_B, device=self.device)
+        x = self.model.model.embed_tokens(ids_B1)
+        cos, sin = self.model.model.rotary_emb(x, pos_B[:, None])
+        rows_B = torch.arange(B, device=self.device)
+        # valid key positions: 0..pos_b inclusive (the new token attends to itself).
+        mask_B11T = (torch.arange(T, device=self.device)[None, :] <= pos_B[:, None])[:, None, None]
+        for i, layer in enumerate(self.layers):
+            attn = layer.self_attn
+            q, k, v = self._qkv(attn, layer.input_layernorm(x))
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            k_cache, v_cache = self.k_cache[i], self.v_cache[i]
+            k_cache[rows_B, :, pos_B] = k[:, :, 0]
+            v_cache[rows_B, :, pos_B] = v[:, :, 0]
+            o = F.scaled_dot_product_attention(
+                q,
+                k_cache[:B, :, :T],
+                v_cache[:B, :, :T],
+                attn_mask=mask_B11T,
+                scale=attn.scaling,
+                enable_gqa=self.n_q != self.n_kv,
+            )
+            x = x + attn.o_proj(o.transpose(1, 2).reshape(B, 1, -1))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        h = self.model.model.norm(x[:, 0])
+        return self.model.lm_head(h)

@@ -1,0 +1,409 @@
+"""The embedded torch engine: continuous batching over a slot KV cache.
+
+A background thread runs the loop: apply a pending weight update, admit waiting
+samples into free slots (one prefill per prompt, shared by its samples), run one
+batched decode step for every running sequence, hand back those that finished. In
+``continuous`` mode arrivals join at every step; in ``static`` mode a batch is admitted
+only when the previous one has fully finished (the batch waits for its longest member).
+
+In-flight weight updates (PipelineRL; OLMo 3's OlmoRL) are applied between two decode
+steps: tokens sampled afterwards carry the new version, so ``token_versions`` can change
+inside one sequence. By default the KV cache computed under the old weights is kept
+(``keep_kv_on_update``); otherwise every running prefix is recomputed under the new
+weights before decoding resumes (the ablation).
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import queue
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from transformers import PreTrainedTokenizerBase
+
+from recipe_arena.config import EngineConfig
+from recipe_arena.core.logprobs import sequence_logprobs
+from recipe_arena.engines.base import (
+    Completion,
+    EngineError,
+    EngineStats,
+    GenerationRequest,
+)
+from recipe_arena.engines.common import (
+    Outbox,
+    check_unique_ids,
+    make_generator,
+    order_completions,
+    sample_tokens,
+    validate_request,
+)
+from recipe_arena.engines.kv_runner import SlotKVRunner
+
+
+@dataclass
+class _Sample:
+    """One sample of a request while it waits or runs."""
+
+    request: GenerationRequest
+    index: int
+    generator: torch.Generator
+    max_new: int
+    stop_ids: frozenset[int]
+    t0: float
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+
+    @property
+    def cached(self) -> int:
+        """Positions whose KV is in the cache: the prompt and all but the last token."""
+        return len(self.request.prompt_tokens) + len(self.tokens) - 1
+
+
+@dataclass
+class _Update:
+    state_dict: Mapping[str, torch.Tensor]
+    version: int
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+class TorchEngine:
+    """Continuous-batching engine over a private copy of a transformers causal LM.
+
+    Thread-safe: ``submit``/``get``/``generate`` from any thread, ``update_weights`` from
+    the learner thread (it blocks until the decode thread has copied the weights in,
+    between two decode steps, so the caller may change its tensors right after).
+    Behaviour logprobs: log-softmax of logits / temperature at the sampled token (after
+    top-p renormalisation when top_p < 1); temperature 0 is greedy, with the logprob of
+    the argmax under the untempered distribution.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        cfg: EngineConfig | None = None,
+        context: int | None = None,
+        seed: int = 0,
+        version: int = 0,
+    ) -> None:
+        self.cfg = cfg or EngineConfig()
+        if self.cfg.num_threads:
+            torch.set_num_threads(self.cfg.num_threads)
+        dtype = getattr(torch, self.cfg.dtype)
+        # A private copy: the learner keeps training its own model object.
+        self.model = copy.deepcopy(model).to(device=self.cfg.device, dtype=dtype).eval()
+        self.model.requires_grad_(False)
+        self._params = self.model.state_dict()
+        self.context = context or self.model.config.max_position_embeddings
+        self.vocab_size = self.model.config.vocab_size
+        self.eos_ids = _eos_ids(tokenizer, self.model)
+        self.runner = SlotKVRunner(self.model, self.cfg.max_batch_size, self.context)
+        self.version = version
+        self._rng = random.Random(seed)
+        self._cv = threading.Condition()
+        self._waiting: collections.deque[_Sample] = collections.deque()
+        self._running: list[_Sample] = []
+        self._inflight: dict[str, int] = {}
+        self._pending_update: _Update | None = None
+        self._update_lock = threading.Lock()
+        self._paused = False
+        self._closed = False
+        self._error: BaseException | None = None
+        self._outbox = Outbox()
+        self._window: collections.deque[tuple[float, int]] = collections.deque()
+        self._generated = 0
+        self._steps = 0
+        self._last_update_ms = 0.0
+        self._thread = threading.Thread(target=self._loop, name="torch-engine", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ public API
+    def submit(self, request: GenerationRequest) -> None:
+        validate_request(request, self.vocab_size, self.context)
+        s = request.sampling
+        stop = frozenset(s.stop_token_ids) | (frozenset() if s.ignore_eos else self.eos_ids)
+        max_new = min(s.max_new_tokens, self.context - len(request.prompt_tokens))
+        with self._cv:
+            self._raise_if_dead()
+            if request.request_id in self._inflight:
+                raise EngineError(
+                    f"request id {request.request_id!r} is already in flight; ids must be unique"
+                )
+            self._inflight[request.request_id] = s.n
+            now = time.perf_counter()
+            for i in range(s.n):
+                gen = make_generator(s.seed, i, self._rng)
+                self._waiting.append(_Sample(request, i, gen, max_new, stop, now))
+            self._cv.notify_all()
+
+    def get(self, timeout: float | None = None) -> Completion | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._raise_if_dead()
+            wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            if wait <= 0:
+                return None
+            try:
+                return self._outbox.shared.get(timeout=wait)
+            except queue.Empty:
+                continue
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        check_unique_ids(requests)
+        for r in requests:
+            validate_request(r, self.vocab_size, self.context)
+        inbox: queue.Queue[Completion] = queue.Queue()
+        ids = [r.request_id for r in requests]
+        self._outbox.route(ids, inbox)
+        try:
+            for r in requests:
+                self.submit(r)
+            out: list[Completion] = []
+            total = sum(r.sampling.n for r in requests)
+            while len(out) < total:
+                self._raise_if_dead()
+                try:
+                    out.append(inbox.get(timeout=0.2))
+                except queue.Empty:
+                    continue
+        finally:
+            self._outbox.unroute(ids)
+        return order_completions(requests, out)
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        """Copy ``state_dict`` (a subset of the model's keys is allowed) into the engine's
+        weights between two decode steps; blocks until done."""
+        unknown = [k for k in state_dict if k not in self._params]
+        if unknown:
+            raise EngineError(
+                f"update_weights: unknown parameter {unknown[0]!r} (not in the engine's model)"
+            )
+        for k, t in state_dict.items():
+            if tuple(t.shape) != tuple(self._params[k].shape):
+                raise EngineError(
+                    f"update_weights: {k!r} has shape {tuple(t.shape)}, expected {tuple(self._params[k].shape)}"
+                )
+        upd = _Update(state_dict, version)
+        with self._update_lock:
+            with self._cv:
+                self._raise_if_dead()
+                self._pending_update = upd
+                self._cv.notify_all()
+            while not upd.done.wait(0.2):
+                self._raise_if_dead()
+        if upd.error is not None:
+            raise EngineError(f"update_weights failed: {upd.error}") from upd.error
+
+    def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
+        """log p(completion_t | prompt, completion_<t) under the engine's current weights
+        (temperature 1): what a teacher contributes in on-policy distillation."""
+        if not prompt_tokens or not completion_tokens:
+            raise EngineError("score: prompt and completion must both be non-empty")
+        if len(prompt_tokens) + len(completion_tokens) > self.context:
+            raise EngineError(
+                f"score: {len(prompt_tokens) + len(completion_tokens)} tokens exceed the context of {self.context}"
+            )
+        tokens_1L = torch.tensor(
+            [list(prompt_tokens) + list(completion_tokens)], device=self.cfg.device
+        )
+        with self._update_lock, torch.no_grad():
+            logp_1L = sequence_logprobs(self.model, tokens_1L)
+        return logp_1L[0, len(prompt_tokens) :].tolist()
+
+    def pause(self) -> None:
+        with self._cv:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._cv:
+            self._paused = False
+            self._cv.notify_all()
+
+    def stats(self) -> EngineStats:
+        with self._cv:
+            now = time.perf_counter()
+            while self._window and now - self._window[0][0] > 5.0:
+                self._window.popleft()
+            span = now - self._window[0][0] if self._window else 0.0
+            toks = sum(n for _, n in self._window)
+            used = sum(s.cached + 1 for s in self._running)
+            return EngineStats(
+                tokens_per_second=toks / span if span > 0 else 0.0,
+                running=len(self._running),
+                waiting=len(self._waiting),
+                cache_used_fraction=used / (self.cfg.max_batch_size * self.context),
+                version=self.version,
+                generated_tokens=self._generated,
+                extra={"steps": float(self._steps), "last_update_ms": self._last_update_ms},
+            )
+
+    def close(self) -> None:
+        """Stop the decode thread; unfinished samples come back with finish_reason 'abort'."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        self._thread.join(timeout=30)
+        with self._cv:
+            self._abort_all()
+
+    # ------------------------------------------------------------------ decode loop
+    def _raise_if_dead(self) -> None:
+        if self._error is not None:
+            raise EngineError(f"torch engine decode loop failed: {self._error!r}") from self._error
+        if self._closed:
+            raise EngineError("torch engine is closed")
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                with self._cv:
+                    while (
+                        not self._closed
+                        and self._pending_update is None
+                        and (self._paused or not (self._running or self._waiting))
+                    ):
+                        self._cv.wait()
+                    if self._closed:
+                        return
+                    update, self._pending_update = self._pending_update, None
+                    admit = [] if self._paused else self._take_admissions()
+                    running = not self._paused
+                if update is not None:
+                    self._apply_update(update)
+                for group in admit:
+                    self._prefill(group)
+                if running and self._running:
+                    self._decode_step()
+        except BaseException as exc:  # noqa: BLE001 - reported to every caller, nothing dropped
+            with self._cv:
+                self._error = exc
+                self._abort_all()
+            if self._pending_update is not None:
+                self._pending_update.error = exc
+                self._pending_update.done.set()
+
+    def _take_admissions(self) -> list[list[_Sample]]:
+        """Waiting samples that fit in free slots, grouped by request for a shared prefill."""
+        if self.cfg.mode == "static" and self._running:
+            return []
+        free = self.cfg.max_batch_size - len(self._running)
+        groups: list[list[_Sample]] = []
+        while self._waiting and free > 0:
+            s = self._waiting.popleft()
+            if groups and groups[-1][0].request is s.request:
+                groups[-1].append(s)
+            else:
+                groups.append([s])
+            free -= 1
+        return groups
+
+    def _prefill(self, group: list[_Sample]) -> None:
+        slots = list(range(len(self._running), len(self._running) + len(group)))
+        self._running.extend(group)
+        logits_V = self.runner.prefill(list(group[0].request.prompt_tokens), slots)
+        self._append_tokens(group, logits_V.expand(len(group), -1))
+
+    def _decode_step(self) -> None:
+        tokens_B = [s.tokens[-1] for s in self._running]
+        positions_B = [s.cached for s in self._running]
+        logits_BV = self.runner.decode(tokens_B, positions_B)
+        self._append_tokens(self._running, logits_BV)
+        self._steps += 1
+
+    def _append_tokens(self, samples: list[_Sample], logits_BV: torch.Tensor) -> None:
+        toks, lps = sample_tokens(
+            logits_BV,
+            [s.request.sampling.temperature for s in samples],
+            [s.request.sampling.top_p for s in samples],
+            [s.generator for s in samples],
+        )
+        for s, t, lp in zip(samples, toks, lps, strict=True):
+            s.tokens.append(t)
+            s.logprobs.append(lp)
+            s.versions.append(self.version)
+        with self._cv:
+            self._generated += len(samples)
+            self._window.append((time.perf_counter(), len(samples)))
+        self._retire_finished()
+
+    def _retire_finished(self) -> None:
+        i = 0
+        while i < len(self._running):
+            s = self._running[i]
+            if s.tokens[-1] in s.stop_ids:
+                reason = "stop"
+            elif len(s.tokens) >= s.max_new:
+                reason = "length"
+            else:
+                i += 1
+                continue
+            self._emit(s, reason)
+            last = len(self._running) - 1
+            if i != last:  # keep active slots contiguous: the last one moves into slot i
+                self.runner.move_slot(last, i, self._running[last].cached)
+                self._running[i] = self._running[last]
+            self._running.pop()
+
+    def _emit(self, s: _Sample, reason: str) -> None:
+        c = Completion(
+            request_id=s.request.request_id,
+            sample_index=s.index,
+            prompt_tokens=s.request.prompt_tokens,
+            tokens=tuple(s.tokens),
+            logprobs=tuple(s.logprobs),
+            token_versions=tuple(s.versions),
+            finish_reason=reason,  # type: ignore[arg-type]
+            seconds=time.perf_counter() - s.t0,
+        )
+        with self._cv:
+            left = self._inflight.get(s.request.request_id, 1) - 1
+            if left <= 0:
+                self._inflight.pop(s.request.request_id, None)
+            else:
+                self._inflight[s.request.request_id] = left
+        self._outbox.put(c)
+
+    def _abort_all(self) -> None:
+        for s in [*self._running, *self._waiting]:
+            self._emit(s, "abort")
+        self._running.clear()
+        self._waiting.clear()
+
+    def _apply_update(self, upd: _Update) -> None:
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad():
+                for k, t in upd.state_dict.items():
+                    self._params[k].copy_(t)
+            self.version = upd.version
+            if not self.cfg.keep_kv_on_update:
+                # recompute every cached prefix under the new weights (logits unused)
+                for slot, s in enumerate(self._running):
+                    seq = list(s.request.prompt_tokens) + s.tokens[:-1]
+                    self.runner.prefill(seq, [slot])
+        except BaseException as exc:  # noqa: BLE001
+            upd.error = exc
+        finally:
+            self._last_update_ms = 1000 * (time.perf_counter() - t0)
+            upd.done.set()
+
+
+def _eos_ids(tokenizer: PreTrainedTokenizerBase, model: nn.Module) -> frozenset[int]:
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(gen_eos, int):
+        ids.add(gen_eos)
+    elif gen_eos:
+        ids.update(int(i) for i in gen_eos)
+    return frozenset(ids)
