@@ -1,0 +1,137 @@
+"""The micro world's generators: determinism, disjoint splits, and reference answers
+that the real checkers accept (sympy for math, Python for code, lm-eval's IFEval
+checkers for ifeval)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+
+from recipe_arena.config import WorldConfig
+from recipe_arena.data.micro import (
+    HELDOUT_FRACTION,
+    build_world,
+    generate_examples,
+    generate_split,
+    split_of,
+    token_budget,
+)
+from recipe_arena.data.schema import DOMAINS, PromptRow
+
+
+def _answer(response: str) -> str:
+    assert response.startswith("<think>") and response.count("</think>") == 1
+    return response.split("</think>", 1)[1]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_same_seed_same_rows_other_seed_other_rows(domain: str) -> None:
+    a = generate_split(domain, "train", 50, seed=7)  # type: ignore[arg-type]
+    b = generate_split(domain, "train", 50, seed=7)  # type: ignore[arg-type]
+    c = generate_split(domain, "train", 50, seed=8)  # type: ignore[arg-type]
+    assert [r.model_dump() for r in a] == [r.model_dump() for r in b]
+    assert [r.prompt_text for r in a] != [r.prompt_text for r in c]
+    assert all(isinstance(r, PromptRow) and r.domain == domain for r in a)
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_heldout_never_overlaps_train_across_seeds(domain: str) -> None:
+    """Split membership is a function of the problem alone, so held-out prompts drawn
+    with one seed never appear in train drawn with any other seed."""
+    train = {r.prompt_text for s in (0, 1, 2) for r in generate_split(domain, "train", 400, s)}  # type: ignore[arg-type]
+    heldout = {r.prompt_text for s in (0, 3) for r in generate_split(domain, "heldout", 100, s)}  # type: ignore[arg-type]
+    assert heldout and train
+    assert not train & heldout
+
+
+def test_split_hash_is_stable_and_sized() -> None:
+    """The bucket is a fixed hash: a pinned problem keeps its split, and over 4000
+    distinct canonical strings the held-out share is HELDOUT_FRACTION (0.15) within
+    4 standard errors, sqrt(0.15 * 0.85 / 4000) = 0.0056."""
+    shares = [split_of("math", f"{a}+{b}") == "heldout" for a in range(80) for b in range(50)]
+    assert abs(sum(shares) / len(shares) - HELDOUT_FRACTION) < 4 * 0.0056
+    assert split_of("math", "2+2") == split_of("math", "2+2")
+
+
+def test_rows_are_unique_while_the_space_allows() -> None:
+    rows = generate_split("math", "heldout", 300, seed=0)
+    assert len({r.prompt_text for r in rows}) == 300
+    assert len({r.id for r in rows}) == 300
+
+
+def test_math_reference_answers_are_sympy_equal_to_the_problem() -> None:
+    """For each problem recompute the answer with sympy from the prompt itself:
+    ``What is E?`` -> sympify(E); ``Solve for x: L=R`` -> the root of L - R."""
+    for ex in generate_examples("math", "train", 300, seed=3):
+        text = ex.row.prompt_text
+        if text.startswith("Solve for x: "):
+            lhs, rhs = text.removeprefix("Solve for x: ").split("=")
+            x = sympy.Symbol("x")
+            expected = sympy.solve(
+                sympy.sympify(lhs.replace("x", "*x").lstrip("*")) - sympy.sympify(rhs), x
+            )[0]
+        else:
+            expected = sympy.sympify(text.removeprefix("What is ").removesuffix("?"))
+        assert sympy.sympify(ex.row.ground_truth) == expected, text
+        assert _answer(ex.response) == "\\boxed{" + ex.row.ground_truth + "}"
+
+
+def test_code_reference_passes_its_tests_and_a_wrong_body_fails() -> None:
+    for ex in generate_examples("code", "train", 100, seed=1):
+        tests = ex.row.ground_truth
+        assert 2 <= len(tests) <= 4 and all(t.startswith("assert ") for t in tests)
+        code = _answer(ex.response).removeprefix("```python\n").removesuffix("\n```")
+        name = code.split("(")[0].removeprefix("def ")
+        assert f"`{name}(" in ex.row.prompt_text
+        env: dict[str, object] = {}
+        exec(code + "\n" + "\n".join(tests), env)  # noqa: S102 - our generated code
+        wrong: dict[str, object] = {}
+        exec(f"def {name}(*a):\n    return None", wrong)  # noqa: S102
+        with pytest.raises(AssertionError):
+            exec("\n".join(tests), wrong)  # noqa: S102
+
+
+def test_ifeval_reference_follows_every_instruction_with_lm_eval_checkers() -> None:
+    from lm_eval.tasks.ifeval import instructions_registry
+
+    for ex in generate_examples("ifeval", "train", 200, seed=2):
+        gt = ex.row.ground_truth
+        assert 1 <= len(gt["instruction_id_list"]) <= 3
+        assert len(gt["kwargs"]) == len(gt["instruction_id_list"])
+        for iid, kwargs in zip(gt["instruction_id_list"], gt["kwargs"], strict=True):
+            checker = instructions_registry.INSTRUCTION_DICT[iid](iid)
+            checker.build_description(**kwargs)
+            assert checker.check_following(_answer(ex.response)), (iid, ex.response)
+            assert checker.check_following("") is False or iid == "punctuation:no_comma"
+
+
+def test_chat_reference_answer_appears_in_the_response() -> None:
+    for ex in generate_examples("chat", "train", 200, seed=4):
+        assert ex.row.ground_truth in _answer(ex.response)
+    plural = [
+        e
+        for e in generate_examples("chat", "train", 400, seed=4)
+        if "plural of city" in e.row.prompt_text
+    ]
+    assert all(e.row.ground_truth == "cities" for e in plural)
+
+
+def test_effort_and_token_budget() -> None:
+    """Budget = 2 * len(response) rounded up to a multiple of 8: a 45-character
+    response gets ceil(90 / 8) * 8 = 96."""
+    assert token_budget("x" * 45) == 96
+    assert token_budget("x") == 16
+    rows = generate_split("math", "train", 200, seed=0)
+    assert {r.effort for r in rows} == {"low", "medium", "high"}
+    assert all(r.token_budget is not None and r.token_budget >= 16 for r in rows)
+
+
+def test_build_world_shape_and_bad_input() -> None:
+    world = build_world(WorldConfig(train_per_domain=30, heldout_per_domain=10, data_seed=5))
+    assert set(world) == {"train", "heldout"}
+    assert {d: len(world["heldout"][d]) for d in DOMAINS} == dict.fromkeys(DOMAINS, 10)
+    assert all(len(world["train"][d]) == 30 for d in DOMAINS)
+    with pytest.raises(ValueError, match="domain='poetry' is not one of"):
+        generate_split("poetry", "train", 1, 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="split='test' is not one of"):
+        generate_split("math", "test", 1, 0)  # type: ignore[arg-type]
