@@ -1,0 +1,51 @@
+"""Run directory artifacts: metrics survive a torn last line, W&B works offline, reports render."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from recipe_arena.compose import load_config
+from recipe_arena.eval.report import write_report
+from recipe_arena.rundir import RunDir, read_metrics
+
+
+def test_metrics_lines_and_torn_tail(tmp_path: Path) -> None:
+    cfg = load_config(["budget=smoke", f"out_dir={tmp_path}"])
+    run = RunDir(cfg, tmp_path / "r")
+    run.log("rlvr", 1, {"reward/mean": 0.25})
+    run.log("rlvr", 2, {"reward/mean": 0.5})
+    # A crash mid-write leaves half a line; readers keep every complete record.
+    with open(run.metrics_path, "a") as f:
+        f.write('{"stage": "rlvr", "step": 3, "rew')
+    records = read_metrics(run.path)
+    assert [(r["step"], r["reward/mean"]) for r in records] == [(1, 0.25), (2, 0.5)]
+    saved = (run.path / "config.yaml").read_text()
+    assert "budget:\n  name: smoke" in saved
+
+
+def test_wandb_offline_writes_under_the_run(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    cfg = load_config(["budget=smoke", "wandb.enabled=true", f"out_dir={tmp_path}"])
+    run = RunDir(cfg, tmp_path / "r")
+    run.log("sft", 1, {"loss/train": 1.5})
+    run.close()
+    offline_runs = list((tmp_path / "r" / "wandb").glob("offline-run-*"))
+    assert len(offline_runs) == 1
+    assert any(p.suffix == ".wandb" for p in offline_runs[0].iterdir())
+
+
+def test_report_has_tables_and_plots(tmp_path: Path) -> None:
+    metrics = [
+        {"stage": "rlvr", "step": s, "reward/mean": 0.1 * s, "loss/policy": 1.0 / s}
+        for s in range(1, 5)
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    (tmp_path / "eval.json").write_text(json.dumps({"eval/math/pass@1": 0.375}))
+    md = write_report(tmp_path).read_text()
+    assert "| eval/math/pass@1 | 0.375 |" in md
+    assert "| reward/mean | 0.4 | 4 |" in md
+    assert (tmp_path / "plot_rlvr.png").stat().st_size > 1000
+    html = (tmp_path / "report.html").read_text()
+    assert '<img src="plot_rlvr.png">' in html and "eval/math/pass@1" in html
