@@ -32,6 +32,8 @@ class PipelineState:
     """Path of the (possibly filtered) training rows, JSONL."""
     done: dict[str, float] = field(default_factory=dict)
     """stage -> seconds it took."""
+    inputs: dict[str, str | None] = field(default_factory=dict)
+    """stage -> the checkpoint it started from."""
 
     def save(self, run: RunDir) -> None:
         run.write_json("stages.json", asdict(self))
@@ -149,6 +151,7 @@ def run_pipeline(cfg: RunConfig) -> Path:
                 continue
             console.rule(f"stage {name}")
             t0 = time.perf_counter()
+            state.inputs[name] = state.checkpoint
             STAGES[name](cfg, run, world, state)
             state.done[name] = round(time.perf_counter() - t0, 2)
             state.save(run)
