@@ -1,0 +1,220 @@
+"""The actor: owns an engine and a scorer, turns prompts into scored RolloutGroups.
+
+It pulls tasks from the prompt channel, keeps up to ``max_groups_in_engine`` groups
+generating at once (continuous batching backfills finished sequences), scores each
+group as soon as its G completions are back, applies the length-control strategy, and
+pushes the group to the result channel. Weight updates arrive at any time through
+``update_weights`` and land between two decode steps: the actor never drains.
+
+A plain class: the local backend runs ``run`` in a thread, the Ray backend wraps the
+class with ``ray.remote`` where it builds it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.core.channels import Channel
+from recipe_arena.core.types import Rollout, RolloutGroup
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.engines.base import Completion, GenerationRequest, SamplingParams
+from recipe_arena.length_control import LengthInput, get_length_control
+
+
+@dataclass(frozen=True)
+class ActorTask:
+    row: PromptRow
+    seed: int
+    """Sampling seed of this draw (fixes the G completions given the weights)."""
+    tag: str
+    """Unique id of this draw (a prompt can be drawn again after a requeue)."""
+
+
+@dataclass(frozen=True)
+class ActorSettings:
+    group_size: int
+    temperature: float
+    max_new_tokens: int
+    max_groups_in_engine: int = 8
+    length_control: str = "none"
+    budget_by_effort: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Pending:
+    task: ActorTask
+    prompt_tokens: tuple[int, ...]
+    completions: list[Completion] = field(default_factory=list)
+
+
+def encode_prompt(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
+    """Chat-template the row's messages and open the assistant turn."""
+    msgs = [m.model_dump() for m in row.messages]
+    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+    ids = enc["input_ids"] if not isinstance(enc, list) else enc
+    return tuple(int(i) for i in ids)
+
+
+def decode_response(tokenizer: Any, tokens: tuple[int, ...]) -> str:
+    """Completion text as verifiers see it: special tokens kept (``</think>`` matters),
+    the end-of-turn and padding markers removed."""
+    text = str(tokenizer.decode(list(tokens), skip_special_tokens=False))
+    for marker in (tokenizer.eos_token, tokenizer.pad_token):
+        if marker:
+            text = text.replace(marker, "")
+    return text
+
+
+class Actor:
+    def __init__(
+        self,
+        actor_id: int,
+        model: Any,
+        tokenizer: Any,
+        engine_name: str,
+        engine_cfg: EngineConfig,
+        rewards_cfg: RewardsConfig,
+        length_cfg: LengthControlConfig,
+        settings: ActorSettings,
+        version: int = 0,
+        scorer: Any = None,
+    ) -> None:
+        from recipe_arena.engines import build_engine
+
+        if isinstance(model, (str, Path)):  # Ray: each actor process loads its own copy
+            from recipe_arena.models.factory import load_checkpoint
+
+            model, tokenizer = load_checkpoint(model)
+        self.actor_id = actor_id
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self.length_cfg = length_cfg
+        self.length_fn = get_length_control(settings.length_control)
+        self.engine = build_engine(engine_name, model, tokenizer, engine_cfg, version=version)
+        if scorer is None:
+            from recipe_arena.rewards import build_scorer
+
+            scorer = build_scorer(rewards_cfg)
+        self.scorer = scorer
+        self._stop = threading.Event()
+        self.tokens_generated = 0
+        self.groups_done = 0
+        self.started = time.perf_counter()
+
+    # ------------------------------------------------------------------ control
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        self.engine.update_weights(state_dict, version)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def stats(self) -> dict[str, float]:
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        return {
+            "tokens": float(self.tokens_generated),
+            "groups": float(self.groups_done),
+            "tokens_per_s": self.tokens_generated / elapsed,
+        }
+
+    def close(self) -> None:
+        self.engine.close()
+        close = getattr(self.scorer, "close", None)
+        if close is not None:
+            close()
+
+    # ------------------------------------------------------------------ work
+    def run(self, prompts: Channel, results: Channel) -> dict[str, float]:
+        """Generate and score until ``stop``; returns throughput counters."""
+        self.started = time.perf_counter()
+        pending: dict[str, _Pending] = {}
+        while not self._stop.is_set():
+            while len(pending) < self.settings.max_groups_in_engine:
+                task = prompts.get(timeout=0.0 if pending else 0.05)
+                if task is None:
+                    break
+                pending[task.tag] = self._submit(task)
+            if not pending:
+                continue
+            c = self.engine.get(timeout=0.05)
+            if c is None:
+                continue
+            p = pending[c.request_id]
+            p.completions.append(c)
+            if len(p.completions) == self.settings.group_size:
+                del pending[c.request_id]
+                results.put(self._finish(p))
+        return self.stats()
+
+    def rollouts(self, tasks: list[ActorTask]) -> list[RolloutGroup]:
+        """Synchronous form: generate every task's group, wait for all, score them."""
+        pending = {t.tag: self._submit(t) for t in tasks}
+        remaining = len(tasks) * self.settings.group_size
+        while remaining:
+            c = self.engine.get(timeout=1.0)
+            if c is not None:
+                pending[c.request_id].completions.append(c)
+                remaining -= 1
+        return [self._finish(pending[t.tag]) for t in tasks]
+
+    def _submit(self, task: ActorTask) -> _Pending:
+        s = self.settings
+        prompt = encode_prompt(self.tokenizer, task.row)
+        params = SamplingParams(
+            max_new_tokens=s.max_new_tokens,
+            temperature=s.temperature,
+            n=s.group_size,
+            seed=task.seed,
+        )
+        self.engine.submit(
+            GenerationRequest(request_id=task.tag, prompt_tokens=prompt, sampling=params)
+        )
+        return _Pending(task, prompt)
+
+    def _finish(self, p: _Pending) -> RolloutGroup:
+        """Score the group's completions and apply length control."""
+        row = p.task.row
+        comps = sorted(p.completions, key=lambda c: c.sample_index)
+        texts = [decode_response(self.tokenizer, c.tokens) for c in comps]
+        results = self.scorer.score([row] * len(texts), texts)
+        rewards_G = torch.tensor([float(r.score) for r in results])
+        budget = row.token_budget or (
+            self.settings.budget_by_effort.get(row.effort) if row.effort else None
+        )
+        lc = self.length_fn(
+            LengthInput(
+                rewards_G=rewards_G,
+                lengths_G=torch.tensor([len(c.tokens) for c in comps]),
+                budget=budget,
+                finish_seconds_G=torch.tensor([c.seconds for c in comps]),
+            )
+        )
+        rollouts = tuple(
+            Rollout(
+                prompt_id=row.id,
+                prompt_tokens=p.prompt_tokens,
+                completion_tokens=c.tokens,
+                behavior_logprobs=c.logprobs,
+                token_versions=c.token_versions,
+                finish_reason=c.finish_reason,
+                domain=row.domain,
+                text=t,
+                reward=float(r),
+                reward_reason=res.reason,
+                gen_seconds=c.seconds,
+            )
+            for c, t, r, res, keep in zip(
+                comps, texts, lc.rewards_G.tolist(), results, lc.keep_G.tolist(), strict=True
+            )
+            if keep
+        )
+        self.tokens_generated += sum(len(c.tokens) for c in comps)
+        self.groups_done += 1
+        return RolloutGroup(row=row, rollouts=rollouts)

@@ -1,0 +1,198 @@
+"""Where actors run: ``local`` (threads in this process, the default) or ``ray``.
+
+Both give the loop the same four things: a prompt channel, a result channel, a weight
+broadcast, and a health check. The Actor class is the same plain class in both; Ray
+wraps it with ``ray.remote`` here, where it is built.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.core.actor import Actor, ActorSettings
+from recipe_arena.core.channels import Channel, LocalChannel, RayChannel
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """Everything an actor needs to build itself, in this process or another."""
+
+    checkpoint: str
+    """Model checkpoint directory each actor loads (its starting weights)."""
+    engine_name: str
+    engine_cfg: EngineConfig
+    rewards_cfg: RewardsConfig
+    length_cfg: LengthControlConfig
+    settings: ActorSettings
+    version: int = 0
+
+
+class Backend(Protocol):
+    prompts: Channel
+    results: Channel
+
+    def start(self) -> None: ...
+
+    def broadcast(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
+        """Send new weights to every actor; they swap them in without draining."""
+
+    def check(self) -> None:
+        """Raise if an actor has died."""
+
+    def actor_stats(self) -> list[dict[str, float]]: ...
+
+    def shutdown(self) -> None: ...
+
+
+def _build(spec: ActorSpec, actor_id: int, scorer: Any = None) -> Actor:
+    return Actor(
+        actor_id,
+        spec.checkpoint,
+        None,
+        spec.engine_name,
+        spec.engine_cfg,
+        spec.rewards_cfg,
+        spec.length_cfg,
+        spec.settings,
+        version=spec.version,
+        scorer=scorer,
+    )
+
+
+class LocalBackend:
+    """Actors in threads of this process; the engines decode in their own threads."""
+
+    def __init__(self, spec: ActorSpec, num_actors: int = 1, scorer: Any = None) -> None:
+        self.prompts: Channel = LocalChannel()
+        self.results: Channel = LocalChannel()
+        self.actors = [_build(spec, i, scorer if i == 0 else None) for i in range(num_actors)]
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+
+    def start(self) -> None:
+        for a in self.actors:
+            t = threading.Thread(
+                target=self._run, args=(a,), name=f"actor-{a.actor_id}", daemon=True
+            )
+            t.start()
+            self._threads.append(t)
+
+    def _run(self, actor: Actor) -> None:
+        try:
+            actor.run(self.prompts, self.results)
+        except BaseException as e:  # surfaced to the learner by check()
+            self._errors.append(e)
+
+    def broadcast(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
+        for a in self.actors:
+            a.update_weights(weights, version)
+
+    def check(self) -> None:
+        if self._errors:
+            raise RuntimeError(f"an actor failed: {self._errors[0]!r}") from self._errors[0]
+
+    def actor_stats(self) -> list[dict[str, float]]:
+        return [a.stats() for a in self.actors]
+
+    def shutdown(self) -> None:
+        for a in self.actors:
+            a.stop()
+        for t in self._threads:
+            t.join(timeout=30)
+        for a in self.actors:
+            a.close()
+
+
+class RayBackend:
+    """Actors as Ray actors. ``address=None`` starts a local cluster (``ray.init()``);
+    an address joins an existing one. Weights travel through the object store."""
+
+    def __init__(
+        self,
+        spec: ActorSpec,
+        num_actors: int = 1,
+        address: str | None = None,
+        num_cpus: int | None = None,
+    ) -> None:
+        import ray
+
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            ray.init(
+                address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False
+            )
+        self.prompts: Channel = RayChannel()
+        self.results: Channel = RayChannel()
+        # num_cpus=0: an actor's compute is bounded by its torch threads, and reserving a
+        # whole CPU per actor would stop two actors from starting on a 2-core machine.
+        # max_concurrency=4: update_weights and stop must run while run() is looping.
+        remote_actor = ray.remote(num_cpus=0, max_concurrency=4)(Actor)
+        self.actors = [
+            remote_actor.remote(
+                i,
+                str(Path(spec.checkpoint).resolve()),
+                None,
+                spec.engine_name,
+                spec.engine_cfg,
+                spec.rewards_cfg,
+                spec.length_cfg,
+                spec.settings,
+                spec.version,
+            )
+            for i in range(num_actors)
+        ]
+        self._runs: list[Any] = []
+
+    def start(self) -> None:
+        self._runs = [a.run.remote(self.prompts, self.results) for a in self.actors]
+
+    def broadcast(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
+        import ray
+
+        ref = ray.put(dict(weights))
+        ray.get([a.update_weights.remote(ref, version) for a in self.actors])
+
+    def check(self) -> None:
+        import ray
+
+        done, _ = ray.wait(self._runs, timeout=0, num_returns=len(self._runs))
+        for ref in done:
+            ray.get(ref)  # re-raises the actor's error
+            raise RuntimeError("an actor stopped before it was asked to")
+
+    def actor_stats(self) -> list[dict[str, float]]:
+        import ray
+
+        return list(ray.get([a.stats.remote() for a in self.actors]))
+
+    def shutdown(self) -> None:
+        import ray
+
+        ray.get([a.stop.remote() for a in self.actors])
+        ray.get(self._runs, timeout=60)
+        ray.get([a.close.remote() for a in self.actors])
+        for a in self.actors:
+            ray.kill(a)
+        if self._owns_ray:
+            ray.shutdown()
+
+
+def make_backend(
+    name: str,
+    spec: ActorSpec,
+    num_actors: int,
+    address: str | None = None,
+    num_cpus: int | None = None,
+) -> Backend:
+    if name == "local":
+        return LocalBackend(spec, num_actors)
+    if name == "ray":
+        return RayBackend(spec, num_actors, address, num_cpus)
+    raise ValueError(f"unknown backend {name!r}; allowed: local, ray")

@@ -1,0 +1,146 @@
+"""The learner: one optimiser step per LearnerBatch, then a new policy version.
+
+The step, named in order: trainer logprobs (with gradient) -> staleness strategy (TIS
+weights, extra loss, masks) -> OlmoRL policy loss -> backward, clip, step -> version + 1.
+A plain class (the loop calls it in its own thread or process).
+
+Deviation: one minibatch and one epoch per batch (OLMo 3's setting), so pi_old is the
+trainer's own forward in value and the PPO ratio is 1; TIS carries the engine/trainer
+and staleness correction.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from recipe_arena.core.logprobs import sequence_logprobs
+from recipe_arena.core.loss import PolicyLossInput, policy_loss
+from recipe_arena.core.types import LearnerBatch
+from recipe_arena.staleness import StalenessInput, StalenessParams, get_staleness
+
+
+@dataclass(frozen=True)
+class LearnerSettings:
+    lr: float
+    temperature: float
+    """Trainer logprobs use the sampling temperature so they compare with the engine's."""
+    clip_low: float = 0.2
+    clip_high: float = 0.272
+    normalisation: str = "token"
+    kl_beta: float = 0.0
+    constant_len: int = 1
+    staleness: str = "tis"
+    staleness_params: StalenessParams = StalenessParams()
+    grad_clip: float = 1.0
+    weight_decay: float = 0.0
+
+
+class Learner:
+    def __init__(self, model: nn.Module, settings: LearnerSettings, version: int = 0) -> None:
+        self.model = model
+        self.settings = settings
+        self.version = version
+        self.staleness_fn = get_staleness(settings.staleness)
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(),
+            lr=settings.lr,
+            weight_decay=settings.weight_decay,
+            betas=(0.9, 0.99),
+        )
+        self.ref_model: nn.Module | None = None
+        if settings.kl_beta > 0:  # the reference is the starting policy, frozen
+            self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+
+    def compute_loss(self, batch: LearnerBatch) -> tuple[torch.Tensor, dict[str, float]]:
+        """Loss of ``batch`` under the current weights and its metrics (no step)."""
+        s = self.settings
+        self.model.train()
+        logp_BL = sequence_logprobs(self.model, batch.tokens_BL, batch.attention_BL, s.temperature)
+        old_BL = logp_BL.detach()
+        ref_BL = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref_BL = sequence_logprobs(
+                    self.ref_model, batch.tokens_BL, batch.attention_BL, s.temperature
+                )
+        st = self.staleness_fn(
+            StalenessInput(
+                logprobs_BL=logp_BL,
+                old_logprobs_BL=old_BL,
+                behavior_logprobs_BL=batch.behavior_logprobs_BL,
+                advantages_BL=batch.advantages_BL,
+                mask_BL=batch.mask_BL,
+                versions_BL=batch.versions_BL,
+                learner_version=self.version,
+                params=s.staleness_params,
+            )
+        )
+        out = policy_loss(
+            PolicyLossInput(
+                logprobs_BL=logp_BL,
+                old_logprobs_BL=old_BL,
+                advantages_BL=batch.advantages_BL,
+                mask_BL=st.mask_BL,
+                token_weights_BL=st.token_weights_BL,
+                extra_loss_BL=st.extra_loss_BL,
+                ref_logprobs_BL=ref_BL,
+                clip_low=s.clip_low,
+                clip_high=s.clip_high,
+                normalisation=s.normalisation,
+                kl_beta=s.kl_beta,
+                constant_len=s.constant_len,
+            )
+        )
+        metrics = {**out.metrics, **st.metrics, **mismatch_metrics(old_BL, batch, self.version)}
+        return out.loss, metrics
+
+    def train_step(self, batch: LearnerBatch) -> dict[str, float]:
+        """One optimiser step; the policy version goes up by one."""
+        loss, metrics = self.compute_loss(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.grad_clip)
+        self.optimizer.step()
+        self.version += 1
+        metrics["loss/grad_norm"] = float(norm)
+        return metrics
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """Detached copies of the parameters, ready to broadcast."""
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(), "version": self.version}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+
+
+def mismatch_metrics(
+    trainer_BL: torch.Tensor, batch: LearnerBatch, learner_version: int
+) -> dict[str, float]:
+    """Engine-vs-trainer logprob difference |logp_trainer - logp_engine| (mean, max), the
+    k3 estimate of KL(engine || trainer) on the sampled tokens, and the staleness lag
+    histogram (tokens per learner_version - token_version)."""
+    mask = batch.mask_BL.bool()
+    if not mask.any():
+        return {}
+    d = (trainer_BL.detach() - batch.behavior_logprobs_BL)[mask]
+    k3 = torch.exp(d) - d - 1.0
+    lag = (learner_version - batch.versions_BL[mask]).clamp(min=0)
+    out = {
+        "staleness/logprob_diff_mean": float(d.abs().mean()),
+        "staleness/logprob_diff_max": float(d.abs().max()),
+        "staleness/kl_engine_trainer": float(k3.mean()),
+        "staleness/lag_mean": float(lag.float().mean()),
+        "staleness/lag_max": float(lag.max()),
+    }
+    for k, n in zip(*torch.unique(lag, return_counts=True), strict=True):
+        out[f"staleness/lag_hist/{int(k)}"] = float(n) / float(mask.sum())
+    return out

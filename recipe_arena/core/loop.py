@@ -1,0 +1,227 @@
+"""The asynchronous RL loop, read top to bottom: sample, score, filter, advantage,
+staleness, loss, step, sync.
+
+Actors generate continuously; the learner pulls scored groups, trains, and broadcasts
+the new weights in flight (actors swap them in between two decode steps and keep
+going). Two knobs, stated once:
+
+    in flight:   prompts drawn but not yet trained or dropped  <=  pipeline_depth * N
+    trainable:   learner_version - min(token_versions of the group)  <=  max_staleness
+
+A stale group is dropped, counted, and its prompt requeued; a zero-variance group is
+dropped and replaced (active sampling). Sampling (actors) and scoring (the actors'
+process pool) happen off the learner's thread; the learner's idle time is the time it
+waits for groups.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from recipe_arena.core.actor import ActorTask
+from recipe_arena.core.backends import Backend
+from recipe_arena.core.batch import build_learner_batch, group_advantages
+from recipe_arena.core.learner import Learner
+from recipe_arena.core.metrics import group_metrics
+from recipe_arena.core.prompts import PromptSource
+from recipe_arena.core.sampling import BatchFiller
+from recipe_arena.core.types import LearnerBatch, RolloutGroup
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    steps: int
+    prompts_per_step: int
+    max_staleness: int
+    pipeline_depth: int
+    zero_gradient_filter: bool = True
+    active_sampling: bool = True
+    max_resample_factor: int = 8
+    advantage: str = "centered"
+    reward_scale: float = 1.0
+    std_eps: float = 1e-6
+    seed: int = 0
+    pad_id: int = 0
+    stall_timeout_s: float = 600.0
+    """Fail (naming the cause) when no group arrives for this long."""
+
+
+@dataclass
+class StepRecord:
+    step: int
+    version: int
+    trained: list[str]
+    zero_variance: list[str]
+    stale: list[str]
+    metrics: dict[str, float]
+    groups: list[RolloutGroup]
+
+
+@dataclass
+class InFlight:
+    """Prompts drawn and handed to actors, not yet trained or dropped (a multiset)."""
+
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def issue(self, prompt_id: str) -> None:
+        self.counts[prompt_id] += 1
+
+    def settle(self, prompt_id: str) -> None:
+        self.counts[prompt_id] -= 1
+        if self.counts[prompt_id] <= 0:
+            del self.counts[prompt_id]
+
+    def ids(self) -> list[str]:
+        return sorted(self.counts.elements())
+
+
+@dataclass
+class Collected:
+    filler: BatchFiller
+    received: list[RolloutGroup]
+    zero_variance: list[str]
+    stale: list[str]
+    wait_s: float
+
+
+StepHook = Callable[[StepRecord, InFlight], None]
+
+
+def draw_seed(seed: int, draw: int) -> int:
+    """Sampling seed of the draw-th prompt draw: fixed by the run seed and the cursor."""
+    return (seed * 1_000_003 + draw) % (2**31)
+
+
+# ----------------------------------------------------------------------------- stages
+def top_up_prompts(
+    backend: Backend, source: PromptSource, flight: InFlight, s: LoopSettings
+) -> None:
+    """Sample stage, learner side: keep pipeline_depth * N prompts in flight."""
+    while len(flight) < s.pipeline_depth * s.prompts_per_step:
+        row = source.next()
+        task = ActorTask(
+            row=row, seed=draw_seed(s.seed, source.draws), tag=f"{row.id}@{source.draws}"
+        )
+        backend.prompts.put(task)
+        flight.issue(row.id)
+
+
+def collect_groups(
+    backend: Backend, source: PromptSource, flight: InFlight, learner_version: int, s: LoopSettings
+) -> Collected:
+    """Sample + score happen in the actors; here, filter and staleness: take scored
+    groups until the batch holds N prompts with reward variance (active sampling)."""
+    filler = BatchFiller(
+        n_prompts=s.prompts_per_step,
+        max_staleness=s.max_staleness,
+        zero_gradient_filter=s.zero_gradient_filter,
+        active_sampling=s.active_sampling,
+        max_draws=s.prompts_per_step * s.max_resample_factor,
+    )
+    out = Collected(filler, [], [], [], 0.0)
+    last = time.perf_counter()
+    while not filler.done:
+        top_up_prompts(backend, source, flight, s)
+        t0 = time.perf_counter()
+        group = backend.results.get(timeout=1.0)
+        out.wait_s += time.perf_counter() - t0
+        if group is None:
+            backend.check()
+            if time.perf_counter() - last > s.stall_timeout_s:
+                raise RuntimeError(
+                    f"no rollout group arrived for {s.stall_timeout_s:.0f} s; actors stalled"
+                )
+            continue
+        last = time.perf_counter()
+        out.received.append(group)
+        verdict = filler.offer(group, learner_version)
+        if verdict == "stale":
+            source.requeue(group.row)  # drawn again before any new prompt
+            flight.settle(group.prompt_id)
+            out.stale.append(group.prompt_id)
+        elif verdict == "zero_variance":
+            flight.settle(group.prompt_id)
+            out.zero_variance.append(group.prompt_id)
+    return out
+
+
+def advantage_batch(groups: Sequence[RolloutGroup], s: LoopSettings) -> LearnerBatch:
+    """Advantage stage: group-relative advantages, broadcast to tokens, padded batch."""
+    advantages = group_advantages(groups, s.advantage, s.reward_scale, s.std_eps)
+    return build_learner_batch(groups, advantages, s.pad_id)
+
+
+def sync_weights(backend: Backend, learner: Learner) -> float:
+    """Sync stage: broadcast the new weights in flight; returns seconds spent."""
+    t0 = time.perf_counter()
+    backend.broadcast(learner.weights(), learner.version)
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------- the loop
+def train(
+    learner: Learner,
+    backend: Backend,
+    source: PromptSource,
+    s: LoopSettings,
+    start_step: int = 0,
+    on_step: StepHook | None = None,
+) -> list[StepRecord]:
+    """Run optimiser steps start_step+1 .. s.steps; ``on_step`` logs, checkpoints, evaluates."""
+    flight = InFlight()
+    records: list[StepRecord] = []
+    backend.start()
+    try:
+        for step in range(start_step + 1, s.steps + 1):
+            t_step = time.perf_counter()
+            got = collect_groups(
+                backend, source, flight, learner.version, s
+            )  # sample, score, filter
+            kept = got.filler.kept
+            metrics = {**got.filler.metrics(), **group_metrics(got.received)}
+            t_learn = time.perf_counter()
+            if kept:
+                batch = advantage_batch(kept, s)  # advantage
+                metrics.update(learner.train_step(batch))  # staleness, loss, step
+                metrics["throughput/trained_tokens"] = float(batch.num_tokens)
+            learn_s = time.perf_counter() - t_learn
+            sync_s = sync_weights(backend, learner)  # sync
+            for g in kept:
+                flight.settle(g.prompt_id)
+            step_s = time.perf_counter() - t_step
+            metrics.update(_timing(backend, got.wait_s, learn_s, sync_s, step_s))
+            record = StepRecord(
+                step=step,
+                version=learner.version,
+                trained=[g.prompt_id for g in kept],
+                zero_variance=got.zero_variance,
+                stale=got.stale,
+                metrics=metrics,
+                groups=kept,
+            )
+            records.append(record)
+            if on_step is not None:
+                on_step(record, flight)
+    finally:
+        backend.shutdown()
+    return records
+
+
+def _timing(
+    backend: Backend, wait_s: float, learn_s: float, sync_s: float, step_s: float
+) -> dict[str, float]:
+    stats = backend.actor_stats()
+    return {
+        "throughput/step_time_s": step_s,
+        "throughput/learner_idle_frac": wait_s / step_s if step_s > 0 else 0.0,
+        "throughput/learn_time_s": learn_s,
+        "throughput/sync_time_s": sync_s,
+        "throughput/actor_tokens_per_s": sum(a["tokens_per_s"] for a in stats),
+        "throughput/actor_tokens": sum(a["tokens"] for a in stats),
+    }

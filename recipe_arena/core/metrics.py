@@ -1,0 +1,39 @@
+"""Metrics of the sampled groups, with stable names (reward/…, length/…)."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+
+import torch
+
+from recipe_arena.core.types import RolloutGroup
+
+PASS_THRESHOLD = 1.0 - 1e-6
+"""A rollout passes when its verifier score is 1 (all-or-nothing verifiers)."""
+
+
+def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
+    """Reward per domain and overall, pass rate, response length (mean, p50, p95),
+    fraction truncated at the response cap, over every group the learner received."""
+    rollouts = [r for g in groups for r in g.rollouts]
+    if not rollouts:
+        return {}
+    out: dict[str, float] = {}
+    by_domain: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rollouts:
+        by_domain[r.domain].append(r.reward)
+    for d, rs in sorted(by_domain.items()):
+        out[f"reward/{d}/mean"] = sum(rs) / len(rs)
+        out[f"reward/{d}/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rs) / len(rs)
+    rewards = [r.reward for r in rollouts]
+    out["reward/mean"] = sum(rewards) / len(rewards)
+    out["reward/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rewards) / len(rewards)
+    lengths = torch.tensor([len(r.completion_tokens) for r in rollouts], dtype=torch.float32)
+    out["length/mean"] = float(lengths.mean())
+    out["length/p50"] = float(torch.quantile(lengths, 0.5))
+    out["length/p95"] = float(torch.quantile(lengths, 0.95))
+    out["length/truncated_frac"] = sum(r.finish_reason == "length" for r in rollouts) / len(
+        rollouts
+    )
+    return out
