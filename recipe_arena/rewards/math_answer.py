@@ -1,0 +1,158 @@
+"""Math verifier: extract the final answer, normalise it, decide equivalence with SymPy.
+
+Equivalence is decided by math-verify (built on SymPy) with its own signal-based
+timeouts switched off (``parsing_timeout=None``, ``timeout_seconds=None``): this
+module runs inside a ``WorkerPool`` process whose deadline is enforced from the
+parent, which works from any thread. With math-verify's defaults the same calls
+raise outside the main thread, which some pipelines swallow as "wrong answer".
+
+Deviations from OLMo 3's math verifier (open-instruct): several *different*
+``\\boxed{}`` answers in one response score 0 (hedging across options is a known
+reward hack; the reference takes the last one), and an extracted answer longer
+than ``MAX_ANSWER_CHARS`` scores 0 without being parsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from recipe_arena.rewards.text import answer_text
+
+# math-verify warns on every call that its own timeout is off; that is deliberate here.
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+MAX_ANSWER_CHARS = 1000
+"""Longer extracted answers are rejected unparsed (no real answer is that long)."""
+SHORT_ANSWER_CHARS = 80
+"""``short_answer`` fallback: a one-line answer section up to this length is the answer."""
+TAIL_CHARS = 4000
+"""``final_answer_is`` and ``last_number`` only search this many trailing characters."""
+
+EXTRACTORS = ("boxed", "final_answer_is", "short_answer", "last_number")
+DEFAULT_EXTRACTORS = ("boxed", "final_answer_is", "short_answer")
+
+_FINAL_RE = re.compile(
+    r"(?:final answer|the answer)\s*(?:is|:)\s*:?\s*(.+?)\s*(?:$|\n|\.\s|\.$)", re.IGNORECASE
+)
+_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
+_SCI_RE = re.compile(r"^([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d+)$")
+_UNIT_RE = re.compile(r"^([-+]?[\d.,/]+)\s*([a-zA-Z][a-zA-Z ]*)$")
+_THOUSANDS_RE = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
+
+
+def boxed_all(text: str) -> list[str]:
+    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces), in order."""
+    out: list[str] = []
+    for m in re.finditer(r"\\(?:boxed|fbox)\s*", text):
+        i = m.end()
+        if i < len(text) and text[i] == "{":
+            depth, j = 0, i
+            while j < len(text):
+                if text[j] == "{":
+                    depth += 1
+                elif text[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        out.append(text[i + 1 : j])
+                        break
+                j += 1
+        else:  # "\boxed 5"
+            tok = re.match(r"[^\s$]+", text[i:])
+            if tok:
+                out.append(tok.group(0))
+    return out
+
+
+def extract_answer(
+    response: str, extractors: Sequence[str] = DEFAULT_EXTRACTORS
+) -> tuple[str | None, str]:
+    """(answer or None, how it was found / why not). Looks only after ``</think>``."""
+    text = answer_text(response)
+    for how in extractors:
+        if how == "boxed":
+            boxes = boxed_all(text)
+            if boxes:
+                distinct = {re.sub(r"\s+", "", b) for b in boxes}
+                if len(distinct) > 1:
+                    return None, f"{len(distinct)} different boxed answers"
+                return boxes[-1], "boxed"
+        elif how == "final_answer_is":
+            found = _FINAL_RE.findall(text[-TAIL_CHARS:])
+            if found:
+                return found[-1], "final answer is"
+        elif how == "short_answer":
+            s = text.strip()
+            if s and len(s) <= SHORT_ANSWER_CHARS and "\n" not in s:
+                return s, "short answer"
+        elif how == "last_number":
+            nums = _NUMBER_RE.findall(text[-TAIL_CHARS:])
+            if nums:
+                return nums[-1], "last number"
+        else:
+            raise ValueError(f"unknown math extractor {how!r}; allowed: {', '.join(EXTRACTORS)}")
+    return None, "no answer found"
+
+
+def normalise(ans: str) -> list[str]:
+    """Spellings of one answer worth trying, most literal first (all LaTeX-ready)."""
+    s = ans.strip()
+    for a, b in (("\\(", ""), ("\\)", ""), ("\\[", ""), ("\\]", ""), ("$", "")):
+        s = s.replace(a, b)
+    s = s.strip().rstrip(".").strip()
+    s = re.sub(r"\\[dt]frac", r"\\frac", s)
+    s = s.replace("^\\circ", "").replace("^{\\circ}", "").replace("°", "").replace("\\!", "")
+    s = re.sub(r"\\text\{\s*(degrees?|units?)\s*\}", "", s).strip()
+    out = [s]
+    m = _SCI_RE.match(s)
+    if m:
+        out.append(f"{m.group(1)}\\times 10^{{{m.group(2)}}}")
+    if _THOUSANDS_RE.match(s):
+        out.append(s.replace(",", ""))
+    m = _UNIT_RE.match(s)
+    if m:
+        out.append(m.group(1))
+    pct = re.match(r"^(.*?)\s*\\?%$", s)
+    if pct and pct.group(1):
+        out += [pct.group(1), f"({pct.group(1)})/100"]
+    return list(dict.fromkeys(out))
+
+
+def _parse(s: str) -> list:
+    from math_verify import parse
+
+    return parse(f"${s}$", parsing_timeout=None)
+
+
+def equivalent(gold: str, pred: str) -> bool:
+    """True when some spelling of ``pred`` equals some spelling of ``gold`` under SymPy."""
+    from math_verify import verify
+
+    golds = [g for g in (_parse(x) for x in normalise(gold)) if g]
+    for p in normalise(pred):
+        parsed = _parse(p)
+        if parsed and any(verify(g, parsed, timeout_seconds=None) for g in golds):
+            return True
+    return False
+
+
+def warm() -> None:
+    """Build SymPy's and the LaTeX parser's lazy state once (worker start-up)."""
+    equivalent("\\frac{1}{2}", "0.5")
+
+
+def check_math(
+    gold: str, response: str, extractors: Sequence[str] = DEFAULT_EXTRACTORS
+) -> tuple[float, str]:
+    """Worker entry point: (1.0 or 0.0, reason). Runs without any timeout of its own."""
+    if not isinstance(gold, str) or not gold.strip():
+        return 0.0, "error: math ground_truth must be a non-empty string"
+    pred, how = extract_answer(response, extractors)
+    if pred is None:
+        return 0.0, how
+    if len(pred) > MAX_ANSWER_CHARS:
+        return 0.0, f"answer too long ({len(pred)} chars, {how})"
+    ok = equivalent(gold, pred)
+    short = pred if len(pred) <= 40 else pred[:37] + "..."
+    return (1.0, f"correct ({how}: {short})") if ok else (0.0, f"wrong ({how}: {short})")

@@ -1,0 +1,222 @@
+"""A process pool with hard per-call timeouts enforced from outside the worker.
+
+Why not ``concurrent.futures.ProcessPoolExecutor``: it cannot cancel a call that
+is already running, so one pathological input (``10^{10^{10}}`` handed to SymPy)
+would occupy a worker forever. Why not a signal-based timeout: ``signal.alarm``
+only works in the main thread, and verifiers that use it inside a worker thread
+either raise or silently turn every check into "wrong". Here the parent measures
+the deadline of every call and, when it passes, kills the worker process and
+starts a fresh one; the other workers never notice.
+
+Workers are fresh interpreters started with ``subprocess`` (not forked: the parent
+may hold threads and torch state; not ``multiprocessing`` spawn either: it re-runs
+the parent's ``__main__``, which would import torch into every worker or fail in
+an unguarded script). They talk over two pipes with ``multiprocessing.connection``
+framing, import their task modules once at start-up, and are reused across calls.
+A worker dies with its parent (parent-death signal). Thread-safe: concurrent
+``run`` calls are serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+# Task name -> "module:function" run inside a worker. A plain dict: the worker
+# resolves the function itself, so nothing has to be pickled but the arguments.
+# A worker also runs the task's WARM function at start-up (before it says ready),
+# so slow first-call initialisation is never charged to a call's deadline.
+WARM: dict[str, str] = {
+    "math": "recipe_arena.rewards.math_answer:warm",
+    "ifeval": "recipe_arena.rewards.ifeval:registry",
+}
+TASKS: dict[str, str] = {
+    "math": "recipe_arena.rewards.math_answer:check_math",
+    "code": "recipe_arena.rewards.code:check_code",
+    "ifeval": "recipe_arena.rewards.ifeval:check_ifeval",
+    "sleep": "recipe_arena.rewards.pool:_sleep",  # for tests of the pool itself
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One call: ``TASKS[name](*args)`` with a hard wall-clock limit."""
+
+    name: str
+    args: tuple[Any, ...]
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came back: ``ok`` with the function's value, or an error kind and text."""
+
+    ok: bool
+    value: Any = None
+    error: str = ""  # "timeout", "worker_died", "exception: ..."
+
+
+def _sleep(seconds: float) -> float:
+    """Test task: sleeps, so tests can trip the timeout deterministically."""
+    time.sleep(seconds)
+    return seconds
+
+
+def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...]) -> None:
+    """Worker loop: import the task modules, say ready, then answer calls until EOF."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
+    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    funcs: dict[str, Any] = {}
+    for name in preload:
+        mod, _, fn = TASKS[name].partition(":")
+        funcs[name] = getattr(importlib.import_module(mod), fn)
+        if name in WARM:
+            mod, _, fn = WARM[name].partition(":")
+            getattr(importlib.import_module(mod), fn)()
+    outbox.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = inbox.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        name, args = msg
+        try:
+            if name not in funcs:
+                mod, _, fn = TASKS[name].partition(":")
+                funcs[name] = getattr(importlib.import_module(mod), fn)
+            outbox.send(("ok", funcs[name](*args)))
+        except Exception as e:  # the verifier's own failure is a result, not a crash
+            tb = traceback.format_exc(limit=3)
+            outbox.send(("err", f"exception: {type(e).__name__}: {e}"[:500] + "\n" + tb[-800:]))
+
+
+_PKG_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+class _Worker:
+    def __init__(self, preload: tuple[str, ...]) -> None:
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        code = (
+            "import sys; from recipe_arena.rewards.pool import _worker_main; "
+            f"_worker_main({to_child_r}, {from_child_w}, {preload!r})"
+        )
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], pass_fds=(to_child_r, from_child_w), env=env
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.send_conn = Connection(to_child_w, readable=False)
+        self.conn = Connection(from_child_r, writable=False)
+        self.ready = False
+        self.job: int | None = None
+        self.deadline = 0.0
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=5)
+        self.conn.close()
+        self.send_conn.close()
+
+
+class WorkerPool:
+    """``n`` spawned workers; ``run(tasks)`` returns one Outcome per task, in order.
+
+    A task whose deadline passes gets ``Outcome(ok=False, error="timeout")`` and its
+    worker is killed and replaced. The deadline counts from the moment the task is
+    handed to a ready worker, so queueing and worker start-up are not charged to it.
+    """
+
+    def __init__(self, n: int, preload: Sequence[str] = ("math", "code", "ifeval")) -> None:
+        if n < 1:
+            raise ValueError(f"WorkerPool needs at least 1 worker, got {n}")
+        self._preload = tuple(preload)
+        self._workers = [_Worker(self._preload) for _ in range(n)]
+        self._lock = threading.Lock()
+        self.replaced = 0  # workers killed and restarted (timeouts, crashes)
+        self._closed = False
+
+    def _replace(self, i: int) -> None:
+        self._workers[i].kill()
+        self._workers[i] = _Worker(self._preload)
+        self.replaced += 1
+
+    def run(self, tasks: Sequence[Task]) -> list[Outcome]:
+        if self._closed:
+            raise RuntimeError("WorkerPool.run called after close()")
+        with self._lock:
+            return self._run(tasks)
+
+    def _run(self, tasks: Sequence[Task]) -> list[Outcome]:
+        results: list[Outcome | None] = [None] * len(tasks)
+        pending = deque(range(len(tasks)))
+        while pending or any(w.job is not None for w in self._workers):
+            for w in self._workers:
+                if w.ready and w.job is None and pending:
+                    j = pending.popleft()
+                    w.send_conn.send((tasks[j].name, tasks[j].args))
+                    w.job, w.deadline = j, time.monotonic() + tasks[j].timeout_s
+            busy = [w.deadline for w in self._workers if w.job is not None]
+            wait_s = max(0.0, min(busy) - time.monotonic()) if busy else 1.0
+            ready_conns = wait([w.conn for w in self._workers], timeout=wait_s)
+            for i, w in enumerate(list(self._workers)):
+                if w.conn in ready_conns:
+                    try:
+                        kind, payload = w.conn.recv()
+                    except (EOFError, OSError):
+                        if not w.ready:
+                            raise RuntimeError(
+                                "a verifier worker died while starting (import error?); "
+                                "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
+                            ) from None
+                        if w.job is not None:
+                            results[w.job] = Outcome(False, error="worker_died")
+                        self._replace(i)
+                        continue
+                    if kind == "ready":
+                        w.ready = True
+                    elif w.job is not None:
+                        ok = kind == "ok"
+                        results[w.job] = Outcome(ok, payload if ok else None, "" if ok else payload)
+                        w.job = None
+                elif w.job is not None and time.monotonic() >= w.deadline:
+                    results[w.job] = Outcome(False, error="timeout")
+                    self._replace(i)
+        return [r if r is not None else Outcome(False, error="lost") for r in results]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for w in self._workers:
+            with contextlib.suppress(OSError):
+                w.send_conn.send(None)
+        for w in self._workers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                w.proc.wait(timeout=2)
+            w.kill()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,146 @@
+"""The Scorer: one verifier per domain, checks in a reusable process pool.
+
+``score(rows, responses)`` sends every math, code and ifeval check of the batch to
+the pool at once (they run in parallel, each under a hard timeout) and scores chat
+rows with the configured chat verifier in the calling process (the judge holds a
+model; it batches its own requests). A bad row yields a 0 with an ``error:``
+reason; it never fails the batch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from recipe_arena.config import RewardsConfig
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards.pool import Task, WorkerPool
+from recipe_arena.rewards.sandbox import Limits
+from recipe_arena.rewards.text import RewardResult
+
+# Pooled domains: row + response -> Task. A plain dict registry (chat is not pooled).
+POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
+    "math": lambda row, resp, cfg: Task(
+        "math", (row.ground_truth, resp, tuple(cfg.math_extractors)), cfg.timeout_s
+    ),
+    "code": lambda row, resp, cfg: Task(
+        "code",
+        (
+            row.ground_truth,
+            resp,
+            cfg.code_reward == "all_pass",
+            Limits(wall_s=cfg.code_wall_s, cpu_s=cfg.code_cpu_s, memory_mb=cfg.code_memory_mb),
+        ),
+        # stdin/stdout rows run one program per pair; leave room for all of them.
+        cfg.code_wall_s * max(1, len(row.ground_truth) if isinstance(row.ground_truth, list) else 1)
+        + 5.0,
+    ),
+    "ifeval": lambda row, resp, cfg: Task(
+        "ifeval",
+        (row.ground_truth, resp, cfg.ifeval_partial_credit, row.prompt_text),
+        cfg.timeout_s,
+    ),
+}
+
+
+class Scorer:
+    """Scores responses; use as a context manager or call ``close()``."""
+
+    def __init__(self, cfg: RewardsConfig, judge: Any = None) -> None:
+        self.cfg = cfg
+        self.pool = WorkerPool(cfg.workers)
+        self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
+        self.counts: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ chat
+    @property
+    def judge(self) -> Any:
+        if self._judge is None:
+            from recipe_arena.rewards.judge import build_judge
+
+            self._judge = build_judge(self.cfg)
+        return self._judge
+
+    def _score_chat(
+        self, rows: Sequence[PromptRow], responses: Sequence[str]
+    ) -> list[RewardResult]:
+        results = self.judge.score(rows, responses)
+        self.counts.update(self.judge.take_counts())
+        return results
+
+    # ------------------------------------------------------------------ api
+    def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
+        """One RewardResult per (row, response), in order."""
+        if len(rows) != len(responses):
+            raise ValueError(f"score: {len(rows)} rows but {len(responses)} responses")
+        out: list[RewardResult | None] = [None] * len(rows)
+        tasks: list[Task] = []
+        where: list[int] = []
+        chat: list[int] = []
+        for i, (row, resp) in enumerate(zip(rows, responses, strict=True)):
+            if not isinstance(resp, str):
+                out[i] = RewardResult(
+                    0.0, f"error: response must be a string, got {type(resp).__name__}"
+                )
+            elif row.domain in POOLED:
+                tasks.append(POOLED[row.domain](row, resp, self.cfg))
+                where.append(i)
+            elif row.domain == "chat":
+                chat.append(i)
+            else:
+                out[i] = RewardResult(0.0, f"error: no verifier for domain {row.domain!r}")
+        for i, o in zip(where, self.pool.run(tasks), strict=True):
+            dom = rows[i].domain
+            self.counts[f"{dom}/checks"] += 1
+            if o.ok:
+                score, reason = o.value
+                out[i] = RewardResult(float(score), str(reason))
+                if reason.startswith("error:"):
+                    self.counts[f"{dom}/errors"] += 1
+            else:
+                self.counts[f"{dom}/{o.error.split(':')[0]}"] += 1
+                limit = (
+                    f" after {tasks[where.index(i)].timeout_s:g}s" if o.error == "timeout" else ""
+                )
+                out[i] = RewardResult(0.0, f"{o.error.splitlines()[0][:200]}{limit}")
+        if chat:
+            for i, r in zip(
+                chat,
+                self._score_chat([rows[i] for i in chat], [responses[i] for i in chat]),
+                strict=True,
+            ):
+                out[i] = r
+        return [r if r is not None else RewardResult(0.0, "error: not scored") for r in out]
+
+    def score_group(self, row: PromptRow, responses: Sequence[str]) -> list[RewardResult]:
+        """Scores of one prompt's G responses; group-aware for the rubric tournament."""
+        if row.domain == "chat" and self.cfg.chat == "rubric_tournament":
+            from recipe_arena.rewards.rubric import tournament
+
+            results, counts = tournament(self.judge, row, responses, self.cfg)
+            self.counts.update(counts)
+            return results
+        return self.score([row] * len(responses), responses)
+
+    def metrics(self) -> dict[str, float]:
+        """Counters since start, under ``reward/`` (checks, timeouts, errors, judge failures)."""
+        out = {f"reward/{k}": float(v) for k, v in sorted(self.counts.items())}
+        out["reward/workers_replaced"] = float(self.pool.replaced)
+        return out
+
+    def close(self) -> None:
+        self.pool.close()
+        if self._judge is not None:
+            self._judge.close()
+
+    def __enter__(self) -> Scorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_scorer(cfg: RewardsConfig | None = None, judge: Any = None) -> Scorer:
+    """The scorer for ``cfg`` (defaults if None). ``judge`` overrides the configured judge."""
+    return Scorer(cfg or RewardsConfig(), judge=judge)
