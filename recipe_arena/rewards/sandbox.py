@@ -37,6 +37,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 NS_PREFIX = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount"]
 TMPFS_MB = 64
@@ -90,6 +91,29 @@ def isolation_mode() -> str:
     return mode
 
 
+def _world_usable(path: str) -> bool:
+    """True when an unprivileged uid can reach ``path`` (every parent world-searchable)."""
+    p = Path(path).resolve()
+    return p.exists() and all(os.stat(d).st_mode & 0o001 for d in p.parents)
+
+
+@functools.cache
+def sandbox_python() -> str:
+    """The interpreter sandboxed programs run on (standard library only).
+
+    The verifier's own interpreter when the unprivileged sandbox uid can read it and
+    its standard library; otherwise the system ``python3`` (a Python installed under
+    a private home directory, e.g. by pyenv under /root, is unreadable to that uid).
+    """
+    mine = [sys.executable, os.path.join(sys.base_prefix, "lib")]
+    if os.geteuid() != 0 or all(_world_usable(p) for p in mine):
+        return sys.executable
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if _world_usable(cand):
+            return cand
+    raise RuntimeError("code sandbox: no Python interpreter readable by an unprivileged uid")
+
+
 def _sandbox_uid() -> int:
     # One unused uid per verifier process, so RLIMIT_NPROC (counted per uid) of one
     # sandbox is not eaten by a fork bomb in a sandbox running next to it.
@@ -110,7 +134,7 @@ def _preexec(lim: Limits) -> None:
 
 def _command(py_args: list[str], mode: str) -> tuple[list[str], str | None]:
     """(argv, host temp dir or None) that runs ``python -I -S *py_args`` in ``mode``."""
-    python = [sys.executable, "-I", "-S", *py_args]
+    python = [sandbox_python() if mode == "namespaces" else sys.executable, "-I", "-S", *py_args]
     if mode == "plain":
         return python, tempfile.mkdtemp(prefix="recipe_arena_sbx_")
     mounts = (
