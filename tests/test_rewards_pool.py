@@ -1,0 +1,57 @@
+"""The verifier process pool: hard timeouts from outside, worker replacement, order."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from recipe_arena.rewards.pool import Task, WorkerPool
+
+
+def test_timeout_kills_only_the_slow_call_and_pool_recovers() -> None:
+    """Tasks sleep 0.1, 30, 0.1, 0.2 s with a 1.5 s limit on 2 workers: the 30 s one
+    times out, the others return their argument in order; the whole run ends well
+    before 30 s, one worker was replaced, and the next run works."""
+    with WorkerPool(2, preload=("sleep",)) as pool:
+        tasks = [Task("sleep", (s,), 1.5) for s in (0.1, 30.0, 0.1, 0.2)]
+        t0 = time.monotonic()
+        out = pool.run(tasks)
+        assert time.monotonic() - t0 < 10.0
+        assert [o.ok for o in out] == [True, False, True, True]
+        assert out[1].error == "timeout"
+        assert [out[i].value for i in (0, 2, 3)] == [0.1, 0.1, 0.2]
+        assert pool.replaced == 1
+        assert pool.run([Task("sleep", (0.0,), 5.0)])[0].value == 0.0
+
+
+def test_deadline_enforced_from_a_non_main_thread() -> None:
+    """The same timeout works when run() is called from a worker thread (no signals)."""
+    got: list = []
+    with WorkerPool(1, preload=("sleep",)) as pool:
+        th = threading.Thread(target=lambda: got.extend(pool.run([Task("sleep", (30.0,), 1.0)])))
+        t0 = time.monotonic()
+        th.start()
+        th.join(timeout=20)
+        assert time.monotonic() - t0 < 15.0
+    assert got and got[0].error == "timeout"
+
+
+def test_a_worker_killed_from_outside_is_reported_and_replaced() -> None:
+    """SIGKILL the worker while it sleeps (a real crash): that call reports worker_died,
+    the pool replaces the worker and serves the next call."""
+    with WorkerPool(1, preload=("sleep",)) as pool:
+        pool.run([Task("sleep", (0.0,), 5.0)])  # the worker is up
+        pid = pool._workers[0].proc.pid
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+        out = pool.run([Task("sleep", (5.0,), 20.0)])
+        assert out[0].error == "worker_died"
+        assert pool.run([Task("sleep", (0.0,), 5.0)])[0].ok
+
+
+def test_exceptions_come_back_as_errors() -> None:
+    """sleep(-1) raises ValueError inside the worker: an error outcome, no crash."""
+    with WorkerPool(1, preload=("sleep",)) as pool:
+        out = pool.run([Task("sleep", (-1,), 5.0)])
+        assert not out[0].ok and "ValueError" in out[0].error
