@@ -49,6 +49,8 @@ class SlotKVRunner:
         self.max_slots = max_slots
         self.context = context
         self.capacity = 0
+        self.kv_positions_read = 0
+        """Sum over decode steps and rows of the positions attended (for bandwidth accounting)."""
         self.k_cache: list[torch.Tensor] = []
         self.v_cache: list[torch.Tensor] = []
         self._ensure_capacity(min(context, 128))
@@ -60,6 +62,11 @@ class SlotKVRunner:
     @property
     def dtype(self) -> torch.dtype:
         return self.model.lm_head.weight.dtype
+
+    def kv_bytes_per_position(self) -> int:
+        """Bytes of keys and values one position holds across all layers."""
+        elem = torch.empty((), dtype=self.dtype).element_size()
+        return 2 * len(self.layers) * self.n_kv * self.head_dim * elem
 
     def cache_bytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.k_cache + self.v_cache)
@@ -125,6 +132,7 @@ class SlotKVRunner:
         B = len(tokens_B)
         T = max(positions_B) + 1
         self._ensure_capacity(T)
+        self.kv_positions_read += sum(positions_B) + B
         ids_B1 = torch.tensor(tokens_B, device=self.device)[:, None]
         pos_B = torch.tensor(positions_B, device=self.device)
         x = self.model.model.embed_tokens(ids_B1)

@@ -243,7 +243,11 @@ class TorchEngine:
                 cache_used_fraction=used / (self.cfg.max_batch_size * self.context),
                 version=self.version,
                 generated_tokens=self._generated,
-                extra={"steps": float(self._steps), "last_update_ms": self._last_update_ms},
+                extra={
+                    "steps": float(self._steps),
+                    "last_update_ms": self._last_update_ms,
+                    "kv_positions_read": float(self.runner.kv_positions_read),
+                },
             )
 
     def close(self) -> None:
