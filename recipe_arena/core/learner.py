@@ -41,7 +41,13 @@ class LearnerSettings:
 
 
 class Learner:
-    def __init__(self, model: nn.Module, settings: LearnerSettings, version: int = 0) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        settings: LearnerSettings,
+        version: int = 0,
+        ref_model: nn.Module | None = None,
+    ) -> None:
         self.model = model
         self.settings = settings
         self.version = version
@@ -53,8 +59,9 @@ class Learner:
             betas=(0.9, 0.99),
         )
         self.ref_model: nn.Module | None = None
-        if settings.kl_beta > 0:  # the reference is the starting policy, frozen
-            self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+        if settings.kl_beta > 0:  # the reference: the given model, else the starting policy
+            ref = ref_model if ref_model is not None else copy.deepcopy(model)
+            self.ref_model = ref.eval().requires_grad_(False)
 
     def compute_loss(self, batch: LearnerBatch) -> tuple[torch.Tensor, dict[str, float]]:
         """Loss of ``batch`` under the current weights and its metrics (no step)."""

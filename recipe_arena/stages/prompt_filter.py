@@ -1,0 +1,117 @@
+"""Offline prompt filter (OLMo 3; seed sec. 9.6): drop prompts the starting policy
+already solves.
+
+For each prompt, ``prompt_filter.rollouts`` (k = 8) completions are sampled from the
+starting checkpoint at ``prompt_filter.temperature`` (1.0) and scored by the run's
+verifiers; a prompt whose pass rate (fraction of completions with score 1) is above
+``prompt_filter.max_pass_rate`` (0.625) is removed. Writes ``prompt_filter.jsonl`` (every
+prompt's pass rate) and ``train_filtered.jsonl`` (the kept rows) into the run directory.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from recipe_arena.config import RunConfig
+from recipe_arena.core.actor import decode_response, encode_prompt
+from recipe_arena.core.metrics import PASS_THRESHOLD
+from recipe_arena.data.schema import PromptRow, write_rows
+from recipe_arena.engines.base import GenerationRequest, SamplingParams
+from recipe_arena.rundir import RunDir
+
+CHUNK = 32
+"""Prompts per generate call: bounds memory and gives progress lines (not a science setting)."""
+
+
+def run_prompt_filter(
+    cfg: RunConfig, run: RunDir, init: Path, rows: list[PromptRow]
+) -> list[PromptRow]:
+    """Return the rows whose pass rate under ``init`` is <= max_pass_rate."""
+    from recipe_arena.engines import build_engine
+    from recipe_arena.models.factory import load_checkpoint
+    from recipe_arena.rewards import build_scorer
+
+    pf = cfg.prompt_filter
+    todo = rows[: pf.max_prompts] if pf.max_prompts is not None else list(rows)
+    model, tok = load_checkpoint(init)
+    engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
+    rates: list[float] = []
+    try:
+        with build_scorer(cfg.rewards) as scorer:
+            for start in range(0, len(todo), CHUNK):
+                chunk = todo[start : start + CHUNK]
+                rates += _pass_rates(cfg, engine, tok, scorer, chunk, seed=start)
+                print(
+                    f"prompt_filter: {start + len(chunk)}/{len(todo)} prompts",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        engine.close()
+    kept = [r for r, p in zip(todo, rates, strict=True) if p <= pf.max_pass_rate]
+    _write(run, todo, rates, kept)
+    run.log("prompt_filter", 0, filter_metrics(todo, rates, kept))
+    return kept
+
+
+def _pass_rates(
+    cfg: RunConfig,
+    engine: object,
+    tok: object,
+    scorer: object,
+    rows: Sequence[PromptRow],
+    seed: int,
+) -> list[float]:
+    pf = cfg.prompt_filter
+    params = SamplingParams(
+        max_new_tokens=cfg.rl.max_new_tokens,
+        temperature=pf.temperature,
+        n=pf.rollouts,
+        seed=cfg.seed + seed,
+    )
+    reqs = [
+        GenerationRequest(f"{i}/{r.id}", encode_prompt(tok, r), params) for i, r in enumerate(rows)
+    ]
+    comps = engine.generate(reqs)  # type: ignore[attr-defined]
+    texts = [decode_response(tok, c.tokens) for c in comps]
+    flat_rows = [rows[int(c.request_id.split("/", 1)[0])] for c in comps]
+    results = scorer.score(flat_rows, texts)  # type: ignore[attr-defined]
+    passed: dict[int, list[bool]] = collections.defaultdict(list)
+    for c, res in zip(comps, results, strict=True):
+        passed[int(c.request_id.split("/", 1)[0])].append(res.score >= PASS_THRESHOLD)
+    return [sum(passed[i]) / len(passed[i]) for i in range(len(rows))]
+
+
+def filter_metrics(
+    rows: Sequence[PromptRow], rates: Sequence[float], kept: Sequence[PromptRow]
+) -> dict[str, float]:
+    out = {
+        "prompt_filter/prompts": float(len(rows)),
+        "prompt_filter/kept": float(len(kept)),
+        "prompt_filter/removed": float(len(rows) - len(kept)),
+        "prompt_filter/pass_rate_mean": sum(rates) / len(rates) if rates else 0.0,
+    }
+    kept_ids = {r.id for r in kept}
+    for d in sorted({r.domain for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r.domain == d]
+        out[f"prompt_filter/{d}/pass_rate_mean"] = sum(rates[i] for i in idx) / len(idx)
+        out[f"prompt_filter/{d}/kept"] = float(sum(rows[i].id in kept_ids for i in idx))
+    return out
+
+
+def _write(
+    run: RunDir, rows: Sequence[PromptRow], rates: Sequence[float], kept: Sequence[PromptRow]
+) -> None:
+    import json
+
+    lines = [
+        json.dumps({"id": r.id, "domain": r.domain, "pass_rate": p})
+        for r, p in zip(rows, rates, strict=True)
+    ]
+    tmp = run.path / "prompt_filter.jsonl.tmp"
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.replace(run.path / "prompt_filter.jsonl")
+    write_rows(run.path / "train_filtered.jsonl", kept)

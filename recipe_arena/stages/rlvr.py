@@ -1,0 +1,223 @@
+"""The RLVR stage: OlmoRL on the async actor-learner core, with checkpoints and evals.
+
+``run_rlvr`` builds the learner from the starting checkpoint, the actors (local threads
+or Ray actors, ``cluster.backend``), the prompt source over the (filtered) training
+rows with the domain mixture, and runs ``core.loop.train``. After every step it logs
+the metrics (``rlvr`` stage of metrics.jsonl), appends the step's prompt ids to the
+ledger, and every ``rl.checkpoint_every`` steps saves the full training state; every
+``rl.eval_every`` steps (and at steps 0 and the last) it evaluates held-out pass@1.
+With ``resume=true`` it continues from the latest checkpoint: no prompt lost, none
+trained twice.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from recipe_arena.config import RunConfig
+from recipe_arena.core.actor import ActorSettings
+from recipe_arena.core.backends import ActorSpec, make_backend
+from recipe_arena.core.checkpoint import (
+    Ledger,
+    latest_training_state,
+    load_training_state,
+    prune,
+    save_training_state,
+    set_rng_state,
+)
+from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.loop import InFlight, LoopSettings, StepRecord, train
+from recipe_arena.core.prompts import PromptSource
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.models.factory import load_checkpoint, save_checkpoint
+from recipe_arena.rundir import RunDir
+from recipe_arena.staleness import StalenessParams
+
+
+def loop_settings(cfg: RunConfig, pad_id: int) -> LoopSettings:
+    rl, loss = cfg.rl, cfg.loss
+    return LoopSettings(
+        steps=rl.steps,
+        prompts_per_step=rl.prompts_per_step,
+        max_staleness=rl.max_staleness,
+        pipeline_depth=rl.pipeline_depth,
+        zero_gradient_filter=rl.zero_gradient_filter,
+        active_sampling=rl.active_sampling,
+        max_resample_factor=rl.max_resample_factor,
+        advantage=loss.advantage,
+        reward_scale=loss.reward_scale,
+        std_eps=loss.std_eps,
+        seed=cfg.seed,
+        pad_id=pad_id,
+    )
+
+
+def learner_settings(cfg: RunConfig) -> LearnerSettings:
+    loss, st = cfg.loss, cfg.staleness
+    return LearnerSettings(
+        lr=cfg.rl.lr,
+        temperature=cfg.rl.temperature,
+        clip_low=loss.clip_low,
+        clip_high=loss.clip_high,
+        normalisation=loss.normalisation,
+        kl_beta=loss.kl_beta,
+        constant_len=cfg.rl.max_new_tokens,
+        staleness=st.name,
+        staleness_params=StalenessParams(tis_cap=st.tis_cap),
+        grad_clip=cfg.rl.grad_clip,
+    )
+
+
+def actor_settings(cfg: RunConfig) -> ActorSettings:
+    rl = cfg.rl
+    return ActorSettings(
+        group_size=rl.group_size,
+        temperature=rl.temperature,
+        max_new_tokens=rl.max_new_tokens,
+        # enough groups to fill the engine's batch: max_batch_size // G (at least one)
+        max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
+        length_control=cfg.length_control.name,
+    )
+
+
+def eval_rows(cfg: RunConfig, rows: Sequence[PromptRow]) -> list[PromptRow]:
+    """The first ``eval.max_prompts_per_domain`` held-out rows of each domain."""
+    per: dict[str, list[PromptRow]] = {}
+    for r in rows:
+        bucket = per.setdefault(r.domain, [])
+        if len(bucket) < cfg.eval.max_prompts_per_domain:
+            bucket.append(r)
+    return [r for b in per.values() for r in b]
+
+
+def evaluate_model(
+    cfg: RunConfig, model: torch.nn.Module, tok: object, rows: Sequence[PromptRow], scorer: object
+) -> dict[str, float]:
+    """Held-out pass@1 of ``model`` through a fresh engine (a private copy of the weights)."""
+    from recipe_arena.engines import build_engine
+    from recipe_arena.eval.evaluate import evaluate
+
+    engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
+    try:
+        return evaluate(engine, tok, rows, scorer, cfg.eval)
+    finally:
+        engine.close()
+
+
+def run_rlvr(
+    cfg: RunConfig,
+    run: RunDir,
+    init: Path,
+    train_rows: Sequence[PromptRow],
+    heldout_rows: Sequence[PromptRow],
+) -> Path:
+    """Train with OlmoRL from ``init``; return the final checkpoint directory."""
+    from recipe_arena.rewards import build_scorer
+
+    root = run.checkpoints / "rlvr"
+    ledger = Ledger(run.path / "rlvr_ledger.jsonl")
+    resumed = latest_training_state(root) if cfg.resume else None
+    start_model = resumed / "model" if resumed else Path(init)
+    model, tok = load_checkpoint(start_model)
+    torch.manual_seed(cfg.seed)
+    random.seed(cfg.seed)
+    ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
+    learner = Learner(model, learner_settings(cfg), ref_model=ref)
+    source = PromptSource(train_rows, cfg.rl.domain_weights, cfg.seed)
+    start_step = 0
+    if resumed is not None:
+        state = load_training_state(resumed)
+        learner.load_state_dict(state["learner"])
+        source.load_state_dict(state["source"])
+        set_rng_state(state["rng"])
+        start_step = int(state["step"])
+        ledger.truncate_after(start_step)
+        print(
+            f"rlvr: resumed from {resumed.name} (step {start_step}, version {learner.version})",
+            file=sys.stderr,
+        )
+    else:
+        ledger.reset()
+    settings = loop_settings(cfg, int(tok.pad_token_id))
+    held = eval_rows(cfg, heldout_rows)
+    scorer = build_scorer(cfg.rewards)
+    t0 = time.perf_counter()
+    try:
+        if start_step == 0 and held:
+            run.log("rlvr", 0, evaluate_model(cfg, learner.model, tok, held, scorer))
+
+        def on_step(rec: StepRecord, flight: InFlight) -> None:
+            ledger.append(
+                {
+                    "step": rec.step,
+                    "trained": rec.trained,
+                    "zero_variance": rec.zero_variance,
+                    "stale": rec.stale,
+                }
+            )
+            metrics = dict(rec.metrics)
+            last = rec.step == cfg.rl.steps
+            if held and (rec.step % cfg.rl.eval_every == 0 or last):
+                metrics.update(evaluate_model(cfg, learner.model, tok, held, scorer))
+            run.log("rlvr", rec.step, metrics)
+            run.log_rollouts(_sample_rollouts(rec))
+            if rec.step % cfg.rl.checkpoint_every == 0 or last:
+                state = {"learner": learner.state_dict(), "source": source.state_dict(flight.ids())}
+                save_training_state(root, rec.step, learner.model, tok, state)
+                prune(root, keep=2)
+            _progress(rec, cfg.rl.steps, time.perf_counter() - t0)
+
+        spec = ActorSpec(
+            checkpoint=str(start_model),
+            engine_name=cfg.engine.name,
+            engine_cfg=cfg.engine,
+            rewards_cfg=cfg.rewards,
+            length_cfg=cfg.length_control,
+            settings=actor_settings(cfg),
+            version=learner.version,
+        )
+        backend = make_backend(
+            cfg.cluster.backend, spec, cfg.rl.num_actors, cfg.cluster.address, cfg.cluster.num_cpus
+        )
+        train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
+    finally:
+        scorer.close()
+    return save_checkpoint(learner.model, tok, root / "final")
+
+
+def _sample_rollouts(rec: StepRecord, per_step: int = 2) -> list[dict[str, object]]:
+    """A few rollouts of the step for rollouts.jsonl (the first group's first ones)."""
+    out: list[dict[str, object]] = []
+    for g in rec.groups[:1]:
+        for r in g.rollouts[:per_step]:
+            out.append(
+                {
+                    "stage": "rlvr",
+                    "step": rec.step,
+                    "prompt_id": r.prompt_id,
+                    "domain": r.domain,
+                    "reward": r.reward,
+                    "reason": r.reward_reason,
+                    "text": r.text,
+                    "finish": r.finish_reason,
+                }
+            )
+    return out
+
+
+def _progress(rec: StepRecord, total: int, elapsed: float) -> None:
+    m = rec.metrics
+    print(
+        f"rlvr step {rec.step}/{total}  reward {m.get('reward/mean', float('nan')):.3f}  "
+        f"loss {m.get('loss/total', float('nan')):+.4f}  dropped {int(m.get('sampling/zero_variance_groups', 0))}"
+        f"+{int(m.get('sampling/stale_groups', 0))} stale  idle {m.get('throughput/learner_idle_frac', 0):.0%}  "
+        f"{elapsed:.0f}s",
+        file=sys.stderr,
+        flush=True,
+    )
