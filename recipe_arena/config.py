@@ -142,6 +142,8 @@ class RLConfig(Strict):
     num_actors: int = Field(1, ge=1)
     checkpoint_every: int = Field(10, ge=1)
     eval_every: int = Field(10, ge=1)
+    grad_clip: float = Field(1.0, gt=0)
+    """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
 
 
 class PromptFilterConfig(Strict):
@@ -149,6 +151,8 @@ class PromptFilterConfig(Strict):
 
     enabled: bool = True
     rollouts: int = Field(8, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature of the filter's rollouts (1.0 in OLMo 3)."""
     max_pass_rate: float = Field(0.625, ge=0, le=1)
     """Prompts with pass rate above this are removed."""
     max_prompts: int | None = Field(None, ge=1)
