@@ -1,0 +1,227 @@
+"""LM-as-judge: reference-based and open-ended grading, score parsed into [0, 1].
+
+The judge model sits behind a small ``TextGenerator`` protocol with two
+implementations: ``EngineGenerator`` (any project engine + its tokenizer) and
+``HTTPGenerator`` (any OpenAI-compatible ``/v1/chat/completions`` endpoint, such as
+``vllm serve``). Prompts are template files in ``rewards/templates/``. The judge
+answers "Score: N" with N in 0..10; the reward is N / 10. Timeouts, failed requests
+and unparsable verdicts score 0 and are counted (``chat/judge_failed``,
+``chat/judge_unparsable``) so a weak or broken judge shows up in the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards.text import RewardResult, answer_text
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_JUDGED_CHARS = 4000
+"""Answers are cut to this many characters before judging (keeps prompts bounded)."""
+SHORT_REPLY_CHARS = 40
+"""A label-less verdict is accepted only from a reply this short (see parse_score)."""
+_SCORE_RE = re.compile(r"(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+
+Chat = list[dict[str, str]]
+
+
+class TextGenerator(Protocol):
+    """Chat prompts in, one reply (or None on failure) per prompt out."""
+
+    def generate(self, prompts: Sequence[Chat]) -> list[str | None]: ...
+
+    def close(self) -> None: ...
+
+
+def template(name: str) -> str:
+    """The text of ``templates/<name>.txt``."""
+    path = TEMPLATES / f"{name}.txt"
+    if not path.exists():
+        have = ", ".join(sorted(p.stem for p in TEMPLATES.glob("*.txt")))
+        raise ValueError(f"no judge template {name!r}; available: {have}")
+    return path.read_text(encoding="utf-8")
+
+
+class EngineGenerator:
+    """Greedy generation through a project engine (``recipe_arena.engines``)."""
+
+    def __init__(self, engine: Any, tokenizer: Any, max_new_tokens: int = 64) -> None:
+        self.engine, self.tok, self.max_new_tokens = engine, tokenizer, max_new_tokens
+        self._n = 0
+
+    def generate(self, prompts: Sequence[Chat]) -> list[str | None]:
+        from recipe_arena.engines.base import GenerationRequest, SamplingParams
+
+        sp = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=0.0)
+        reqs = []
+        for p in prompts:
+            ids = self.tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True)
+            ids = ids["input_ids"] if not isinstance(ids, list) else ids
+            self._n += 1
+            reqs.append(GenerationRequest(f"judge-{self._n}", tuple(int(t) for t in ids), sp))
+        outs = self.engine.generate(reqs)
+        return [self.tok.decode(list(c.tokens), skip_special_tokens=True) for c in outs]
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+class HTTPGenerator:
+    """An OpenAI-compatible chat endpoint; per-request timeout, retries with back-off."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "judge",
+        max_new_tokens: int = 64,
+        timeout_s: float = 60.0,
+        retries: int = 2,
+        api_key: str | None = None,
+    ) -> None:
+        self.url = base_url.rstrip("/") + ("" if base_url.rstrip("/").endswith("/v1") else "/v1")
+        self.url += "/chat/completions"
+        self.model, self.max_new_tokens = model, max_new_tokens
+        self.timeout_s, self.retries, self.api_key = timeout_s, retries, api_key
+
+    def _one(self, chat: Chat) -> str | None:
+        body = json.dumps(
+            {
+                "model": self.model,
+                "messages": chat,
+                "max_tokens": self.max_new_tokens,
+                "temperature": 0.0,
+            }
+        ).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        for attempt in range(self.retries + 1):
+            try:
+                req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    return str(json.loads(resp.read())["choices"][0]["message"]["content"])
+            except (urllib.error.URLError, TimeoutError, OSError, KeyError, ValueError, IndexError):
+                if attempt < self.retries:
+                    time.sleep(min(8.0, 0.5 * 2**attempt))
+        return None
+
+    def generate(self, prompts: Sequence[Chat]) -> list[str | None]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(prompts)))) as ex:
+            return list(ex.map(self._one, prompts))
+
+    def close(self) -> None:
+        pass
+
+
+def parse_score(text: str | None) -> float | None:
+    """'Score: 7' -> 0.7 (the last such mention). Small judges often drop the label:
+    then a reply of at most ``SHORT_REPLY_CHARS`` holding exactly one number counts
+    ('The answer is 8.' -> 0.8). None when nothing in 0..10 is found."""
+    if text is None:
+        return None
+    found = _SCORE_RE.findall(text) or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
+    if not found and len(text.strip()) <= SHORT_REPLY_CHARS:
+        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)", text)
+        found = nums if len(nums) == 1 else []
+    if not found:
+        return None
+    value = float(found[-1])
+    return value / 10.0 if 0.0 <= value <= 10.0 else None
+
+
+class Judge:
+    """Grades chat responses with a ``TextGenerator``; counts failures."""
+
+    def __init__(self, gen: TextGenerator, mode: str = "auto") -> None:
+        if mode not in ("auto", "reference", "open"):
+            raise ValueError(f"judge mode {mode!r} not allowed; use auto, reference or open")
+        self.gen, self.mode = gen, mode
+        self.counts: Counter[str] = Counter()
+
+    def prompt_for(self, row: PromptRow, response: str) -> Chat:
+        answer = answer_text(response)[:MAX_JUDGED_CHARS]
+        has_ref = isinstance(row.ground_truth, str) and row.ground_truth.strip() != ""
+        use_ref = self.mode == "reference" or (self.mode == "auto" and has_ref)
+        if use_ref:
+            text = template("judge_reference").format(
+                prompt=row.prompt_text, reference=str(row.ground_truth or ""), response=answer
+            )
+        else:
+            text = template("judge_open").format(prompt=row.prompt_text, response=answer)
+        return [{"role": "user", "content": text}]
+
+    def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
+        empty = [not answer_text(r).strip() for r in responses]
+        todo = [i for i, e in enumerate(empty) if not e]
+        replies = (
+            self.gen.generate([self.prompt_for(rows[i], responses[i]) for i in todo])
+            if todo
+            else []
+        )
+        out = [RewardResult(0.0, "empty answer") for _ in responses]
+        for i, reply in zip(todo, replies, strict=True):
+            self.counts["chat/judged"] += 1
+            if reply is None:
+                self.counts["chat/judge_failed"] += 1
+                out[i] = RewardResult(0.0, "judge failed (timeout or error)")
+                continue
+            s = parse_score(reply)
+            if s is None:
+                self.counts["chat/judge_unparsable"] += 1
+                out[i] = RewardResult(0.0, f"judge answer unparsable: {reply[:60]!r}")
+            else:
+                out[i] = RewardResult(s, f"judge score {s * 10:g}/10")
+        return out
+
+    def take_counts(self) -> Counter[str]:
+        """Counts since the last call (the scorer accumulates them)."""
+        c, self.counts = self.counts, Counter()
+        return c
+
+    def close(self) -> None:
+        self.gen.close()
+
+
+def build_generator(cfg: Any) -> TextGenerator:
+    """The configured judge model: 'smol', a local checkpoint directory, or an http URL."""
+    name = cfg.judge_model
+    if name.startswith(("http://", "https://")):
+        return HTTPGenerator(
+            name,
+            max_new_tokens=cfg.judge_max_new_tokens,
+            timeout_s=cfg.judge_timeout_s,
+            retries=cfg.judge_retries,
+        )
+    from recipe_arena.engines import build_engine
+
+    if name == "smol":
+        from recipe_arena.models.smol import load_smol
+
+        model, tok = load_smol()
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not Path(name).is_dir():
+            raise ValueError(
+                f"judge_model {name!r}: use 'smol', a checkpoint directory or an http(s) URL"
+            )
+        model, tok = (
+            AutoModelForCausalLM.from_pretrained(name).eval(),
+            AutoTokenizer.from_pretrained(name),
+        )
+    return EngineGenerator(build_engine("hf", model, tok), tok, cfg.judge_max_new_tokens)
+
+
+def build_judge(cfg: Any) -> Judge:
+    return Judge(build_generator(cfg), cfg.judge_mode)

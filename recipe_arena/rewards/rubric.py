@@ -1,0 +1,118 @@
+"""Rubric tournament (Kimi K3 style group reward for open-ended prompts).
+
+The judge first writes a rubric for the prompt, then compares the group's responses
+pairwise under that rubric. Every pair is judged in both orders (A/B and B/A) to
+cancel position bias. Reward of response i = points_i / games_i with win = 1,
+tie = 1/2, loss or unparsable verdict = 0: a win rate in [0, 1].
+
+Cost: 'all_pairs' judges G(G-1) ordered pairs (quadratic in G); 'round_robin' lets
+each response meet ``k`` neighbours (i+1..i+k mod G), about G*k ordered pairs.
+
+Deviations from the report: the report's tournament details (rubric prompts, how
+ties and unparsable verdicts count) are not public; the choices above are ours.
+An empty answer scores 0 whatever the judge says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards.judge import MAX_JUDGED_CHARS, Judge, template
+from recipe_arena.rewards.text import RewardResult, answer_text
+
+FALLBACK_RUBRIC = (
+    "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
+)
+_WINNER_RE = re.compile(r"winner\s*[:=]?\s*\**\s*(A|B|tie)\b", re.IGNORECASE)
+
+
+def pair_schedule(g: int, schedule: str = "all_pairs", opponents: int = 2) -> list[tuple[int, int]]:
+    """Unordered pairs (i < j) to compare. all_pairs: G(G-1)/2; round_robin: i meets
+    i+1..i+k (mod G), duplicates removed."""
+    if schedule == "all_pairs":
+        return [(i, j) for i in range(g) for j in range(i + 1, g)]
+    if schedule == "round_robin":
+        pairs = {tuple(sorted((i, (i + d) % g))) for i in range(g) for d in range(1, opponents + 1)}
+        return sorted(p for p in pairs if p[0] != p[1])  # type: ignore[misc]
+    raise ValueError(f"tournament schedule {schedule!r} not allowed; use all_pairs or round_robin")
+
+
+def parse_winner(text: str | None) -> str | None:
+    """'Winner: A' -> 'A', 'B', 'tie'; None if absent."""
+    if text is None:
+        return None
+    found = _WINNER_RE.findall(text)
+    return found[-1].upper().replace("TIE", "tie") if found else None
+
+
+def win_rates(g: int, games: Sequence[tuple[int, int, str | None]]) -> list[float]:
+    """games: (first, second, verdict) with verdict 'A' (first wins), 'B', 'tie' or None.
+    Returns points / games per response (0 for a response that played no game)."""
+    points, played = [0.0] * g, [0] * g
+    for first, second, verdict in games:
+        played[first] += 1
+        played[second] += 1
+        if verdict == "A":
+            points[first] += 1.0
+        elif verdict == "B":
+            points[second] += 1.0
+        elif verdict == "tie":
+            points[first] += 0.5
+            points[second] += 0.5
+    return [p / n if n else 0.0 for p, n in zip(points, played, strict=True)]
+
+
+def tournament(
+    judge: Judge, row: PromptRow, responses: Sequence[str], cfg: Any
+) -> tuple[list[RewardResult], Counter[str]]:
+    """Rubric, then both-order pairwise comparisons; (results, metric counts)."""
+    counts: Counter[str] = Counter()
+    g = len(responses)
+    answers = [answer_text(r)[:MAX_JUDGED_CHARS] for r in responses]
+    rubric = judge.gen.generate(
+        [[{"role": "user", "content": template("rubric_write").format(prompt=row.prompt_text)}]]
+    )[0]
+    if not rubric or not rubric.strip():
+        counts["chat/rubric_failed"] += 1
+        rubric = FALLBACK_RUBRIC
+    ordered = [
+        (i, j) for i, j in pair_schedule(g, cfg.tournament_schedule, cfg.tournament_opponents)
+    ]
+    ordered += [(j, i) for i, j in ordered]
+    compare = template("rubric_compare")
+    prompts = [
+        [
+            {
+                "role": "user",
+                "content": compare.format(
+                    prompt=row.prompt_text, rubric=rubric, first=answers[a], second=answers[b]
+                ),
+            }
+        ]
+        for a, b in ordered
+    ]
+    replies = judge.gen.generate(prompts) if prompts else []
+    games = []
+    for (a, b), reply in zip(ordered, replies, strict=True):
+        verdict = parse_winner(reply)
+        counts["chat/tournament_games"] += 1
+        if verdict is None:
+            counts["chat/tournament_unparsable" if reply is not None else "chat/judge_failed"] += 1
+        games.append((a, b, verdict))
+    rates = win_rates(g, games)
+    out = []
+    for i, rate in enumerate(rates):
+        if not answers[i].strip():
+            out.append(RewardResult(0.0, "empty answer"))
+        else:
+            out.append(
+                RewardResult(
+                    rate,
+                    f"tournament win rate {rate:.2f} over {sum(1 for a, b, _ in games if i in (a, b))} games",
+                )
+            )
+    return out, counts
