@@ -86,18 +86,35 @@ def check_unique_ids(requests: Sequence[GenerationRequest]) -> None:
         raise EngineError(f"request id {dup!r} appears twice in one call; ids must be unique")
 
 
-def make_generator(seed: int | None, sample_index: int, fallback: random.Random) -> torch.Generator:
-    """A CPU generator per sample: (seed, sample_index) fixes its random stream, so a
-    seeded request samples the same tokens whatever else shares its batch."""
-    base = fallback.getrandbits(62) if seed is None else seed
-    return torch.Generator().manual_seed((base * 1_000_003 + sample_index) % (2**63))
+class UniformStream:
+    """Uniform draws in [0, 1) for one sample, from its own generator.
+
+    (seed, sample_index) fixes the stream, so a seeded request samples the same tokens
+    whatever else shares its batch. Draws come in blocks: one generator call per block,
+    not per token.
+    """
+
+    BLOCK = 256
+
+    def __init__(self, seed: int | None, sample_index: int, fallback: random.Random) -> None:
+        base = fallback.getrandbits(62) if seed is None else seed
+        self._gen = torch.Generator().manual_seed((base * 1_000_003 + sample_index) % (2**63))
+        self._block: list[float] = []
+        self._i = 0
+
+    def next(self) -> float:
+        if self._i == len(self._block):
+            self._block = torch.rand(self.BLOCK, generator=self._gen, dtype=torch.float64).tolist()
+            self._i = 0
+        self._i += 1
+        return self._block[self._i - 1]
 
 
 def sample_tokens(
     logits_BV: torch.Tensor,
     temperatures: Sequence[float],
     top_ps: Sequence[float],
-    generators: Sequence[torch.Generator],
+    uniforms: Sequence[float],
 ) -> tuple[list[int], list[float]]:
     """Sample one token per row; return the tokens and their behaviour logprobs.
 
@@ -105,7 +122,7 @@ def sample_tokens(
     top-p nucleus and renormalised when top_p < 1; its logprob is log of that (possibly
     renormalised) probability: the distribution the token was actually drawn from.
     T_b = 0 is greedy: the argmax, with its logprob under the untempered softmax(logits).
-    Draws use one uniform per row from that row's generator (inverse-CDF sampling), so
+    Each row draws by inverse CDF with its own uniform ``uniforms[b]`` in [0, 1), so
     each row's randomness is its own.
     """
     logits_BV = logits_BV.float()
@@ -120,7 +137,10 @@ def sample_tokens(
             sample_logp_BV = _nucleus(logp_BV, torch.tensor(top_ps, device=logp_BV.device))
         probs_BV = sample_logp_BV.exp()
         cdf_BV = probs_BV.cumsum(dim=-1)
-        u_B = torch.cat([torch.rand(1, generator=g) for g in generators]).to(logp_BV.device)
+        # below 1 in float32 too, so u * total never reaches the end of the cdf
+        u_B = torch.tensor(uniforms, dtype=cdf_BV.dtype, device=logp_BV.device).clamp(
+            max=1 - 2**-23
+        )
         # right=True: the first index whose cdf exceeds u*total has non-zero probability.
         drawn_B = torch.searchsorted(cdf_BV, (u_B * cdf_BV[:, -1])[:, None], right=True)[:, 0]
         drawn_B = drawn_B.clamp(max=logp_BV.shape[-1] - 1)

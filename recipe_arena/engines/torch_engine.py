@@ -38,8 +38,8 @@ from recipe_arena.engines.base import (
 )
 from recipe_arena.engines.common import (
     Outbox,
+    UniformStream,
     check_unique_ids,
-    make_generator,
     order_completions,
     sample_tokens,
     validate_request,
@@ -53,7 +53,7 @@ class _Sample:
 
     request: GenerationRequest
     index: int
-    generator: torch.Generator
+    uniforms: UniformStream
     max_new: int
     stop_ids: frozenset[int]
     t0: float
@@ -141,8 +141,8 @@ class TorchEngine:
             self._inflight[request.request_id] = s.n
             now = time.perf_counter()
             for i in range(s.n):
-                gen = make_generator(s.seed, i, self._rng)
-                self._waiting.append(_Sample(request, i, gen, max_new, stop, now))
+                stream = UniformStream(s.seed, i, self._rng)
+                self._waiting.append(_Sample(request, i, stream, max_new, stop, now))
             self._cv.notify_all()
 
     def get(self, timeout: float | None = None) -> Completion | None:
@@ -328,7 +328,7 @@ class TorchEngine:
             logits_BV,
             [s.request.sampling.temperature for s in samples],
             [s.request.sampling.top_p for s in samples],
-            [s.generator for s in samples],
+            [s.uniforms.next() if s.request.sampling.temperature > 0 else 0.0 for s in samples],
         )
         for s, t, lp in zip(samples, toks, lps, strict=True):
             s.tokens.append(t)
