@@ -144,21 +144,44 @@ class WorkerPool:
     A task whose deadline passes gets ``Outcome(ok=False, error="timeout")`` and its
     worker is killed and replaced. The deadline counts from the moment the task is
     handed to a ready worker, so queueing and worker start-up are not charged to it.
+    ``spares`` warm standby workers take over at once when one is killed (a fresh
+    worker needs seconds to import SymPy and the checkers), so a burst of hostile
+    inputs does not leave the pool without workers.
     """
 
-    def __init__(self, n: int, preload: Sequence[str] = ("math", "code", "ifeval")) -> None:
-        if n < 1:
-            raise ValueError(f"WorkerPool needs at least 1 worker, got {n}")
+    def __init__(
+        self, n: int, preload: Sequence[str] = ("math", "code", "ifeval"), spares: int = 1
+    ) -> None:
+        if n < 1 or spares < 0:
+            raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)
         self._workers = [_Worker(self._preload) for _ in range(n)]
+        self._spares = [_Worker(self._preload) for _ in range(spares)]
         self._lock = threading.Lock()
         self.replaced = 0  # workers killed and restarted (timeouts, crashes)
         self._closed = False
 
     def _replace(self, i: int) -> None:
         self._workers[i].kill()
-        self._workers[i] = _Worker(self._preload)
+        if self._spares:
+            ready = [k for k, w in enumerate(self._spares) if w.ready]
+            self._workers[i] = self._spares.pop(ready[0] if ready else 0)
+            self._spares.append(_Worker(self._preload))
+        else:
+            self._workers[i] = _Worker(self._preload)
         self.replaced += 1
+
+    def _poll_spares(self, ready_conns: list) -> None:
+        for w in self._spares:
+            if w.conn in ready_conns:
+                try:
+                    w.conn.recv()
+                    w.ready = True
+                except (EOFError, OSError):
+                    raise RuntimeError(
+                        "a verifier worker died while starting (import error?); "
+                        "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
+                    ) from None
 
     def run(self, tasks: Sequence[Task]) -> list[Outcome]:
         if self._closed:
@@ -177,7 +200,9 @@ class WorkerPool:
                     w.job, w.deadline = j, time.monotonic() + tasks[j].timeout_s
             busy = [w.deadline for w in self._workers if w.job is not None]
             wait_s = max(0.0, min(busy) - time.monotonic()) if busy else 1.0
-            ready_conns = wait([w.conn for w in self._workers], timeout=wait_s)
+            conns = [w.conn for w in self._workers] + [w.conn for w in self._spares if not w.ready]
+            ready_conns = wait(conns, timeout=wait_s)
+            self._poll_spares(ready_conns)
             for i, w in enumerate(list(self._workers)):
                 if w.conn in ready_conns:
                     try:
@@ -207,10 +232,11 @@ class WorkerPool:
         if self._closed:
             return
         self._closed = True
-        for w in self._workers:
+        everyone = self._workers + self._spares
+        for w in everyone:
             with contextlib.suppress(OSError):
                 w.send_conn.send(None)
-        for w in self._workers:
+        for w in everyone:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.proc.wait(timeout=2)
             w.kill()
