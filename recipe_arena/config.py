@@ -72,9 +72,20 @@ class SFTConfig(Strict):
     """Think SFT: thinking-trace targets, loss on assistant tokens only."""
 
     steps: int = Field(300, ge=0)
+    """Optimiser steps."""
     batch_size: int = Field(32, ge=1)
+    """Conversations per step."""
     lr: float = Field(1e-3, gt=0, le=1)
+    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
     warmup_steps: int = Field(20, ge=0)
+    examples_per_domain: int = Field(2000, ge=1)
+    """Generated train-split conversations per domain (a draw apart from the RL rows)."""
+    two_turn_fraction: float = Field(0.2, ge=0, le=1)
+    """Share of conversations with an earlier user/assistant exchange (both trained)."""
+    system_prompt_fraction: float = Field(0.3, ge=0, le=1)
+    """Share of conversations that open with a system prompt (never trained on)."""
+    evaluate: bool = True
+    """Log held-out pass@1 per domain after SFT."""
 
 
 # ----------------------------------------------------------------------------- engine

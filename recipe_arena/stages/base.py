@@ -1,0 +1,134 @@
+"""Base training for the micro world: random weights -> a weak micro base model.
+
+Stands in for pretraining + mid-training. The corpus is generated train-split problems
+with their reference responses (a think block, then the answer) from all four domains,
+math weighted up, rendered as ChatML conversations and packed into one token stream;
+the loss is next-token prediction on every token of random ``seq_len`` windows, as in
+pretraining (no masking, documents cut at window edges).
+
+Why the chat template in a base corpus: a ~1M-parameter character model has no capacity
+to spare for learning a second format in a few hundred SFT steps, and OLMo 3's
+mid-training mix (Dolmino) already contains chat-formatted question-answer and thinking
+data. So the base model is evaluated with the same prompt format as SFT and RL (the chat
+template with a generation prompt), and its held-out accuracy is directly comparable.
+
+The result is cached under a key that hashes everything it depends on (the base config,
+the model spec, the data seed, CODE_VERSION) and reused across runs and recipes.
+
+Deviation from the issue: none in behaviour; the corpus size per domain is a config
+field (``base.corpus``) rather than ``world.train_per_domain``, so that the RL train set
+can be small while the base model still sees enough arithmetic to generalise.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from recipe_arena.config import RunConfig
+from recipe_arena.data.micro import generate_examples
+from recipe_arena.models.factory import build_micro
+from recipe_arena.rundir import RunDir
+from recipe_arena.stages.common import (
+    Batch,
+    build_cached,
+    cache_key,
+    cache_root,
+    heldout_eval,
+    render,
+    train_steps,
+)
+
+_BASE_DATA_SEED_OFFSET = 1_000_003
+"""The base corpus uses data_seed + this, so it is a different draw from the RL train rows
+(both from the train split: held-out problems never enter the corpus)."""
+
+
+def base_cache_entry(cfg: RunConfig) -> Path:
+    """Where the base checkpoint for ``cfg`` lives (it may not exist yet)."""
+    key = cache_key(
+        {
+            "stage": "base",
+            "base": cfg.base.model_dump(mode="json"),
+            "model": cfg.world.model.model_dump(mode="json"),
+            "data_seed": cfg.world.data_seed,
+            "world": cfg.world.name,
+        }
+    )
+    return cache_root(cfg.world.cache_dir) / "base" / key
+
+
+def base_corpus(cfg: RunConfig, tokenizer: PreTrainedTokenizerBase) -> torch.Tensor:
+    """The packed token stream (1-D long tensor): shuffled rendered conversations."""
+    seed = cfg.world.data_seed + _BASE_DATA_SEED_OFFSET
+    docs: list[str] = []
+    for domain, n in cfg.base.corpus.items():
+        for ex in generate_examples(domain, "train", n, seed):
+            msgs = [m.model_dump() for m in ex.row.messages]
+            docs.append(render(tokenizer, [*msgs, {"role": "assistant", "content": ex.response}]))
+    random.Random(seed).shuffle(docs)
+    ids = tokenizer(docs, add_special_tokens=False)["input_ids"]
+    return torch.tensor([t for doc in ids for t in doc], dtype=torch.long)
+
+
+def packed_batches(
+    stream_N: torch.Tensor, batch_size: int, seq_len: int, seed: int
+) -> Iterator[Batch]:
+    """Endless batches of random windows of ``seq_len`` tokens; labels = inputs (the
+    model shifts them), so every token is a target."""
+    gen = torch.Generator().manual_seed(seed)
+    if len(stream_N) <= seq_len:
+        raise ValueError(f"base corpus has {len(stream_N)} tokens, fewer than seq_len={seq_len}")
+    while True:
+        starts_B = torch.randint(0, len(stream_N) - seq_len, (batch_size,), generator=gen)
+        input_ids_BT = torch.stack([stream_N[s : s + seq_len] for s in starts_B.tolist()])
+        yield input_ids_BT, input_ids_BT.clone()
+
+
+def _train(cfg: RunConfig, run: RunDir | None, out: Path) -> None:
+    model, tok = build_micro(cfg.world.model, seed=cfg.base.seed)
+    t0 = time.time()
+    stream_N = base_corpus(cfg, tok)
+    torch.manual_seed(cfg.base.seed)
+    losses = train_steps(
+        model,
+        packed_batches(stream_N, cfg.base.batch_size, cfg.base.seq_len, cfg.base.seed),
+        steps=cfg.base.steps,
+        lr=cfg.base.lr,
+        warmup=min(cfg.base.warmup_steps, cfg.base.steps),
+        stage="base",
+        run=run,
+    )
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    meta = {
+        "corpus_tokens": len(stream_N),
+        "steps": cfg.base.steps,
+        "first_loss": losses[0] if losses else None,
+        "final_loss": sum(losses[-20:]) / len(losses[-20:]) if losses else None,
+        "seconds": time.time() - t0,
+    }
+    (out / "base_meta.json").write_text(json.dumps(meta, indent=2))
+
+
+def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
+    """The cached micro base checkpoint for ``cfg`` (trained on first use), or
+    ``world.checkpoint`` when one is given. Logs held-out pass@1 per domain under the
+    ``base`` stage when ``base.evaluate`` is on (the numbers are cached too)."""
+    if cfg.world.checkpoint is not None:
+        return Path(cfg.world.checkpoint)
+    entry = base_cache_entry(cfg)
+    cached = entry.exists()
+    build_cached(entry, lambda tmp: _train(cfg, run, tmp))
+    meta = json.loads((entry / "base_meta.json").read_text())
+    if run is not None:
+        run.log("base", cfg.base.steps, {"cached": float(cached), "seconds": meta["seconds"]})
+        if cfg.base.evaluate:
+            run.log("base", cfg.base.steps, heldout_eval(cfg, entry))
+    return entry

@@ -1,0 +1,158 @@
+"""Shared pieces of the supervised stages (base training, SFT): the optimiser and its
+schedule, the step loop with a progress bar, rendering conversations, and the cache.
+
+The schedule is linear warm-up then cosine decay to 10% of the peak, the usual shape for
+short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and gradient clipping at
+1.0 as in most open pretraining recipes (OLMo, nanoGPT).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from recipe_arena.config import RunConfig
+from recipe_arena.rundir import RunDir
+
+CODE_VERSION = "stages-v1"
+"""Part of every cache key: bump it when a change alters what a cached stage produces."""
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+"""(input_ids_BT, labels_BT); labels are -100 where no loss is taken."""
+
+
+def lr_at(step: int, total: int, warmup: int, peak: float, floor: float = 0.1) -> float:
+    """Learning rate at ``step`` (0-based): linear warm-up over ``warmup`` steps, then
+    cosine from ``peak`` down to ``floor * peak`` at ``total``."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def train_steps(
+    model: PreTrainedModel,
+    batches: Iterator[Batch],
+    *,
+    steps: int,
+    lr: float,
+    warmup: int,
+    stage: str,
+    run: RunDir | None,
+    log_every: int = 10,
+) -> list[float]:
+    """Run ``steps`` optimiser steps of next-token cross-entropy on ``batches``; log
+    ``loss/train`` and ``lr`` under ``stage``; return the per-step losses."""
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+    losses: list[float] = []
+    bar = tqdm(range(steps), desc=stage, unit="step", dynamic_ncols=True, disable=steps == 0)
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, steps, warmup, lr)
+        input_ids_BT, labels_BT = next(batches)
+        loss = model(input_ids=input_ids_BT, labels=labels_BT).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        if run is not None and (step % log_every == 0 or step == steps - 1):
+            window = losses[-log_every:]
+            run.log(
+                stage,
+                step,
+                {
+                    "loss/train": sum(window) / len(window),
+                    "lr": opt.param_groups[0]["lr"],
+                    "grad_norm": float(grad_norm),
+                },
+            )
+    model.eval()
+    return losses
+
+
+def render(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -> str:
+    """The conversation as text through the tokenizer's chat template."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    assert isinstance(text, str)
+    return text
+
+
+# ----------------------------------------------------------------------------- cache
+def cache_root(cache_dir: str | None) -> Path:
+    """``cache_dir``, else $RECIPE_ARENA_CACHE, else ~/.cache/recipe_arena."""
+    root = cache_dir or os.environ.get("RECIPE_ARENA_CACHE") or "~/.cache/recipe_arena"
+    return Path(root).expanduser()
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    """A short stable hash of everything a cached result depends on, plus CODE_VERSION."""
+    blob = json.dumps({"code": CODE_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def build_cached(entry: Path, build: Callable[[Path], None]) -> Path:
+    """Return ``entry`` if it exists; else ``build`` it into a temporary sibling directory
+    and rename that into place, so a crash never leaves a half-written entry and two
+    processes racing on the same key both end with a complete one."""
+    if entry.exists():
+        return entry
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".", suffix=".tmp", dir=entry.parent))
+    try:
+        build(tmp)
+        try:
+            tmp.rename(entry)
+        except OSError:
+            if not entry.exists():  # not a lost race: a real failure
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return entry
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+def heldout_eval(cfg: RunConfig, checkpoint: Path) -> dict[str, float]:
+    """Held-out pass@1 per domain of ``checkpoint`` (``eval.max_prompts_per_domain``
+    rows of each), stored next to it under a key of the settings that decide it, so a
+    cached base model is evaluated once."""
+    from recipe_arena.data.micro import generate_split
+    from recipe_arena.data.schema import DOMAINS
+    from recipe_arena.eval.final import evaluate_checkpoint
+
+    key = cache_key(
+        {
+            "eval": cfg.eval.model_dump(mode="json"),
+            "rewards": cfg.rewards.model_dump(mode="json"),
+            "engine": cfg.engine.name,
+            "world": cfg.world.model_dump(mode="json", exclude={"cache_dir", "checkpoint"}),
+        }
+    )
+    path = checkpoint / f"eval-{key}.json"
+    if path.exists():
+        result: dict[str, float] = json.loads(path.read_text())
+        return result
+    n, seed = cfg.world.heldout_per_domain, cfg.world.data_seed
+    heldout = [r for d in DOMAINS for r in generate_split(d, "heldout", n, seed)]
+    result = evaluate_checkpoint(cfg, checkpoint, heldout)
+    write_json_atomic(path, result)
+    return result

@@ -1,0 +1,99 @@
+"""evaluate(): chat template, greedy generation through the real torch engine, decoding,
+real verifiers, and the per-domain pass@1 arithmetic.
+
+The model is a real micro model overfitted (masked SFT, a few seconds) on four
+prompt/response pairs, so its greedy answers are known; the rows then pair those
+prompts with ground truths that the known answers do or do not satisfy."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipe_arena.config import EvalConfig, RewardsConfig
+from recipe_arena.data.schema import Message, PromptRow
+from recipe_arena.engines import build_engine
+from recipe_arena.eval.evaluate import evaluate, generate_responses
+from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.rewards import build_scorer
+from recipe_arena.stages.common import train_steps
+from recipe_arena.stages.sft import assistant_mask, sft_batches
+
+PAIRS = {
+    "What is 2+3?": "<think>2+3 = 5</think>\\boxed{5}",
+    "What is 7*6?": "<think>7*6 = 42</think>\\boxed{42}",
+    "Write `inc(x)`.": "<think>x+1</think>```python\ndef inc(x):\n    return x + 1\n```",
+    "Say hi quietly.": "<think>lowercase</think>the sea is big and blue. fish live in it.",
+}
+
+
+def _row(i: int, prompt: str, domain: str, truth: object) -> PromptRow:
+    return PromptRow(
+        id=f"r{i}",
+        messages=[Message(role="user", content=prompt)],
+        ground_truth=truth,
+        domain=domain,
+    )  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def engine_and_tok():  # type: ignore[no-untyped-def]
+    model, tok = build_micro(TinyModelSpec(num_layers=2), seed=0)
+    convs = [
+        [{"role": "user", "content": p}, {"role": "assistant", "content": r}]
+        for p, r in PAIRS.items()
+    ]
+    examples = [assistant_mask(tok, c) for c in convs]
+    train_steps(
+        model,
+        sft_batches(examples, 4, tok.pad_token_id, 0),
+        steps=150,
+        lr=1e-2,
+        warmup=10,
+        stage="t",
+        run=None,
+    )
+    engine = build_engine("torch", model, tok)
+    yield engine, tok
+    engine.close()
+
+
+def test_greedy_responses_are_the_memorised_ones(engine_and_tok) -> None:  # type: ignore[no-untyped-def]
+    engine, tok = engine_and_tok
+    rows = [_row(i, p, "math", None) for i, p in enumerate(PAIRS)]
+    responses, lengths = generate_responses(engine, tok, rows, EvalConfig(max_new_tokens=64))
+    assert responses == list(PAIRS.values())
+    # characters = tokens, except <think> and </think> are one token each, plus <|im_end|>
+    assert lengths == [len(r) - len("<think></think>") + 2 + 1 for r in PAIRS.values()]
+
+
+def test_pass_at_1_per_domain_and_mean(engine_and_tok) -> None:  # type: ignore[no-untyped-def]
+    """math: answers 5 and 42 against truths "5" (right) and "43" (wrong) -> 1/2.
+    code: inc(x) = x + 1 against ``inc(1) == 2`` (pass) and ``inc(1) == 3`` (fail) -> 1/2.
+    ifeval: the answer is lowercase English -> 1/1.  mean over domains = (0.5 + 0.5 + 1) / 3."""
+    engine, tok = engine_and_tok
+    p = list(PAIRS)
+    rows = [
+        _row(0, p[0], "math", "5"),
+        _row(1, p[1], "math", "43"),
+        _row(2, p[2], "code", ["assert inc(1) == 2", "assert inc(-1) == 0"]),
+        _row(3, p[2], "code", ["assert inc(1) == 3"]),
+        _row(
+            4,
+            p[3],
+            "ifeval",
+            {"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]},
+        ),
+    ]
+    with build_scorer(RewardsConfig(workers=1)) as scorer:
+        out = evaluate(engine, tok, rows, scorer, EvalConfig(max_new_tokens=64))
+    assert out["eval/math/pass@1"] == 0.5
+    assert out["eval/code/pass@1"] == 0.5
+    assert out["eval/ifeval/pass@1"] == 1.0
+    assert out["eval/mean/pass@1"] == pytest.approx(2 / 3)
+    assert "eval/chat/pass@1" not in out
+
+
+def test_empty_rows_fail_clearly(engine_and_tok) -> None:  # type: ignore[no-untyped-def]
+    engine, tok = engine_and_tok
+    with pytest.raises(ValueError, match="no rows"):
+        evaluate(engine, tok, [], None, EvalConfig())

@@ -1,0 +1,124 @@
+"""Think SFT: the assistant-only loss mask, hand-checked on a two-turn conversation, the
+batches built from it, and a short real SFT run that lowers the loss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recipe_arena.config import RunConfig
+from recipe_arena.models.factory import build_micro, save_checkpoint
+from recipe_arena.models.tokenizer import build_char_tokenizer
+from recipe_arena.rundir import RunDir, read_metrics
+from recipe_arena.stages.sft import assistant_mask, run_sft, sft_batches, sft_conversations
+
+TWO_TURNS = [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "<think>a</think>b"},
+    {"role": "user", "content": "1+1?"},
+    {"role": "assistant", "content": "2"},
+]
+
+
+def test_mask_of_a_two_turn_conversation_by_hand() -> None:
+    """Character tokens, ChatML. Written out token by token:
+
+    <|im_start|> u s e r \\n h i <|im_end|> \\n                 10 tokens -> 0
+    <|im_start|> a s s i s t a n t \\n                          11 tokens -> 0 (header)
+    <think> a </think> b <|im_end|>                             5 tokens -> 1
+    \\n                                                          1 token  -> 0
+    <|im_start|> u s e r \\n 1 + 1 ? <|im_end|> \\n              12 tokens -> 0
+    <|im_start|> a s s i s t a n t \\n                          11 tokens -> 0
+    2 <|im_end|>                                                2 tokens -> 1
+    \\n                                                          1 token  -> 0
+    53 tokens, 7 of them trained.
+    """
+    tok = build_char_tokenizer()
+    ids, mask = assistant_mask(tok, TWO_TURNS)
+    expected = "0" * 10 + "0" * 11 + "1" * 5 + "0" + "0" * 12 + "0" * 11 + "1" * 2 + "0"
+    assert "".join(map(str, mask)) == expected
+    assert len(ids) == 53
+    trained = tok.decode(
+        [t for t, m in zip(ids, mask, strict=True) if m], skip_special_tokens=False
+    )
+    assert trained == "<think>a</think>b<|im_end|>2<|im_end|>"
+
+
+def test_system_prompt_is_never_trained() -> None:
+    """<|im_start|> s y s t e m \\n S <|im_end|> \\n is 11 tokens of zeros in front of the
+    one-turn mask: 10 user zeros, 11 header zeros, 'ok' + <|im_end|> = 3 ones, one zero."""
+    tok = build_char_tokenizer()
+    msgs = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    _, mask = assistant_mask(tok, msgs)
+    assert "".join(map(str, mask)) == "0" * 11 + "0" * 10 + "0" * 11 + "111" + "0"
+
+
+def test_batches_pad_and_set_labels_to_ignore_outside_the_mask() -> None:
+    """Two examples of lengths 3 and 2, pad id 0: labels keep the token where mask is 1,
+    -100 elsewhere and on the padded tail; a batch is as wide as its longest member."""
+    examples = [([5, 6, 7], [0, 1, 1]), ([8, 9], [1, 0])]
+    expected = {3: {(5, 6, 7): [-100, 6, 7], (8, 9, 0): [8, -100, -100]}, 2: {(8, 9): [8, -100]}}
+    seen: set[tuple[int, ...]] = set()
+    batches = sft_batches(examples, batch_size=2, pad_id=0, seed=0)
+    for _ in range(20):
+        input_ids_BT, labels_BT = next(batches)
+        width = input_ids_BT.shape[1]
+        for ids, labels in zip(input_ids_BT.tolist(), labels_BT.tolist(), strict=True):
+            seen.add(tuple(ids))
+            assert expected[width][tuple(ids)] == labels
+    assert seen >= {(5, 6, 7), (8, 9, 0)}
+
+
+def test_conversations_end_with_an_assistant_think_turn_and_stay_off_heldout() -> None:
+    cfg = RunConfig.model_validate({"sft": {"examples_per_domain": 50, "two_turn_fraction": 0.5}})
+    convs = sft_conversations(cfg)
+    assert len(convs) == 200
+    assert all(
+        c[-1]["role"] == "assistant" and c[-1]["content"].startswith("<think>") for c in convs
+    )
+    roles = [tuple(m["role"] for m in c) for c in convs]
+    assert any(r.count("assistant") == 2 for r in roles)
+    assert any(r[0] == "system" for r in roles)
+    from recipe_arena.data.micro import generate_split
+
+    heldout = {
+        r.prompt_text
+        for d in ("math", "code", "ifeval", "chat")
+        for r in generate_split(d, "heldout", 100, cfg.world.data_seed)
+    }  # type: ignore[arg-type]
+    assert not heldout & {m["content"] for c in convs for m in c if m["role"] == "user"}
+
+
+def test_run_sft_lowers_loss_and_writes_a_checkpoint(tmp_path: Path) -> None:
+    """From a random model, 40 steps at lr 3e-3 on masked targets: the mean loss of the
+    last 5 steps is below the first step's (ln(104) = 4.64 at random init)."""
+    cfg = RunConfig.model_validate(
+        {
+            "sft": {
+                "steps": 40,
+                "batch_size": 8,
+                "lr": 3e-3,
+                "warmup_steps": 2,
+                "examples_per_domain": 40,
+                "evaluate": False,
+            },
+            "out_dir": str(tmp_path),
+        }
+    )
+    model, tok = build_micro(cfg.world.model)
+    init = save_checkpoint(model, tok, tmp_path / "init")
+    run = RunDir(cfg, tmp_path / "run")
+    out = run_sft(cfg, run, init)
+    assert (out / "model.safetensors").exists() and (out / "config.json").exists()
+    losses = [m["loss/train"] for m in read_metrics(run.path) if m["stage"] == "sft"]
+    assert losses[0] > 4.0
+    assert losses[-1] < losses[0] - 1.0
+
+
+def test_mask_of_an_assistant_first_conversation() -> None:
+    """Assistant turn first: header 11 zeros, 'x' and <|im_end|> ones, newline zero."""
+    _, mask = assistant_mask(build_char_tokenizer(), [{"role": "assistant", "content": "x"}])
+    assert mask == [0] * 11 + [1, 1] + [0]
