@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from recipe_arena.config import RunConfig
 from recipe_arena.models.factory import build_micro, save_checkpoint
 from recipe_arena.models.tokenizer import build_char_tokenizer
@@ -118,7 +120,6 @@ def test_run_sft_lowers_loss_and_writes_a_checkpoint(tmp_path: Path) -> None:
     assert losses[-1] < losses[0] - 1.0
 
 
-def test_mask_of_an_assistant_first_conversation() -> None:
-    """Assistant turn first: header 11 zeros, 'x' and <|im_end|> ones, newline zero."""
-    _, mask = assistant_mask(build_char_tokenizer(), [{"role": "assistant", "content": "x"}])
-    assert mask == [0] * 11 + [1, 1] + [0]
+def test_assistant_first_conversation_is_refused() -> None:
+    with pytest.raises(ValueError, match="starts with an assistant turn"):
+        assistant_mask(build_char_tokenizer(), [{"role": "assistant", "content": "x"}])

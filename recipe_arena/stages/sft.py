@@ -52,6 +52,8 @@ def assistant_mask(
 ) -> tuple[list[int], list[int]]:
     """(input_ids, mask) of the whole conversation; mask is 1 exactly on each assistant
     turn's content and its end-of-turn token (see the module docstring)."""
+    if messages and messages[0]["role"] == "assistant":
+        raise ValueError("conversation starts with an assistant turn; start with system or user")
     eos = tokenizer.eos_token_id
     ids = _ids(tokenizer, messages, gen=False)
     mask = [0] * len(ids)
