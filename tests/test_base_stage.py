@@ -1,0 +1,142 @@
+"""Base training: schedule, packing, the atomic cache, loss going down, and (slow) the
+held-out math accuracy band of the default base model."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from recipe_arena.config import RunConfig
+from recipe_arena.models.tokenizer import build_char_tokenizer
+from recipe_arena.rundir import RunDir, read_metrics
+from recipe_arena.stages.base import base_cache_entry, base_corpus, packed_batches, train_base
+from recipe_arena.stages.common import build_cached, lr_at
+
+
+def _cfg(tmp_path: Path, **base: object) -> RunConfig:
+    small = {
+        "steps": 40,
+        "batch_size": 8,
+        "seq_len": 64,
+        "lr": 3e-3,
+        "warmup_steps": 4,
+        "evaluate": False,
+    }
+    small["corpus"] = {"math": 300, "code": 30, "ifeval": 30, "chat": 30}
+    return RunConfig.model_validate(
+        {
+            "base": {**small, **base},
+            "world": {"cache_dir": str(tmp_path / "cache")},
+            "out_dir": str(tmp_path),
+        }
+    )
+
+
+def test_lr_schedule_by_hand() -> None:
+    """peak 1.0, warm-up 4, total 14: step 0 -> 1/4, step 3 -> 1; then cosine to 0.1:
+    step 9 is halfway through 10 decay steps -> 0.1 + 0.9 * 0.5 * (1 + cos(pi/2)) = 0.55;
+    step 14 -> 0.1."""
+    assert lr_at(0, 14, 4, 1.0) == 0.25
+    assert lr_at(3, 14, 4, 1.0) == 1.0
+    assert lr_at(9, 14, 4, 1.0) == pytest.approx(0.55)
+    assert lr_at(14, 14, 4, 1.0) == pytest.approx(0.1)
+    assert lr_at(4, 14, 4, 1.0) == pytest.approx(1.0)
+    assert math.isclose(lr_at(0, 10, 0, 2.0), 2.0)
+
+
+def test_packed_windows_are_slices_of_the_stream() -> None:
+    stream_N = torch.arange(100)
+    input_ids_BT, labels_BT = next(packed_batches(stream_N, batch_size=3, seq_len=10, seed=0))
+    assert input_ids_BT.shape == (3, 10)
+    assert torch.equal(input_ids_BT, labels_BT)
+    for row in input_ids_BT:  # consecutive integers: a contiguous window
+        assert torch.equal(row, torch.arange(int(row[0]), int(row[0]) + 10))
+    with pytest.raises(ValueError, match="fewer than seq_len"):
+        next(packed_batches(torch.arange(5), 1, 10, 0))
+
+
+def test_corpus_is_chat_rendered_and_never_holds_heldout(tmp_path: Path) -> None:
+    from recipe_arena.data.micro import generate_split
+
+    tok = build_char_tokenizer()
+    cfg = _cfg(tmp_path)
+    text = tok.decode(base_corpus(cfg, tok).tolist(), skip_special_tokens=False)
+    assert text.count("<|im_start|>assistant\n<think>") == 390
+    heldout = generate_split("math", "heldout", 200, cfg.world.data_seed)
+    assert not any(f"\n{r.prompt_text}<|im_end|>" in text for r in heldout)
+
+
+def test_cache_build_is_atomic(tmp_path: Path) -> None:
+    """A build that crashes leaves neither the entry nor a temporary directory; a good
+    build appears whole; an existing entry is returned without building again."""
+    entry = tmp_path / "base" / "k"
+
+    def crash(tmp: Path) -> None:
+        (tmp / "half").write_text("x")
+        raise RuntimeError("crash mid-build")
+
+    with pytest.raises(RuntimeError, match="crash mid-build"):
+        build_cached(entry, crash)
+    assert not entry.exists() and list((tmp_path / "base").iterdir()) == []
+    build_cached(entry, lambda tmp: (tmp / "done").write_text("ok"))
+    assert (entry / "done").read_text() == "ok"
+    build_cached(entry, crash)  # not called: the entry exists
+
+
+def test_cache_key_follows_what_base_depends_on(tmp_path: Path) -> None:
+    a = base_cache_entry(_cfg(tmp_path))
+    assert a == base_cache_entry(_cfg(tmp_path))
+    assert a != base_cache_entry(_cfg(tmp_path, steps=41))
+    bigger = _cfg(tmp_path).model_copy(
+        update={"world": _cfg(tmp_path).world.model_copy(update={"data_seed": 9})}
+    )
+    assert a != base_cache_entry(bigger)
+    other_run_seed = _cfg(tmp_path).model_copy(update={"seed": 5})
+    assert a == base_cache_entry(other_run_seed)  # run seeds share one base model
+
+
+def test_train_base_lowers_loss_and_is_reused(tmp_path: Path) -> None:
+    """40 steps from random init: the first logged loss is near ln(104) = 4.64 (uniform
+    over the vocabulary) and the last is at least 1 nat lower. A second call with the
+    same config returns the cached entry and logs cached = 1."""
+    cfg = _cfg(tmp_path)
+    run = RunDir(cfg, tmp_path / "run")
+    path = train_base(cfg, run)
+    assert (path / "model.safetensors").exists() and path == base_cache_entry(cfg)
+    losses = [
+        m["loss/train"]
+        for m in read_metrics(run.path)
+        if m["stage"] == "base" and "loss/train" in m
+    ]
+    assert abs(losses[0] - math.log(104)) < 0.3
+    assert losses[-1] < losses[0] - 1.0
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    run2 = RunDir(cfg, tmp_path / "run2")
+    assert train_base(cfg, run2) == path
+    assert (path / "model.safetensors").stat().st_mtime_ns == stamp
+    assert [m["cached"] for m in read_metrics(run2.path) if "cached" in m] == [1.0]
+
+
+def test_given_checkpoint_skips_training(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    cfg = cfg.model_copy(
+        update={"world": cfg.world.model_copy(update={"checkpoint": str(tmp_path / "ck")})}
+    )
+    assert train_base(cfg, None) == tmp_path / "ck"
+
+
+@pytest.mark.slow
+def test_default_base_model_solves_some_heldout_math(tmp_path: Path) -> None:
+    """The default base config, greedy, on 100 held-out math prompts with the SFT/eval
+    prompt format: pass@1 within the band the issue asks for, 10% to 40%."""
+    from recipe_arena.data.micro import generate_split
+    from recipe_arena.eval.final import evaluate_checkpoint
+
+    cfg = RunConfig.model_validate({"world": {"cache_dir": str(tmp_path / "cache")}})
+    path = train_base(cfg, None)
+    rows = generate_split("math", "heldout", 100, cfg.world.data_seed)
+    acc = evaluate_checkpoint(cfg, path, rows)["eval/math/pass@1"]
+    assert 0.10 <= acc <= 0.40, acc
