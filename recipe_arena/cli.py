@@ -2,7 +2,7 @@
 
     recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job]
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
-    recipe-arena audit [--quarantine] [key.path=value ...]
+    recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena report RUN_DIR
 
 A bad recipe, option, key or value exits with status 2 and one line that names it and
@@ -12,6 +12,7 @@ what is allowed, before any work starts.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -46,15 +47,29 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from recipe_arena.rewards.verify import verify_jsonl
 
     summary = verify_jsonl(args.input, args.output, cfg.rewards)
-    print(summary, file=sys.stderr)
+    print(json.dumps(summary), file=sys.stderr)
     return 0
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     cfg = load_config(args.overrides)
-    from recipe_arena.rewards.audit import audit_world
+    from recipe_arena.data.micro import build_world
+    from recipe_arena.rewards.audit import run_audit
 
-    return audit_world(cfg, quarantine=args.quarantine)
+    domains = args.domains.split(",") if args.domains else ["math", "code", "ifeval"]
+    datasets = {
+        f"{cfg.world.name}/{domain}/{split}": rows[: args.limit]
+        for split, by_domain in build_world(cfg.world).items()
+        for domain, rows in by_domain.items()
+        if domain in domains
+    }
+    report = run_audit(datasets, cfg.rewards)
+    print(report.table())
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(report.to_json())
+        print(f"audit written to {args.out}", file=sys.stderr)
+    return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -77,7 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("overrides", nargs="*")
     ver.set_defaults(fn=_cmd_verify)
     aud = sub.add_parser("audit", help="probe every verifier of the world with known hacks")
-    aud.add_argument("--quarantine", action="store_true", help="write the quarantined task ids")
+    aud.add_argument("--limit", type=int, default=50, help="tasks probed per dataset (default 50)")
+    aud.add_argument(
+        "--domains",
+        default="",
+        help="comma-separated domains (default math,code,ifeval; chat runs the LM judge)",
+    )
+    aud.add_argument("--out", help="write the full report (per task and hack) as JSON")
     aud.add_argument("overrides", nargs="*")
     aud.set_defaults(fn=_cmd_audit)
     rep = sub.add_parser("report", help="(re)write report.md and report.html of a run directory")

@@ -232,9 +232,14 @@ class RewardsConfig(Strict):
 
 class PipelineConfig(Strict):
     name: Literal["mixed_rlvr"] = "mixed_rlvr"
-    stages: list[Literal["base", "sft", "prompt_filter", "rlvr", "eval"]] = Field(
+    """OLMo 3's single mixed-domain RLVR pipeline (Kimi's and DeepSeek's are planned)."""
+    stages: list[Literal["base", "sft", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
         default_factory=lambda: ["base", "sft", "prompt_filter", "rlvr", "eval"]
     )
+    """Stages in order. base: micro-world base training (cached); sft: think SFT; audit:
+    probe training tasks' verifiers with known hacks (quarantine with
+    rewards.audit_quarantine); prompt_filter: OLMo 3's offline pass-rate filter; rlvr:
+    the RL stage; eval: held-out pass@1 of the final checkpoint."""
 
 
 class ClusterConfig(Strict):

@@ -71,20 +71,48 @@ def _prompt_filter(cfg: RunConfig, run: RunDir, world: World, state: PipelineSta
 
     if not cfg.prompt_filter.enabled:
         return
-    rows = run_prompt_filter(cfg, run, _require_checkpoint(state, "prompt_filter"), world.train)
+    rows = run_prompt_filter(
+        cfg, run, _require_checkpoint(state, "prompt_filter"), _train_rows(world, state)
+    )
     path = run.path / "train_filtered.jsonl"
     write_rows(path, rows)
     state.train_rows = str(path)
 
 
-def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+def _audit(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """Probe every training task's verifier with known hacks (DeepSeek); with
+    rewards.audit_quarantine, train only on tasks whose verifier accepted none."""
+    from recipe_arena.data.schema import write_rows
+    from recipe_arena.rewards.audit import apply_quarantine, run_audit
+
+    rows = _train_rows(world, state)
+    by_domain: dict[str, list[PromptRow]] = {}
+    for row in rows:
+        by_domain.setdefault(f"{cfg.world.name}/{row.domain}/train", []).append(row)
+    report = run_audit(by_domain, cfg.rewards)
+    (run.path / "audit.json").write_text(report.to_json())
+    console.print(report.table())
+    kept = apply_quarantine(rows, report, cfg.rewards)
+    run.log(
+        "audit", 0, {"audit/probed_tasks": len(rows), "audit/quarantined": len(rows) - len(kept)}
+    )
+    path = run.path / "train_audited.jsonl"
+    write_rows(path, kept)
+    state.train_rows = str(path)
+
+
+def _train_rows(world: World, state: PipelineState) -> list[PromptRow]:
     from recipe_arena.data.schema import read_rows
+
+    return read_rows(state.train_rows) if state.train_rows else world.train
+
+
+def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.stages.rlvr import run_rlvr
 
-    train = read_rows(state.train_rows) if state.train_rows else world.train
-    state.checkpoint = str(
-        run_rlvr(cfg, run, _require_checkpoint(state, "rlvr"), train, world.heldout)
-    )
+    start = _require_checkpoint(state, "rlvr")
+    final = run_rlvr(cfg, run, start, _train_rows(world, state), world.heldout)
+    state.checkpoint = str(final)
 
 
 def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
@@ -98,6 +126,7 @@ def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 STAGES: dict[str, StageFn] = {
     "base": _base,
     "sft": _sft,
+    "audit": _audit,
     "prompt_filter": _prompt_filter,
     "rlvr": _rlvr,
     "eval": _eval,
