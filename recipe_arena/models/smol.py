@@ -49,7 +49,7 @@ def smol_checkpoint(cache: Path | None = None) -> Path:
     cfg = quant.config
     if hasattr(cfg, "quantization_config"):
         delattr(cfg, "quantization_config")
-    fresh = AutoModelForCausalLM.from_config(cfg)
+    fresh = AutoModelForCausalLM.from_config(cfg)  # type: ignore[no-untyped-call]
     fresh.load_state_dict(quant.state_dict())
     tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
@@ -66,5 +66,5 @@ def load_smol(cache: Path | None = None) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = smol_checkpoint(cache)
-    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    model = AutoModelForCausalLM.from_pretrained(path).eval()  # type: ignore[no-untyped-call]
     return model, AutoTokenizer.from_pretrained(path)

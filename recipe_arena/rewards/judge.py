@@ -216,10 +216,8 @@ def build_generator(cfg: Any) -> TextGenerator:
             raise ValueError(
                 f"judge_model {name!r}: use 'smol', a checkpoint directory or an http(s) URL"
             )
-        model, tok = (
-            AutoModelForCausalLM.from_pretrained(name).eval(),
-            AutoTokenizer.from_pretrained(name),
-        )
+        model = AutoModelForCausalLM.from_pretrained(name).eval()  # type: ignore[no-untyped-call]
+        tok = AutoTokenizer.from_pretrained(name)
     return EngineGenerator(build_engine("hf", model, tok), tok, cfg.judge_max_new_tokens)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from recipe_arena.rewards.text import answer_text
 
@@ -119,10 +120,11 @@ def normalise(ans: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _parse(s: str) -> list:
+def _parse(s: str) -> list[Any]:
     from math_verify import parse
 
-    return parse(f"${s}$", parsing_timeout=None)
+    parsed: list[Any] = parse(f"${s}$", parsing_timeout=None)
+    return parsed
 
 
 def equivalent(gold: str, pred: str) -> bool:

@@ -171,7 +171,7 @@ class WorkerPool:
             self._workers[i] = _Worker(self._preload)
         self.replaced += 1
 
-    def _poll_spares(self, ready_conns: list) -> None:
+    def _poll_spares(self, ready_conns: list[Any]) -> None:
         for w in self._spares:
             if w.conn in ready_conns:
                 try:

@@ -23,7 +23,7 @@ _ATOMS = (int, float, bool, str, type(None), complex, bytes)
 _CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "set", dict: "dict"}
 
 
-def _enc(v, depth=0):
+def _enc(v: object, depth: int = 0) -> dict:  # type: ignore[type-arg]
     t = _type(v)
     if depth > 50:
         raise TypeError("value nested too deeply")
@@ -42,14 +42,14 @@ def _enc(v, depth=0):
             return {"r": _repr(v)}
         return {"a": v}
     if t in _CONTAINERS:
-        kind = _CONTAINERS[t]
+        kind = _CONTAINERS[t]  # type: ignore[index]
         if kind == "dict":
-            return {"dict": [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in v.items()]}
-        return {kind: [_enc(x, depth + 1) for x in v]}
+            return {"dict": [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in v.items()]}  # type: ignore[attr-defined]
+        return {kind: [_enc(x, depth + 1) for x in v]}  # type: ignore[attr-defined]
     raise TypeError(f"value of type {t.__name__} is not a plain builtin value")
 
 
-def main():
+def main() -> None:
     req = json.loads(sys.stdin.read())
     out = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDWR)

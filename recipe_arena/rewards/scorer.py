@@ -65,7 +65,7 @@ class Scorer:
     def _score_chat(
         self, rows: Sequence[PromptRow], responses: Sequence[str]
     ) -> list[RewardResult]:
-        results = self.judge.score(rows, responses)
+        results: list[RewardResult] = self.judge.score(rows, responses)
         self.counts.update(self.judge.take_counts())
         return results
 

@@ -108,7 +108,13 @@ def verify_jsonl(
 
 
 def _flush(
-    scorer: Any, chunk: list, out: IO[str], sums: dict, counts: dict, n: int, errors: int
+    scorer: Any,
+    chunk: list[tuple[Any, PromptRow | None, str]],
+    out: IO[str],
+    sums: dict[str, float],
+    counts: dict[str, int],
+    n: int,
+    errors: int,
 ) -> tuple[int, int]:
     good = [(i, row) for i, (_, row, _) in enumerate(chunk) if row is not None]
     results = (
@@ -119,7 +125,7 @@ def _flush(
     by_index = {i: res for (i, _), res in zip(good, results, strict=True)}
     for i, (rec, row, why) in enumerate(chunk):
         rec = dict(rec) if isinstance(rec, dict) else {"value": rec}
-        if i in by_index:
+        if i in by_index and row is not None:
             rec["score"], rec["reason"] = by_index[i].score, by_index[i].reason
             sums[row.domain] += by_index[i].score
             counts[row.domain] += 1
