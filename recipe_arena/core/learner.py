@@ -110,7 +110,7 @@ class Learner:
         """One optimiser step; the policy version goes up by one."""
         loss, metrics = self.compute_loss(batch)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.grad_clip)
         self.optimizer.step()
         self.version += 1

@@ -51,10 +51,15 @@ def run_prompt_filter(
                 )
     finally:
         engine.close()
-    kept = [r for r, p in zip(todo, rates, strict=True) if p <= pf.max_pass_rate]
+    kept = [r for r, p in zip(todo, rates, strict=True) if keep_prompt(p, pf.max_pass_rate)]
     _write(run, todo, rates, kept)
     run.log("prompt_filter", 0, filter_metrics(todo, rates, kept))
     return kept
+
+
+def keep_prompt(pass_rate: float, max_pass_rate: float) -> bool:
+    """Kept iff pass_rate <= max_pass_rate (OLMo 3 removes prompts *above* 62.5%)."""
+    return pass_rate <= max_pass_rate
 
 
 def _pass_rates(

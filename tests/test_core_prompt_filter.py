@@ -1,0 +1,62 @@
+"""Offline prompt filter: the keep rule on the seed's numbers, and the stage end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recipe_arena.config import RunConfig
+from recipe_arena.data.micro import generate_split
+from recipe_arena.data.schema import read_rows
+from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
+from recipe_arena.rundir import RunDir
+from recipe_arena.stages.prompt_filter import keep_prompt, run_prompt_filter
+
+
+def test_keep_rule_on_the_seed_example() -> None:
+    """Seed sec. 9.9: 3 of 8 solved = 37.5% <= 62.5%: kept. 5 of 8 = 62.5% is not *above*
+    the threshold: kept. 6 of 8 = 75%: removed. 8 of 8: removed."""
+    assert keep_prompt(3 / 8, 0.625)
+    assert keep_prompt(5 / 8, 0.625)
+    assert not keep_prompt(6 / 8, 0.625)
+    assert not keep_prompt(1.0, 0.625)
+
+
+@pytest.fixture()
+def init(tmp_path: Path) -> Path:
+    spec = TinyModelSpec(
+        hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64, max_position_embeddings=256
+    )
+    model, tok = build_micro(spec, seed=0)
+    return save_checkpoint(model, tok, tmp_path / "init")
+
+
+def test_stage_samples_k_rollouts_scores_and_writes_the_filtered_set(
+    tmp_path: Path, init: Path
+) -> None:
+    """A random model on 'no comma' style IFEval prompts (all-or-nothing): each prompt's
+    pass rate is a multiple of 1/k (k = 4), the returned rows are exactly those with rate
+    <= 0.5, and both files land in the run directory, the filtered rows readable back."""
+    cfg = RunConfig.model_validate(
+        {
+            "seed": 0,
+            "engine": {"max_batch_size": 32},
+            "rewards": {"workers": 1},
+            "rl": {"max_new_tokens": 10},
+            "prompt_filter": {"rollouts": 4, "max_pass_rate": 0.5, "max_prompts": 12},
+        }
+    )
+    rows = generate_split("ifeval", "train", 30, seed=0)
+    run = RunDir(cfg, tmp_path / "run")
+    kept = run_prompt_filter(cfg, run, init, rows)
+    rates = [
+        json.loads(line) for line in (run.path / "prompt_filter.jsonl").read_text().splitlines()
+    ]
+    assert [r["id"] for r in rates] == [r.id for r in rows[:12]]
+    assert all(abs(r["pass_rate"] * 4 - round(r["pass_rate"] * 4)) < 1e-9 for r in rates)
+    assert [r.id for r in kept] == [r["id"] for r in rates if r["pass_rate"] <= 0.5]
+    assert [r.id for r in read_rows(run.path / "train_filtered.jsonl")] == [r.id for r in kept]
+    logged = json.loads(run.metrics_path.read_text().splitlines()[-1])
+    assert logged["prompt_filter/kept"] == len(kept) and logged["prompt_filter/prompts"] == 12
