@@ -86,3 +86,65 @@ def test_behaviour_logprobs_equal_trainer_logprobs(micro, name):
         assert max(abs(a - b) for a, b in zip(c.logprobs, ref, strict=True)) < 1e-4
     ref = _trainer_logprobs(model, greedy[0].prompt_tokens, greedy[0].tokens, 1.0)
     assert max(abs(a - b) for a, b in zip(greedy[0].logprobs, ref, strict=True)) < 1e-4
+
+
+def _tiny(arch: str, vocab: int):
+    """A 2-layer model of another family: GQA (4 query heads share 1 or 2 KV heads),
+    Qwen2's q/k/v biases, Qwen3's per-head q/k norms."""
+    import transformers as tf
+
+    common = dict(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=128,
+    )
+    cfgs = {
+        "llama-gqa": (tf.LlamaConfig, dict(num_key_value_heads=1)),
+        "qwen2": (tf.Qwen2Config, dict(num_key_value_heads=2, use_sliding_window=False)),
+        "qwen3": (
+            tf.Qwen3Config,
+            dict(num_key_value_heads=2, head_dim=16, use_sliding_window=False),
+        ),
+    }
+    cls, extra = cfgs[arch]
+    torch.manual_seed(0)
+    model = tf.AutoModelForCausalLM.from_config(cls(**common, **extra)).eval()
+    if arch == "qwen2":  # random biases, so a bias-dropping bug would show
+        for layer in model.model.layers:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                torch.nn.init.normal_(proj.bias, std=0.5)
+    return model
+
+
+@pytest.mark.parametrize("arch", ["llama-gqa", "qwen2", "qwen3"])
+def test_torch_engine_greedy_on_other_llama_family_models(micro, arch):
+    """Same check as above (tokens equal ``generate``'s) on models whose attention
+    differs from the micro model's: grouped KV heads, projection biases, q/k norms."""
+    _, tok = micro
+    model = _tiny(arch, len(tok))
+    eng = build_engine("torch", model, tok, EngineConfig(max_batch_size=2))
+    try:
+        reqs = [
+            _req(f"a{i}", _ids(tok, p), max_new_tokens=12, temperature=0.0, ignore_eos=True)
+            for i, p in enumerate(PROMPTS[:3])
+        ]
+        outs = eng.generate(reqs)
+    finally:
+        eng.close()
+    for r, c in zip(reqs, outs, strict=True):
+        ref = model.generate(
+            torch.tensor([r.prompt_tokens]), max_new_tokens=12, do_sample=False, eos_token_id=None
+        )
+        assert c.tokens == tuple(ref[0, len(r.prompt_tokens) :].tolist())
+
+
+def test_torch_engine_refuses_other_architectures_clearly(micro):
+    import transformers as tf
+
+    _, tok = micro
+    gpt2 = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=1, n_head=2))
+    with pytest.raises(ValueError, match="model type 'gpt2' is not supported; supported: llama"):
+        build_engine("torch", gpt2, tok)
