@@ -102,11 +102,12 @@ class TorchEngine:
         # A private copy: the learner keeps training its own model object.
         self.model = copy.deepcopy(model).to(device=self.cfg.device, dtype=dtype).eval()
         self.model.requires_grad_(False)
-        self._params = self.model.state_dict()
         self.context = context or self.model.config.max_position_embeddings
         self.vocab_size = self.model.config.vocab_size
         self.eos_ids = _eos_ids(tokenizer, self.model)
         self.runner = SlotKVRunner(self.model, self.cfg.max_batch_size, self.context)
+        # after the runner: it re-points parameters into fused matrices
+        self._params = self.model.state_dict()
         self.version = version
         self._rng = random.Random(seed)
         self._cv = threading.Condition()
