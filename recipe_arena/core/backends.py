@@ -124,10 +124,10 @@ class RayBackend:
         import ray
 
         self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            ray.init(
-                address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False
-            )
+        if self._owns_ray and address:  # join an existing cluster; its resources are its own
+            ray.init(address=address, log_to_driver=False)
+        elif self._owns_ray:  # start a local cluster
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         self.prompts: Channel = RayChannel()
         self.results: Channel = RayChannel()
         # num_cpus=0: an actor's compute is bounded by its torch threads, and reserving a
