@@ -169,8 +169,10 @@ class PromptFilterConfig(Strict):
     """Sampling temperature of the filter's rollouts (1.0 in OLMo 3)."""
     max_pass_rate: float = Field(0.625, ge=0, le=1)
     """Prompts with pass rate above this are removed."""
-    max_prompts: int | None = Field(None, ge=1)
-    """Filter only this many prompts (None: all)."""
+    max_prompts: int | None = Field(512, ge=1)
+    """Filter only this many prompts, taken round-robin over domains; RL then trains on the
+    kept ones. None: all (OLMo 3). 512 keeps the micro default to minutes: the default RL
+    budget draws a few hundred prompts."""
 
 
 # ----------------------------------------------------------------------------- strategy axes

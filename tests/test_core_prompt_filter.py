@@ -60,3 +60,15 @@ def test_stage_samples_k_rollouts_scores_and_writes_the_filtered_set(
     assert [r.id for r in read_rows(run.path / "train_filtered.jsonl")] == [r.id for r in kept]
     logged = json.loads(run.metrics_path.read_text().splitlines()[-1])
     assert logged["prompt_filter/kept"] == len(kept) and logged["prompt_filter/prompts"] == 12
+
+
+def test_interleave_takes_every_domain_round_robin() -> None:
+    """math m0 m1 m2, code c0: round robin gives m0 c0 m1 m2, so a prefix of 2 holds both."""
+    from recipe_arena.data.schema import Message, PromptRow
+    from recipe_arena.stages.prompt_filter import interleave_domains
+
+    def row(i: str, d: str) -> PromptRow:
+        return PromptRow(id=i, messages=[Message(role="user", content="q")], domain=d)  # type: ignore[arg-type]
+
+    rows = [row("m0", "math"), row("m1", "math"), row("m2", "math"), row("c0", "code")]
+    assert [r.id for r in interleave_domains(rows)] == ["m0", "c0", "m1", "m2"]

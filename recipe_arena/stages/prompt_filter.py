@@ -35,7 +35,7 @@ def run_prompt_filter(
     from recipe_arena.rewards import build_scorer
 
     pf = cfg.prompt_filter
-    todo = rows[: pf.max_prompts] if pf.max_prompts is not None else list(rows)
+    todo = interleave_domains(rows)[: pf.max_prompts] if pf.max_prompts is not None else list(rows)
     model, tok = load_checkpoint(init)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     rates: list[float] = []
@@ -55,6 +55,21 @@ def run_prompt_filter(
     _write(run, todo, rates, kept)
     run.log("prompt_filter", 0, filter_metrics(todo, rates, kept))
     return kept
+
+
+def interleave_domains(rows: Sequence[PromptRow]) -> list[PromptRow]:
+    """Rows in round-robin order over domains (each domain's own order kept), so a
+    ``max_prompts`` prefix samples every domain rather than the first one listed."""
+    by_domain: dict[str, list[PromptRow]] = collections.defaultdict(list)
+    for r in rows:
+        by_domain[r.domain].append(r)
+    queues = [collections.deque(v) for v in by_domain.values()]
+    out: list[PromptRow] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.popleft())
+    return out
 
 
 def keep_prompt(pass_rate: float, max_pass_rate: float) -> bool:
