@@ -125,16 +125,21 @@ HOSTILE = [
 
 def test_hostile_inputs_score_zero_within_timeout_and_do_not_stall_others(scorer) -> None:
     """Each hostile response scores 0 against the reference 7 (none of them is 7, and a
-    timeout is 0 too); the whole batch (4 hostile + 4 good, 2 workers, 3 s limit) ends
-    within 2 rounds of the limit plus worker restarts (< 20 s), and the good answers,
-    queued behind the hostile ones, still score 1."""
+    timeout is 0 too). Two of them run past the 3 s limit: the parent kills those
+    workers (at least 2 timeouts; more if the machine is loaded) rather than waiting. The bound on the
+    whole batch (4 hostile + 4 good, 2 workers) is 2 limits plus worker restarts on a
+    loaded 2-core machine (< 45 s; SymPy alone would need minutes on 10^{10^{10}}). The
+    good answers, queued behind the hostile ones, still score 1."""
+    before = scorer.metrics()
     good = [r"\boxed{2}"] * 4
     rows = [_row("7") for _ in HOSTILE] + [_row("2")] * 4
     t0 = time.monotonic()
     results = scorer.score(rows, HOSTILE + good)
     elapsed = time.monotonic() - t0
     assert [r.score for r in results] == [0.0] * 4 + [1.0] * 4, [r.reason for r in results]
-    assert elapsed < 20.0
+    assert elapsed < 45.0
+    after_m = scorer.metrics()
+    assert after_m["reward/math/timeout"] - before.get("reward/math/timeout", 0.0) >= 2.0
     after = scorer.score([_row("3/4")], [r"\boxed{0.75}"])  # pool still healthy
     assert after[0].score == 1.0
 

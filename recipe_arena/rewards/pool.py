@@ -156,7 +156,9 @@ class WorkerPool:
             raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)
         self._workers = [_Worker(self._preload) for _ in range(n)]
-        self._spares = [_Worker(self._preload) for _ in range(spares)]
+        # Spares start once the first workers are ready, so they do not slow start-up.
+        self._n_spares = spares
+        self._spares: list[_Worker] = []
         self._lock = threading.Lock()
         self.replaced = 0  # workers killed and restarted (timeouts, crashes)
         self._closed = False
@@ -193,6 +195,8 @@ class WorkerPool:
         results: list[Outcome | None] = [None] * len(tasks)
         pending = deque(range(len(tasks)))
         while pending or any(w.job is not None for w in self._workers):
+            if len(self._spares) < self._n_spares and all(w.ready for w in self._workers):
+                self._spares.append(_Worker(self._preload))
             for w in self._workers:
                 if w.ready and w.job is None and pending:
                     j = pending.popleft()
