@@ -18,7 +18,7 @@ def test_timeout_kills_only_the_slow_call_and_pool_recovers() -> None:
         tasks = [Task("sleep", (s,), 1.5) for s in (0.1, 30.0, 0.1, 0.2)]
         t0 = time.monotonic()
         out = pool.run(tasks)
-        assert time.monotonic() - t0 < 10.0
+        assert time.monotonic() - t0 < 20.0
         assert [o.ok for o in out] == [True, False, True, True]
         assert out[1].error == "timeout"
         assert [out[i].value for i in (0, 2, 3)] == [0.1, 0.1, 0.2]

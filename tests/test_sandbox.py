@@ -111,8 +111,8 @@ def test_every_escape_scores_zero_host_unchanged_pool_keeps_working(scorer) -> N
     assert not any(Path(p, "escape_marker").exists() for p in ("/work", "/root", str(Path.home())))
     time.sleep(0.5)
     assert _processes_with(f"# {MARK}") == []
-    # 15 runs, at most 3 s each, on 2 workers: <= 8 rounds of 3 s plus start-up.
-    assert elapsed < 40.0
+    # 15 runs, at most 3 s each, on 2 workers: <= 8 rounds of 3 s plus start-up and load.
+    assert elapsed < 90.0
     good = scorer.score([_row(TESTS)], [fenced("def add(a, b):\n    return a + b")])
     assert good[0].score == 1.0, good[0].reason
 
