@@ -55,3 +55,21 @@ def test_exceptions_come_back_as_errors() -> None:
     with WorkerPool(1, preload=("sleep",)) as pool:
         out = pool.run([Task("sleep", (-1,), 5.0)])
         assert not out[0].ok and "ValueError" in out[0].error
+
+
+def test_concurrent_callers_each_get_their_own_results() -> None:
+    """Two threads share one pool (as actors share a scorer): each gets back exactly its
+    own arguments, in its own order."""
+    got: dict[str, list[float]] = {}
+    with WorkerPool(2, preload=("sleep",)) as pool:
+
+        def call(name: str, values: list[float]) -> None:
+            got[name] = [o.value for o in pool.run([Task("sleep", (v,), 10.0) for v in values])]
+
+        a = threading.Thread(target=call, args=("a", [0.01, 0.02, 0.03]))
+        b = threading.Thread(target=call, args=("b", [0.04, 0.05]))
+        a.start()
+        b.start()
+        a.join()
+        b.join()
+    assert got == {"a": [0.01, 0.02, 0.03], "b": [0.04, 0.05]}
