@@ -133,9 +133,10 @@ class RayBackend:
         # num_cpus=0: an actor's compute is bounded by its torch threads, and reserving a
         # whole CPU per actor would stop two actors from starting on a 2-core machine.
         # max_concurrency=4: update_weights and stop must run while run() is looping.
-        remote_actor = ray.remote(num_cpus=0, max_concurrency=4)(Actor)
-        self.actors = [
-            remote_actor.remote(
+        remote_actor = ray.remote(Actor)
+        # Ray's handle types do not follow Actor's methods; the handles are used untyped.
+        self.actors: list[Any] = [
+            remote_actor.options(num_cpus=0, max_concurrency=4).remote(
                 i,
                 str(Path(spec.checkpoint).resolve()),
                 None,

@@ -129,7 +129,9 @@ def run_rlvr(
     random.seed(cfg.seed)
     ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
     learner = Learner(model, learner_settings(cfg), ref_model=ref)
-    source = PromptSource(train_rows, cfg.rl.domain_weights, cfg.seed)
+    source = PromptSource(
+        train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed
+    )
     start_step = 0
     if resumed is not None:
         state = load_training_state(resumed)
@@ -188,7 +190,7 @@ def run_rlvr(
         train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
         scorer.close()
-    return save_checkpoint(learner.model, tok, root / "final")
+    return save_checkpoint(model, tok, root / "final")  # the learner trained this object
 
 
 def _sample_rollouts(rec: StepRecord, per_step: int = 2) -> list[dict[str, object]]:
