@@ -15,7 +15,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
@@ -120,17 +119,33 @@ class SlotKVRunner:
             for t in cache:
                 t[dst, :, :length] = t[src, :, :length]
 
-    def _qkv(self, i: int, h_BTd: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    @staticmethod
+    def _norm(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """transformers' RMSNorm (statistics in float32, weight applied in the input
+        dtype) with one fused kernel for the statistics instead of five ops."""
+        eps = getattr(module, "variance_epsilon", None) or module.eps
+        return module.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
+
+    def _qkv(
+        self, i: int, h_BTd: torch.Tensor, cos_BTD: torch.Tensor, sin_BTD: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rotated queries and keys and the values, each (B, heads, T, D). Rotary is
+        applied to queries and keys together (same elementwise ops as transformers)."""
         attn = self.layers[i].self_attn
         B, T, _ = h_BTd.shape
         w_qkv, b_qkv, _ = self._fused[i]
-        sizes = (self.n_q * self.head_dim, self.n_kv * self.head_dim, self.n_kv * self.head_dim)
-        q, k, v = F.linear(h_BTd, w_qkv, b_qkv).split(sizes, dim=-1)
-        q = q.view(B, T, self.n_q, self.head_dim)
-        k = k.view(B, T, self.n_kv, self.head_dim)
-        v = v.view(B, T, self.n_kv, self.head_dim)
+        qkv = F.linear(h_BTd, w_qkv, b_qkv).view(B, T, self.n_q + 2 * self.n_kv, self.head_dim)
+        qk, v = qkv[:, :, : self.n_q + self.n_kv], qkv[:, :, self.n_q + self.n_kv :]
         if hasattr(attn, "q_norm"):  # qwen3: per-head RMSNorm before rotary
-            q, k = attn.q_norm(q), attn.k_norm(k)
+            q_part, k_part = qk[:, :, : self.n_q], qk[:, :, self.n_q :]
+            qk = torch.cat(
+                [self._norm(attn.q_norm, q_part), self._norm(attn.k_norm, k_part)], dim=2
+            )
+        cos, sin = cos_BTD[:, :, None], sin_BTD[:, :, None]
+        half = self.head_dim // 2
+        rotated = torch.cat((-qk[..., half:], qk[..., :half]), dim=-1)
+        qk = qk * cos + rotated * sin
+        q, k = qk.split([self.n_q, self.n_kv], dim=2)
         return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     @torch.no_grad()
@@ -145,16 +160,15 @@ class SlotKVRunner:
         slot_idx = torch.tensor(slots, device=self.device)
         for i, layer in enumerate(self.layers):
             attn = layer.self_attn
-            q, k, v = self._qkv(i, layer.input_layernorm(x))
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
             self.k_cache[i][slot_idx, :, :P] = k
             self.v_cache[i][slot_idx, :, :P] = v
             o = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, scale=attn.scaling, enable_gqa=self.n_q != self.n_kv
             )
             x = x + attn.o_proj(o.transpose(1, 2).reshape(1, P, -1))
-            x = x + self._mlp(i, layer.post_attention_layernorm(x))
-        h = self.model.model.norm(x[:, -1])
+            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
+        h = self._norm(self.model.model.norm, x[:, -1])
         return self.model.lm_head(h)[0]
 
     @torch.no_grad()
@@ -182,8 +196,7 @@ class SlotKVRunner:
         mask_B11T = mask_B11T.masked_fill(~valid_BT, float("-inf"))[:, None, None]
         for i, layer in enumerate(self.layers):
             attn = layer.self_attn
-            q, k, v = self._qkv(i, layer.input_layernorm(x))
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
             k_cache, v_cache = self.k_cache[i], self.v_cache[i]
             k_cache.view(-1, self.head_dim).index_copy_(
                 0, rows, k[:, :, 0].reshape(-1, self.head_dim)
@@ -200,6 +213,6 @@ class SlotKVRunner:
                 enable_gqa=self.n_q != self.n_kv,
             )
             x = x + attn.o_proj(o.transpose(1, 2).reshape(B, 1, -1))
-            x = x + self._mlp(i, layer.post_attention_layernorm(x))
-        h = self.model.model.norm(x[:, 0])
+            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
+        h = self._norm(self.model.model.norm, x[:, 0])
         return self.model.lm_head(h)
