@@ -13,6 +13,10 @@ Reported per arm: generated tokens/s over the wall time and the learner's idle f
 (time waiting for groups / wall time). Last line:
     async_vs_sync: speedup = <x>, learner idle sync = <a>%, async = <b>%
 
+Threads: sync runs generation and training one after the other, so each torch op may use
+all cores (``--sync-threads``, default all); async runs both at once in one process, so
+each op gets half (``--async-threads``, default half), one core each on a 2-core machine.
+
 Run: python benchmarks/async_vs_sync.py [--steps 6 --prompts 8 --group 8 --tokens 64]
 """
 
@@ -22,6 +26,8 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+
+import torch
 
 from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
 from recipe_arena.core.actor import ActorSettings
@@ -33,7 +39,10 @@ from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import build_micro, load_checkpoint, save_checkpoint
 
 
-def arm(init: Path, depth: int, staleness: int, a: argparse.Namespace) -> dict[str, float]:
+def arm(
+    init: Path, depth: int, staleness: int, threads: int, a: argparse.Namespace
+) -> dict[str, float]:
+    torch.set_num_threads(threads)
     rows = generate_split("math", "train", 400, seed=0)
     model, tok = load_checkpoint(init)
     learner = Learner(model, LearnerSettings(lr=1e-3, temperature=1.0))
@@ -86,12 +95,16 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=8)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--sync-threads", type=int, default=torch.get_num_threads())
+    p.add_argument("--async-threads", type=int, default=max(1, torch.get_num_threads() // 2))
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         model, tok = build_micro(seed=0)
         init = save_checkpoint(model, tok, Path(d) / "init")
-        sync = arm(init, 1, 0, a)
-        asyn = arm(init, 2, 1, a)
+        # sync runs one thing at a time, so each op may use every core; async runs the
+        # engine and the learner at once, so each gets one core's worth of threads.
+        sync = arm(init, 1, 0, a.sync_threads, a)
+        asyn = arm(init, 2, 1, a.async_threads, a)
     for name, r in (("sync", sync), ("async", asyn)):
         print(
             f"{name:5s}: wall {r['wall_s']:.1f} s, generated {r['generated_tokens']:.0f} tok, "
