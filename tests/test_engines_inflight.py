@@ -219,3 +219,35 @@ def test_bad_requests_get_clear_errors(models):
         eng.close()
     with pytest.raises(ValueError, match="unknown engine 'tpu'; choose one of: torch, hf, vllm"):
         build_engine("tpu", old, tok)
+
+
+def test_pause_resume_and_live_stats(models):
+    """Paused, submitted samples wait (waiting=2, running=0, nothing generated).
+    Resumed and paused again mid-run: both run, and the cache holds, per sequence, its
+    prompt and every token sampled so far (the last one's keys are written on the next
+    step, but its slot position is reserved), so
+    cache_used_fraction = (P1 + P2 + generated) / (max_batch_size * context)."""
+    old, _, tok = models
+    p1, p2 = list(tok("abc")["input_ids"]), list(tok("hello there")["input_ids"])
+    eng = build_engine("torch", old, tok, EngineConfig(max_batch_size=2), context=128)
+    try:
+        eng.pause()
+        eng.submit(_req("a", p1, max_new_tokens=100, temperature=0.0, ignore_eos=True))
+        eng.submit(_req("b", p2, max_new_tokens=100, temperature=0.0, ignore_eos=True))
+        time.sleep(0.05)
+        s = eng.stats()
+        assert (s.waiting, s.running, s.generated_tokens) == (2, 0, 0)
+        eng.resume()
+        while eng.stats().generated_tokens < 10:
+            time.sleep(0.001)
+        eng.pause()  # returns after the step in progress
+        s = eng.stats()
+        assert (s.waiting, s.running) == (0, 2) and 10 <= s.generated_tokens < 200
+        assert s.cache_used_fraction == pytest.approx(
+            (len(p1) + len(p2) + s.generated_tokens) / (2 * 128)
+        )
+        eng.resume()
+        outs = [eng.get(timeout=30), eng.get(timeout=30)]
+    finally:
+        eng.close()
+    assert sorted(len(c.tokens) for c in outs) == [100, 100]

@@ -1,10 +1,12 @@
 """Batched forward passes with a slot KV cache, over a transformers Llama-family model.
 
-The runner calls the model's own modules (embedding, norms, projections, MLP, rotary
-embedding, LM head) and does attention itself, so that sequences at different positions
-decode together: slot s holds one sequence's keys and values at positions
-0..len_s-1, and a mask hides the rest. Active sequences occupy slots 0..B-1; a finished
-sequence's slot is refilled by moving the last one in (one slot copy, not a re-pack).
+The runner reads the model's own modules and weights (embedding, norms, projections,
+MLP, rotary embedding, LM head) and runs the layers itself, with q/k/v and gate/up
+matmuls fused (the module weights become views into the fused matrices), so that
+sequences at different positions decode together: slot s holds one sequence's keys
+and values at positions 0..len_s-1, and a mask hides the rest. Active sequences
+occupy slots 0..B-1; a finished sequence's slot is refilled by moving the last one in
+(one slot copy, not a re-pack).
 
 Supported: model types whose decoder layer is pre-norm attention + MLP with
 q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k norms).

@@ -117,6 +117,7 @@ class TorchEngine:
         self._pending_update: _Update | None = None
         self._update_lock = threading.Lock()
         self._paused = False
+        self._busy = False
         self._closed = False
         self._error: BaseException | None = None
         self._outbox = Outbox()
@@ -221,8 +222,11 @@ class TorchEngine:
         return logp_1L[0, len(prompt_tokens) :].tolist()
 
     def pause(self) -> None:
+        """Stop decoding; returns once the step in progress (if any) has finished."""
         with self._cv:
             self._paused = True
+            while self._busy and threading.current_thread() is not self._thread:
+                self._cv.wait(0.1)
 
     def resume(self) -> None:
         with self._cv:
@@ -282,16 +286,22 @@ class TorchEngine:
                     update, self._pending_update = self._pending_update, None
                     admit = [] if self._paused else self._take_admissions()
                     running = not self._paused
+                    self._busy = True
                 if update is not None:
                     self._apply_update(update)
                 for group in admit:
                     self._prefill(group)
                 if running and self._running:
                     self._decode_step()
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller, nothing dropped
             with self._cv:
                 self._error = exc
+                self._busy = False
                 self._abort_all()
+                self._cv.notify_all()
             if self._pending_update is not None:
                 self._pending_update.error = exc
                 self._pending_update.done.set()
