@@ -12,7 +12,13 @@ import torch
 from recipe_arena.config import RunConfig
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.rundir import RunDir, read_metrics
-from recipe_arena.stages.base import base_cache_entry, base_corpus, packed_batches, train_base
+from recipe_arena.stages.base import (
+    base_cache_entry,
+    base_corpus,
+    corpus_sizes,
+    packed_batches,
+    train_base,
+)
 from recipe_arena.stages.common import build_cached, lr_at
 
 
@@ -64,7 +70,10 @@ def test_corpus_is_chat_rendered_and_never_holds_heldout(tmp_path: Path) -> None
     tok = build_char_tokenizer()
     cfg = _cfg(tmp_path)
     text = tok.decode(base_corpus(cfg, tok).tolist(), skip_special_tokens=False)
-    assert text.count("<|im_start|>assistant\n<think>") == 390
+    # 40 steps * 8 * 64 tokens / 100 per doc = 204.8 docs wanted of 390: scale 0.5251;
+    # math ceil(300 * 0.5251) = 158, the others max(20, ceil(15.75)) = 20 -> 218 docs.
+    assert corpus_sizes(cfg) == {"math": 158, "code": 20, "ifeval": 20, "chat": 20}
+    assert text.count("<|im_start|>assistant\n<think>") == 218
     heldout = generate_split("math", "heldout", 200, cfg.world.data_seed)
     assert not any(f"\n{r.prompt_text}<|im_end|>" in text for r in heldout)
 

@@ -23,6 +23,7 @@ can be small while the base model still sees enough arithmetic to generalise.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import generate_examples
+from recipe_arena.data.schema import Domain
 from recipe_arena.models.factory import build_micro
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.common import (
@@ -50,6 +52,11 @@ _BASE_DATA_SEED_OFFSET = 1_000_003
 (both from the train split: held-out problems never enter the corpus)."""
 
 
+_TOKENS_PER_DOC = 100
+"""Rough mean length of a rendered base document in tokens (math ~85, code ~150,
+ifeval ~200, chat ~90); only sizes the corpus of short runs."""
+
+
 def base_cache_entry(cfg: RunConfig) -> Path:
     """Where the base checkpoint for ``cfg`` lives (it may not exist yet)."""
     key = cache_key(
@@ -64,11 +71,22 @@ def base_cache_entry(cfg: RunConfig) -> Path:
     return cache_root(cfg.world.cache_dir) / "base" / key
 
 
+def corpus_sizes(cfg: RunConfig) -> dict[Domain, int]:
+    """Documents per domain: ``base.corpus``, scaled down in proportion when training
+    reads fewer tokens than that (steps * batch_size * seq_len, with documents of about
+    ``_TOKENS_PER_DOC`` tokens), so a short run does not generate a corpus it never
+    sees; at least 20 per domain."""
+    wanted = cfg.base.steps * cfg.base.batch_size * cfg.base.seq_len / _TOKENS_PER_DOC
+    total = sum(cfg.base.corpus.values())
+    scale = min(1.0, wanted / total) if total else 1.0
+    return {d: max(min(n, 20), math.ceil(n * scale)) for d, n in cfg.base.corpus.items()}
+
+
 def base_corpus(cfg: RunConfig, tokenizer: PreTrainedTokenizerBase) -> torch.Tensor:
     """The packed token stream (1-D long tensor): shuffled rendered conversations."""
     seed = cfg.world.data_seed + _BASE_DATA_SEED_OFFSET
     docs: list[str] = []
-    for domain, n in cfg.base.corpus.items():
+    for domain, n in corpus_sizes(cfg).items():
         for ex in generate_examples(domain, "train", n, seed):
             msgs = [m.model_dump() for m in ex.row.messages]
             docs.append(render(tokenizer, [*msgs, {"role": "assistant", "content": ex.response}]))
