@@ -251,3 +251,34 @@ def test_pause_resume_and_live_stats(models):
     finally:
         eng.close()
     assert sorted(len(c.tokens) for c in outs) == [100, 100]
+
+
+def test_a_failing_decode_step_loses_nothing(models):
+    """A fault injected into the runner (a mock: a kernel failure cannot be produced on
+    purpose) on the 5th decode step: both running samples come back through ``get``
+    with their partial tokens and finish_reason 'abort' (prefill sampled 1 token, then
+    4 good steps: 5 tokens each), then EngineError names the failure."""
+    old, _, tok = models
+    prompt = list(tok("abc")["input_ids"])
+    eng = build_engine("torch", old, tok)
+    real, calls = eng.runner.decode, []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 5:
+            raise RuntimeError("injected kernel failure")
+        return real(*args)
+
+    eng.runner.decode = failing
+    eng.pause()
+    eng.submit(_req("a", prompt, max_new_tokens=50, temperature=0.0, ignore_eos=True))
+    eng.submit(_req("b", prompt, max_new_tokens=50, temperature=0.0, ignore_eos=True))
+    eng.resume()
+    got = [eng.get(timeout=30), eng.get(timeout=30)]
+    assert sorted(c.request_id for c in got) == ["a", "b"]
+    assert all(c.finish_reason == "abort" and len(c.tokens) == 5 for c in got)
+    with pytest.raises(EngineError, match="injected kernel failure"):
+        eng.get(timeout=1)
+    with pytest.raises(EngineError, match="decode loop failed"):
+        eng.submit(_req("c", prompt, max_new_tokens=5))
+    eng.close()

@@ -148,9 +148,15 @@ class TorchEngine:
             self._cv.notify_all()
 
     def get(self, timeout: float | None = None) -> Completion | None:
+        """Next finished completion, or None after ``timeout`` seconds. After a failure
+        of the decode loop, the aborted samples (partial tokens, finish_reason 'abort')
+        are handed out first, then EngineError is raised."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            self._raise_if_dead()
+            try:
+                return self._outbox.shared.get_nowait()
+            except queue.Empty:
+                self._raise_if_dead()
             wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
             if wait <= 0:
                 return None
