@@ -148,6 +148,17 @@ def main() -> None:
         finally:
             eng.close()
         print(f"{label:>17}: {rates[label]:8.0f} tok/s ({seconds:.2f} s)")
+    # the ablation: recompute every running prefix under the new weights at each update
+    eng = build_engine(
+        "torch", model, tok, EngineConfig(max_batch_size=args.batch, keep_kv_on_update=False)
+    )
+    try:
+        apply_ms, _ = update_stall_ms(eng, model, reqs[:16])
+        print(
+            f"torch in-flight update, prefixes recomputed: decode stalls {apply_ms:.1f} ms (median of 10)"
+        )
+    finally:
+        eng.close()
 
     vllm_ratio = "n/a"
     if not args.no_vllm:
