@@ -44,6 +44,7 @@ class HFEngine:
         model: nn.Module,
         tokenizer: PreTrainedTokenizerBase,
         cfg: EngineConfig | None = None,
+        context: int | None = None,
         version: int = 0,
     ) -> None:
         self.cfg = cfg or EngineConfig()
@@ -51,7 +52,7 @@ class HFEngine:
         self.model = copy.deepcopy(model).to(device=self.cfg.device, dtype=dtype).eval()
         self.model.requires_grad_(False)
         self._params = self.model.state_dict()
-        self.context = self.model.config.max_position_embeddings
+        self.context = context or self.model.config.max_position_embeddings
         self.vocab_size = self.model.config.vocab_size
         self.pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
