@@ -12,10 +12,15 @@ import queue
 import random
 import threading
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
 
 from recipe_arena.engines.base import Completion, EngineError, GenerationRequest
+
+HFCausalLM = Any
+"""A transformers causal LM. Typed loosely on purpose: engines read its submodules by
+name (``model.model.layers[i].self_attn.q_proj``), which no static type describes."""
 
 
 def validate_request(request: GenerationRequest, vocab_size: int, context: int) -> None:

@@ -17,12 +17,12 @@ import time
 from collections.abc import Mapping, Sequence
 
 import torch
-from torch import nn
 from transformers import GenerationConfig, PreTrainedTokenizerBase
 
 from recipe_arena.config import EngineConfig
 from recipe_arena.engines.base import Completion, EngineError, EngineStats, GenerationRequest
 from recipe_arena.engines.common import (
+    HFCausalLM,
     Outbox,
     check_unique_ids,
     order_completions,
@@ -41,7 +41,7 @@ class HFEngine:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: HFCausalLM,
         tokenizer: PreTrainedTokenizerBase,
         cfg: EngineConfig | None = None,
         context: int | None = None,
@@ -194,7 +194,8 @@ class HFEngine:
     def _take_batch(self) -> list[tuple[GenerationRequest, int]]:
         """Up to max_batch_size waiting samples with the same sampling settings as the first."""
         key = _sampling_key(self._waiting[0][0])
-        batch, keep = [], collections.deque()
+        batch: list[tuple[GenerationRequest, int]] = []
+        keep: collections.deque[tuple[GenerationRequest, int]] = collections.deque()
         while self._waiting:
             item = self._waiting.popleft()
             if len(batch) < self.cfg.max_batch_size and _sampling_key(item[0]) == key:

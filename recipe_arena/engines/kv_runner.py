@@ -14,14 +14,17 @@ q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
-from torch import nn
+
+from recipe_arena.engines.common import HFCausalLM
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
 
-def check_supported(model: nn.Module) -> None:
+def check_supported(model: HFCausalLM) -> None:
     cfg = model.config
     mtype = getattr(cfg, "model_type", "?")
     if mtype not in SUPPORTED_MODEL_TYPES:
@@ -39,7 +42,7 @@ def check_supported(model: nn.Module) -> None:
 class SlotKVRunner:
     """Owns the KV cache of up to ``max_slots`` sequences and runs prefill and decode."""
 
-    def __init__(self, model: nn.Module, max_slots: int, context: int) -> None:
+    def __init__(self, model: HFCausalLM, max_slots: int, context: int) -> None:
         check_supported(model)
         self.model = model
         cfg = model.config
@@ -58,7 +61,7 @@ class SlotKVRunner:
         self._fused = [self._fuse(layer) for layer in self.layers]
 
     @staticmethod
-    def _fuse(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    def _fuse(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """Concatenate q/k/v (and gate/up) weights into one matrix each and make the
         module parameters views into it: one matmul instead of three (two), and a weight
         update copied into the parameters lands in the fused matrix with no extra step."""
@@ -122,7 +125,7 @@ class SlotKVRunner:
                 t[dst, :, :length] = t[src, :, :length]
 
     @staticmethod
-    def _norm(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    def _norm(module: Any, x: torch.Tensor) -> torch.Tensor:
         """transformers' RMSNorm (statistics in float32, weight applied in the input
         dtype) with one fused kernel for the statistics instead of five ops."""
         eps = getattr(module, "variance_epsilon", None) or module.eps

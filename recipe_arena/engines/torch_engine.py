@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
-from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config import EngineConfig
@@ -37,6 +36,7 @@ from recipe_arena.engines.base import (
     GenerationRequest,
 )
 from recipe_arena.engines.common import (
+    HFCausalLM,
     Outbox,
     UniformStream,
     check_unique_ids,
@@ -88,7 +88,7 @@ class TorchEngine:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: HFCausalLM,
         tokenizer: PreTrainedTokenizerBase,
         cfg: EngineConfig | None = None,
         context: int | None = None,
@@ -418,7 +418,7 @@ class TorchEngine:
             upd.done.set()
 
 
-def _eos_ids(tokenizer: PreTrainedTokenizerBase, model: nn.Module) -> frozenset[int]:
+def _eos_ids(tokenizer: PreTrainedTokenizerBase, model: HFCausalLM) -> frozenset[int]:
     ids: set[int] = set()
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config import EngineConfig
 from recipe_arena.engines.base import Completion, EngineError, EngineStats, GenerationRequest
 from recipe_arena.engines.common import (
+    HFCausalLM,
     Outbox,
     check_unique_ids,
     order_completions,
@@ -64,7 +64,7 @@ class VLLMEngine:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: HFCausalLM,
         tokenizer: PreTrainedTokenizerBase,
         cfg: EngineConfig | None = None,
         context: int | None = None,
