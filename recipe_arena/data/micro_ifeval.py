@@ -63,7 +63,9 @@ def _apply(topic: str, ids: list[str], kwargs: list[dict[str, object]]) -> tuple
     text, notes = _TOPICS[topic], []
     by_id = dict(zip(ids, kwargs, strict=True))
     if "keywords:existence" in by_id:
-        (word,) = by_id["keywords:existence"]["keywords"]  # type: ignore[misc]
+        words = by_id["keywords:existence"]["keywords"]
+        assert isinstance(words, list)
+        word = str(words[0])
         text += f" It is {word}."
         notes.append(f"use {word}")
     if "detectable_format:title" in by_id:
@@ -107,7 +109,7 @@ def sample_ifeval(rng: random.Random) -> Problem:
     sentences = [_SENTENCES[i].format(**fill) for i in ids]
     prompt = f"Write two sentences about {topic}. " + " ".join(sentences)
     answer, thought = _apply(topic, ids, kwargs)
-    effort: Effort = ("low", "medium", "high")[count - 1]  # type: ignore[assignment]
+    effort: Effort = ("low", "medium", "high")[count - 1]
     canonical = f"{topic}|" + "|".join(
         f"{i}{sorted(kw.items())}" for i, kw in zip(ids, kwargs, strict=True)
     )

@@ -80,7 +80,7 @@ def train_steps(
                     "grad_norm": float(grad_norm),
                 },
             )
-    model.eval()
+    model.train(False)
     return losses
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -42,7 +43,9 @@ _SFT_DATA_SEED_OFFSET = 2_000_003
 def _ids(
     tokenizer: PreTrainedTokenizerBase, messages: Sequence[dict[str, str]], gen: bool
 ) -> list[int]:
-    enc = tokenizer.apply_chat_template(list(messages), add_generation_prompt=gen, tokenize=True)
+    enc: Any = tokenizer.apply_chat_template(
+        list(messages), add_generation_prompt=gen, tokenize=True
+    )
     ids = enc if isinstance(enc, list) else enc["input_ids"]
     return [int(i) for i in ids]
 
