@@ -11,7 +11,13 @@ from recipe_arena.config import RunConfig
 from recipe_arena.models.factory import build_micro, save_checkpoint
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.rundir import RunDir, read_metrics
-from recipe_arena.stages.sft import assistant_mask, run_sft, sft_batches, sft_conversations
+from recipe_arena.stages.sft import (
+    assistant_mask,
+    run_sft,
+    sft_batches,
+    sft_conversations,
+    sft_examples_per_domain,
+)
 
 TWO_TURNS = [
     {"role": "user", "content": "hi"},
@@ -78,6 +84,10 @@ def test_conversations_end_with_an_assistant_think_turn_and_stay_off_heldout() -
     cfg = RunConfig.model_validate({"sft": {"examples_per_domain": 50, "two_turn_fraction": 0.5}})
     convs = sft_conversations(cfg)
     assert len(convs) == 200
+    # a 5-step run of 8 draws 40 conversations: 10 per domain, raised to the floor of 20
+    short = RunConfig.model_validate({"sft": {"steps": 5, "batch_size": 8}})
+    assert sft_examples_per_domain(short) == 20
+    assert sft_examples_per_domain(RunConfig()) == 800  # 200 * 16 / 4
     assert all(
         c[-1]["role"] == "assistant" and c[-1]["content"].startswith("<think>") for c in convs
     )

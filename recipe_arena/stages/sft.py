@@ -20,6 +20,7 @@ epochs over 2.3M examples.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -74,12 +75,20 @@ def assistant_mask(
     return ids, mask
 
 
+def sft_examples_per_domain(cfg: RunConfig) -> int:
+    """``sft.examples_per_domain``, capped at what the run draws (steps * batch_size
+    conversations over four domains, at least 20 each), so short runs build small sets."""
+    drawn = math.ceil(cfg.sft.steps * cfg.sft.batch_size / len(DOMAINS))
+    return min(cfg.sft.examples_per_domain, max(20, drawn))
+
+
 def sft_conversations(cfg: RunConfig) -> list[list[dict[str, str]]]:
     """The SFT set: one conversation per drawn example, some with a system prompt and
     some with an earlier exchange (a short math or chat one) before it."""
     seed = cfg.world.data_seed + _SFT_DATA_SEED_OFFSET
     rng = random.Random(seed)
-    pools = {d: generate_examples(d, "train", cfg.sft.examples_per_domain, seed) for d in DOMAINS}
+    n = sft_examples_per_domain(cfg)
+    pools = {d: generate_examples(d, "train", n, seed) for d in DOMAINS}
     short = pools["math"] + pools["chat"]
 
     def turn(ex: Example) -> list[dict[str, str]]:
