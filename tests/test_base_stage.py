@@ -4,6 +4,8 @@ held-out math accuracy band of the default base model."""
 from __future__ import annotations
 
 import math
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from recipe_arena.stages.base import (
     packed_batches,
     train_base,
 )
-from recipe_arena.stages.common import build_cached, lr_at
+from recipe_arena.stages.common import STALE_TMP_S, build_cached, lr_at
 
 
 def _cfg(tmp_path: Path, **base: object) -> RunConfig:
@@ -93,6 +95,19 @@ def test_cache_build_is_atomic(tmp_path: Path) -> None:
     build_cached(entry, lambda tmp: (tmp / "done").write_text("ok"))
     assert (entry / "done").read_text() == "ok"
     build_cached(entry, crash)  # not called: the entry exists
+
+
+def test_abandoned_temporary_builds_are_removed(tmp_path: Path) -> None:
+    """A temporary directory older than STALE_TMP_S (a killed build) is deleted before the
+    next build of the same entry; a fresh one (maybe a live build) is left alone."""
+    entry = tmp_path / "k"
+    old, fresh = tmp_path / "k.abc.tmp", tmp_path / "k.def.tmp"
+    old.mkdir()
+    fresh.mkdir()
+    past = time.time() - STALE_TMP_S - 60
+    os.utime(old, (past, past))
+    build_cached(entry, lambda tmp: (tmp / "done").write_text("ok"))
+    assert not old.exists() and fresh.exists() and (entry / "done").exists()
 
 
 def test_cache_key_follows_what_base_depends_on(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,7 @@ def build_cached(entry: Path, build: Callable[[Path], None]) -> Path:
     if entry.exists():
         return entry
     entry.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(entry)
     tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".", suffix=".tmp", dir=entry.parent))
     try:
         build(tmp)
@@ -123,6 +125,19 @@ def build_cached(entry: Path, build: Callable[[Path], None]) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return entry
+
+
+STALE_TMP_S = 6 * 3600
+"""A temporary build directory untouched this long was left by a killed process."""
+
+
+def _remove_abandoned(entry: Path) -> None:
+    """Delete temporary build directories of ``entry`` left by killed processes (a
+    SIGKILL skips the cleanup in ``build_cached``); recent ones may belong to a live build."""
+    now = time.time()
+    for tmp in entry.parent.glob(entry.name + ".*.tmp"):
+        if now - tmp.stat().st_mtime > STALE_TMP_S:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
