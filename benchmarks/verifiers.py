@@ -36,10 +36,16 @@ def main() -> None:
             dt = time.perf_counter() - t0
             rates[domain] = len(rows) / dt
             mean = sum(r.score for r in res) / len(res)
-            print(f"{domain:<7} {len(rows):>5} checks  {dt:7.2f} s  {rates[domain]:8.1f} checks/s  mean reward {mean:.2f}")
+            print(
+                f"{domain:<7} {len(rows):>5} checks  {dt:7.2f} s  {rates[domain]:8.1f} checks/s  mean reward {mean:.2f}"
+            )
         m = scorer.metrics()
-        print(f"timeouts: {sum(v for k, v in m.items() if k.endswith('/timeout')):.0f}, workers replaced: {m['reward/workers_replaced']:.0f}")
-    print(f"verifiers: {rates['math']:.1f} math, {rates['code']:.1f} code, {rates['ifeval']:.1f} ifeval")
+        print(
+            f"timeouts: {sum(v for k, v in m.items() if k.endswith('/timeout')):.0f}, workers replaced: {m['reward/workers_replaced']:.0f}"
+        )
+    print(
+        f"verifiers: {rates['math']:.1f} math, {rates['code']:.1f} code, {rates['ifeval']:.1f} ifeval"
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ class BaseTrainConfig(Strict):
     seq_len: int = Field(160, ge=16)
     """Tokens per training window (characters, with the character-level tokenizer)."""
     corpus: dict[Domain, int] = Field(
-        default_factory=lambda: {"math": 20000, "code": 4000, "ifeval": 4000, "chat": 4000}
+        default={"math": 20000, "code": 4000, "ifeval": 4000, "chat": 4000}
     )
     """Generated train-split problems (with reference responses) per domain in the base
     corpus; math weighted up so that the base model already solves some math."""
@@ -149,7 +149,7 @@ class RLConfig(Strict):
     max_resample_factor: int = Field(8, ge=1)
     """Give up filling a batch after drawing this many times its N prompts."""
     domain_weights: dict[Domain, float] = Field(
-        default_factory=lambda: {"math": 0.4, "code": 0.2, "ifeval": 0.3, "chat": 0.1}
+        default={"math": 0.4, "code": 0.2, "ifeval": 0.3, "chat": 0.1}
     )
     """Sampling weight per domain (OLMo 3 put extra weight on math and IF)."""
     num_actors: int = Field(1, ge=1)
@@ -208,7 +208,7 @@ class RewardsConfig(Strict):
     audit_quarantine: bool = False
     """Drop tasks whose verifier accepted a known hack in `recipe-arena audit`."""
     math_extractors: list[Literal["boxed", "final_answer_is", "short_answer", "last_number"]] = (
-        Field(default_factory=lambda: ["boxed", "final_answer_is", "short_answer"])
+        Field(default=["boxed", "final_answer_is", "short_answer"])
     )
     """Where the final answer is looked for, in order: last \\boxed{}, "final answer is X",
     a one-line answer of <= 80 characters, the last number (off by default: it rewards
@@ -239,7 +239,7 @@ class PipelineConfig(Strict):
     name: Literal["mixed_rlvr"] = "mixed_rlvr"
     """OLMo 3's single mixed-domain RLVR pipeline (Kimi's and DeepSeek's are planned)."""
     stages: list[Literal["base", "sft", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
-        default_factory=lambda: ["base", "sft", "prompt_filter", "rlvr", "eval"]
+        default=["base", "sft", "prompt_filter", "rlvr", "eval"]
     )
     """Stages in order. base: micro-world base training (cached); sft: think SFT; audit:
     probe training tasks' verifiers with known hacks (quarantine with

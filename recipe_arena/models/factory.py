@@ -28,7 +28,9 @@ class TinyModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     hidden_size: int = Field(128, ge=16, description="residual width")
     num_layers: int = Field(4, ge=1)
-    num_heads: int = Field(2, ge=1, description="head size = hidden/heads; vLLM-CPU needs 32, 64, 80, ...")
+    num_heads: int = Field(
+        2, ge=1, description="head size = hidden/heads; vLLM-CPU needs 32, 64, 80, ..."
+    )
     intermediate_size: int = Field(384, ge=16)
     max_position_embeddings: int = Field(512, ge=32)
 
@@ -59,12 +61,16 @@ def build_tiny_model(
     return model
 
 
-def build_micro(spec: TinyModelSpec | None = None, seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerBase]:
+def build_micro(
+    spec: TinyModelSpec | None = None, seed: int = 0
+) -> tuple[LlamaForCausalLM, PreTrainedTokenizerBase]:
     tok = build_char_tokenizer()
     return build_tiny_model(spec or TinyModelSpec(), tok, seed), tok
 
 
-def save_checkpoint(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: str | Path) -> Path:
+def save_checkpoint(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: str | Path
+) -> Path:
     """Save model (safetensors) and tokenizer to ``path`` atomically: written to a
     sibling temporary directory, then renamed, so a crash never leaves half a checkpoint."""
     path = Path(path)
