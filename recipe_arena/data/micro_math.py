@@ -1,11 +1,14 @@
 """Math problems for a ~1M-parameter character-level model.
 
-Kinds (weights in ``_KINDS``): 1-3 digit addition and subtraction, multiplication by a
-1-2 digit number, linear equations ``a*x + b = c`` with an integer root, sums of two
-fractions, and small bracketed expressions. Answers are integers or reduced fractions,
-which SymPy checks; the reference answer is ``\\boxed{...}``. The think trace splits
-the work into steps small enough for the model to copy (tens then units, the common
-denominator, the inner bracket first).
+Kinds (weights in ``_KINDS``): a 1-2 digit number plus or minus a digit, a digit times
+2-5, 10 or 11, linear equations ``x + b = c`` / ``2x + b = c`` with a root in 0..12, sums
+of two fractions with one denominator, and small bracketed expressions. Answers are
+integers or reduced fractions, which SymPy checks; the reference answer is
+``\\boxed{...}``. The think trace splits the work into steps that are single-digit facts
+(units first, then the tens), so every held-out problem decomposes into facts that the
+training split contains: a held-out problem is new, its steps are not. (With 1-3 digit
+operands on both sides a ~1M-parameter model reached ~5% held-out accuracy in a few
+minutes of base training, too little signal for RL.)
 """
 
 from __future__ import annotations
@@ -22,29 +25,18 @@ def _boxed(value: int | Fraction) -> str:
     return "\\boxed{" + str(value) + "}"
 
 
-# Operand widths 1, 2, 3 digits drawn 50/35/15: single-digit facts are memorisable by a
-# ~1M-parameter model, so the base model solves some problems and RL has signal on the
-# rest (a uniform width made 3-digit problems dominate and held-out accuracy ~5%).
-_WIDTH_WEIGHTS = (0.5, 0.35, 0.15)
-
-
-def _digits(rng: random.Random, lo: int, hi: int) -> int:
-    """A number with between ``lo`` and ``hi`` digits (1 digit includes 0), narrow ones likelier."""
-    widths = list(range(lo, hi + 1))
-    (n,) = rng.choices(widths, weights=_WIDTH_WEIGHTS[lo - 1 : hi])
-    return rng.randint(0 if n == 1 else 10 ** (n - 1), 10**n - 1)
-
-
 def _effort(*numbers: int) -> Effort:
     width = max(len(str(abs(n))) for n in numbers)
     return "low" if width == 1 else "medium" if width == 2 else "high"
 
 
 def _add(rng: random.Random) -> Problem:
-    a, b = _digits(rng, 1, 3), _digits(rng, 1, 3)
-    tens = a - a % 10 + b - b % 10
+    a, b = rng.randint(0, 99), rng.randint(0, 9)
+    units = a % 10 + b
     thought = (
-        f"{a}+{b} = {tens}+{a % 10 + b % 10} = {a + b}" if max(a, b) >= 10 else f"{a}+{b} = {a + b}"
+        f"{a % 10}+{b} = {units}, {a - a % 10}+{units} = {a + b}"
+        if a >= 10
+        else f"{a}+{b} = {a + b}"
     )
     return Problem(
         f"{a}+{b}", f"What is {a}+{b}?", str(a + b), _boxed(a + b), thought, _effort(a, b)
@@ -52,31 +44,27 @@ def _add(rng: random.Random) -> Problem:
 
 
 def _sub(rng: random.Random) -> Problem:
-    a, b = _digits(rng, 1, 3), _digits(rng, 1, 3)
+    a, b = rng.randint(10, 99), rng.randint(0, 9)
     thought = f"{a}-{b} = {a - b}"
-    if max(a, b) >= 10:
-        thought = f"{a}-{b} = {a}-{b - b % 10}-{b % 10} = {a - b + b % 10}-{b % 10} = {a - b}"
+    if a % 10 < b:
+        thought = (
+            f"{a % 10 + 10}-{b} = {a % 10 + 10 - b}, {a - a % 10 - 10}+{a % 10 + 10 - b} = {a - b}"
+        )
     return Problem(
         f"{a}-{b}", f"What is {a}-{b}?", str(a - b), _boxed(a - b), thought, _effort(a, b)
     )
 
 
 def _mul(rng: random.Random) -> Problem:
-    a, b = _digits(rng, 1, 2), rng.randint(2, 9)
-    if rng.random() < 0.3:
-        a, b = _digits(rng, 1, 2), _digits(rng, 1, 2)
+    a, b = rng.randint(2, 9), rng.choice([2, 3, 4, 5, 10, 11])
     thought = f"{a}*{b} = {a * b}"
-    if a >= 10:
-        thought = (
-            f"{a}*{b} = {a - a % 10}*{b}+{a % 10}*{b} = {(a - a % 10) * b}+{a % 10 * b} = {a * b}"
-        )
     return Problem(
         f"{a}*{b}", f"What is {a}*{b}?", str(a * b), _boxed(a * b), thought, _effort(a, b)
     )
 
 
 def _linear(rng: random.Random) -> Problem:
-    a, x, b = rng.randint(1, 9), rng.randint(-9, 9), rng.randint(0, 20)
+    a, x, b = rng.choice([1, 1, 2]), rng.randint(0, 12), rng.randint(0, 20)
     c = a * x + b
     lhs = ("x" if a == 1 else f"{a}x") + (f"+{b}" if b else "")
     thought = f"{'x' if a == 1 else f'{a}x'} = {c}-{b} = {c - b}" + (
@@ -87,13 +75,14 @@ def _linear(rng: random.Random) -> Problem:
 
 
 def _fraction(rng: random.Random) -> Problem:
-    p, q = rng.randint(2, 6), rng.randint(2, 6)
-    a, b = rng.randint(1, p - 1), rng.randint(1, q - 1)
-    total = Fraction(a, p) + Fraction(b, q)
-    d = p * q // _gcd(p, q)
-    thought = f"{a * d // p}/{d}+{b * d // q}/{d} = {a * d // p + b * d // q}/{d} = {total}"
+    d = rng.randint(2, 9)
+    a, b = rng.randint(1, d - 1), rng.randint(1, d - 1)
+    total = Fraction(a + b, d)
+    thought = f"{a}/{d}+{b}/{d} = {a + b}/{d}"
+    if str(total) != f"{a + b}/{d}":
+        thought += f" = {total}"
     return Problem(
-        f"{a}/{p}+{b}/{q}", f"What is {a}/{p}+{b}/{q}?", str(total), _boxed(total), thought, "high"
+        f"{a}/{d}+{b}/{d}", f"What is {a}/{d}+{b}/{d}?", str(total), _boxed(total), thought, "high"
     )
 
 
@@ -104,12 +93,6 @@ def _expression(rng: random.Random) -> Problem:
     expr = f"{c}*({a}{op}{b})"
     thought = f"{a}{op}{b} = {inner}, {c}*{inner} = {value}"
     return Problem(expr, f"What is {expr}?", str(value), _boxed(value), thought, "medium")
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
 
 
 _KINDS: dict[str, tuple[float, Callable[[random.Random], Problem]]] = {
