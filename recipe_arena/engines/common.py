@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import random
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -89,6 +89,39 @@ def check_unique_ids(requests: Sequence[GenerationRequest]) -> None:
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise EngineError(f"request id {dup!r} appears twice in one call; ids must be unique")
+
+
+def generate_blocking(
+    requests: Sequence[GenerationRequest],
+    outbox: Outbox,
+    submit: Callable[[GenerationRequest], None],
+    vocab_size: int,
+    context: int,
+    check_alive: Callable[[], None] = lambda: None,
+) -> list[Completion]:
+    """Submit ``requests`` and wait for every sample. The samples are routed to a private
+    queue, so a concurrent ``get()`` caller never sees them; ``check_alive`` raises if the
+    engine died meanwhile. Ordered by request, then sample index."""
+    check_unique_ids(requests)
+    for r in requests:
+        validate_request(r, vocab_size, context)
+    inbox: queue.Queue[Completion] = queue.Queue()
+    ids = [r.request_id for r in requests]
+    outbox.route(ids, inbox)
+    try:
+        for r in requests:
+            submit(r)
+        out: list[Completion] = []
+        total = sum(r.sampling.n for r in requests)
+        while len(out) < total:
+            check_alive()
+            try:
+                out.append(inbox.get(timeout=0.2))
+            except queue.Empty:
+                continue
+    finally:
+        outbox.unroute(ids)
+    return order_completions(requests, out)
 
 
 class UniformStream:

@@ -24,8 +24,7 @@ from recipe_arena.engines.base import Completion, EngineError, EngineStats, Gene
 from recipe_arena.engines.common import (
     HFCausalLM,
     Outbox,
-    check_unique_ids,
-    order_completions,
+    generate_blocking,
     validate_request,
 )
 
@@ -92,25 +91,14 @@ class HFEngine:
                 continue
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        check_unique_ids(requests)
-        for r in requests:
-            validate_request(r, self.vocab_size, self.context)
-        inbox: queue.Queue[Completion] = queue.Queue()
-        ids = [r.request_id for r in requests]
-        self._outbox.route(ids, inbox)
-        try:
-            for r in requests:
-                self.submit(r)
-            out: list[Completion] = []
-            while len(out) < sum(r.sampling.n for r in requests):
-                self._raise_if_dead()
-                try:
-                    out.append(inbox.get(timeout=0.2))
-                except queue.Empty:
-                    continue
-        finally:
-            self._outbox.unroute(ids)
-        return order_completions(requests, out)
+        return generate_blocking(
+            requests,
+            self._outbox,
+            self.submit,
+            self.vocab_size,
+            self.context,
+            check_alive=self._raise_if_dead,
+        )
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         unknown = [k for k in state_dict if k not in self._params]

@@ -39,8 +39,7 @@ from recipe_arena.engines.common import (
     HFCausalLM,
     Outbox,
     UniformStream,
-    check_unique_ids,
-    order_completions,
+    generate_blocking,
     sample_tokens,
     validate_request,
 )
@@ -166,26 +165,14 @@ class TorchEngine:
                 continue
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        check_unique_ids(requests)
-        for r in requests:
-            validate_request(r, self.vocab_size, self.context)
-        inbox: queue.Queue[Completion] = queue.Queue()
-        ids = [r.request_id for r in requests]
-        self._outbox.route(ids, inbox)
-        try:
-            for r in requests:
-                self.submit(r)
-            out: list[Completion] = []
-            total = sum(r.sampling.n for r in requests)
-            while len(out) < total:
-                self._raise_if_dead()
-                try:
-                    out.append(inbox.get(timeout=0.2))
-                except queue.Empty:
-                    continue
-        finally:
-            self._outbox.unroute(ids)
-        return order_completions(requests, out)
+        return generate_blocking(
+            requests,
+            self._outbox,
+            self.submit,
+            self.vocab_size,
+            self.context,
+            check_alive=self._raise_if_dead,
+        )
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Copy ``state_dict`` (a subset of the model's keys is allowed) into the engine's

@@ -41,8 +41,7 @@ from recipe_arena.engines.base import Completion, EngineError, EngineStats, Gene
 from recipe_arena.engines.common import (
     HFCausalLM,
     Outbox,
-    check_unique_ids,
-    order_completions,
+    generate_blocking,
     validate_request,
 )
 
@@ -204,19 +203,7 @@ class VLLMEngine:
             return None
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        check_unique_ids(requests)
-        for r in requests:
-            validate_request(r, self.vocab_size, self.context)
-        inbox: queue.Queue[Completion] = queue.Queue()
-        ids = [r.request_id for r in requests]
-        self._outbox.route(ids, inbox)
-        try:
-            for r in requests:
-                self.submit(r)
-            out = [inbox.get() for _ in range(sum(r.sampling.n for r in requests))]
-        finally:
-            self._outbox.unroute(ids)
-        return order_completions(requests, out)
+        return generate_blocking(requests, self._outbox, self.submit, self.vocab_size, self.context)
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Pause (keeping requests), reload weights in place from a safetensors file, resume."""
