@@ -1,5 +1,5 @@
 """The vLLM engine behind the same protocol (runs where vLLM is installed:
-``pip install -e .[vllm]``, then ``pytest -m vllm tests/test_engines_vllm.py``).
+``make vllm``, then ``make test-vllm``).
 
 One engine start takes tens of seconds on a small CPU, so the module shares one engine
 and the tests are marked slow as well as vllm."""
@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
     pytest.mark.skipif(
-        not vllm_available(), reason="vLLM is not installed (pip install -e .[vllm])"
+        not vllm_available(), reason="vLLM is not installed (make vllm)"
     ),
 ]
 

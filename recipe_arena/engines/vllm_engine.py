@@ -1,4 +1,4 @@
-"""vLLM's async engine behind the engine protocol (``pip install -e .[vllm]``).
+"""vLLM's async engine behind the engine protocol (``make vllm`` installs the CPU build).
 
 The model is saved once to a temporary safetensors directory and served by
 ``vllm.v1.engine.async_llm.AsyncLLM`` on an asyncio loop in a background thread. An
@@ -78,7 +78,7 @@ class VLLMEngine:
             from vllm.v1.engine.async_llm import AsyncLLM
         except Exception as exc:  # noqa: BLE001
             raise RuntimeError(
-                f"engine 'vllm' needs vLLM installed (pip install -e .[vllm]): {exc}"
+                f"engine 'vllm' needs vLLM installed (make vllm, or pip install -e .[vllm-cuda] on CUDA): {exc}"
             ) from exc
         self.cfg = cfg or EngineConfig()
         self._tmp = tempfile.TemporaryDirectory(prefix="vllm-model-")
