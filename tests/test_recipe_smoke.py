@@ -51,7 +51,7 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     ):
         assert (run / name).exists(), name
     stages = json.loads((run / "stages.json").read_text())
-    assert list(stages["done"]) == ["base", "sft", "prompt_filter", "rlvr", "eval"]
+    assert set(stages["done"]) == {"base", "sft", "prompt_filter", "rlvr", "eval"}
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     rl_steps = [r for r in records if r["stage"] == "rlvr" and "loss/policy" in r]
     assert len(rl_steps) >= 1
