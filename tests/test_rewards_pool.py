@@ -73,3 +73,18 @@ def test_concurrent_callers_each_get_their_own_results() -> None:
         a.join()
         b.join()
     assert got == {"a": [0.01, 0.02, 0.03], "b": [0.04, 0.05]}
+
+
+def test_workers_started_by_a_thread_that_has_exited_keep_working() -> None:
+    """The spare worker is started during the first run(), here called from a short-lived
+    thread. After that thread exits, a timeout swaps the spare in, and it must still
+    answer: workers exit with the parent *process*, not with the thread that started
+    them (a parent-death signal fires on the thread's exit and kills them)."""
+    with WorkerPool(1, preload=("sleep",), spares=1) as pool:
+        th = threading.Thread(target=lambda: pool.run([Task("sleep", (0.5,), 10.0)]))
+        th.start()
+        th.join()
+        time.sleep(1.5)
+        out = pool.run([Task("sleep", (30.0,), 1.0), Task("sleep", (0.0,), 10.0)])
+        assert out[0].error == "timeout"
+        assert out[1].ok and out[1].value == 0.0

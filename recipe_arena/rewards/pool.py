@@ -13,17 +13,15 @@ may hold threads and torch state; not ``multiprocessing`` spawn either: it re-ru
 the parent's ``__main__``, which would import torch into every worker or fail in
 an unguarded script). They talk over two pipes with ``multiprocessing.connection``
 framing, import their task modules once at start-up, and are reused across calls.
-A worker dies with its parent (parent-death signal). Thread-safe: concurrent
+A worker exits when its parent process dies (it watches its parent pid). Thread-safe: concurrent
 ``run`` calls are serialised by a lock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -76,9 +74,25 @@ def _sleep(seconds: float) -> float:
     return seconds
 
 
+def _exit_with_parent(poll_s: float = 1.0) -> None:
+    """Exit when the parent process dies (the worker is re-parented, so getppid changes).
+
+    Not PR_SET_PDEATHSIG: that fires when the parent *thread* that started the worker
+    exits, and workers (spares especially) are started from whatever thread calls
+    ``run``, so a short-lived calling thread would kill a healthy worker."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
 def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...]) -> None:
     """Worker loop: import the task modules, say ready, then answer calls until EOF."""
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
+    _exit_with_parent()
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     funcs: dict[str, Any] = {}
     for name in preload:
