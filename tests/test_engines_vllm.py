@@ -19,9 +19,7 @@ from recipe_arena.models.factory import build_micro
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not vllm_available(), reason="vLLM is not installed (make vllm)"
-    ),
+    pytest.mark.skipif(not vllm_available(), reason="vLLM is not installed (make vllm)"),
 ]
 
 PROMPTS = ["<|im_start|>user\n12+7=<|im_end|>\n", "hello", "The quick brown fox"]
