@@ -11,6 +11,7 @@ from __future__ import annotations
 import queue
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -89,6 +90,27 @@ def check_unique_ids(requests: Sequence[GenerationRequest]) -> None:
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise EngineError(f"request id {dup!r} appears twice in one call; ids must be unique")
+
+
+def poll_outbox(
+    outbox: Outbox, timeout: float | None, check_alive: Callable[[], None]
+) -> Completion | None:
+    """Next finished completion, or None after ``timeout`` seconds. Completions already
+    queued are handed out before ``check_alive`` may raise, so the partial samples of a
+    failed engine reach the caller first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            return outbox.shared.get_nowait()
+        except queue.Empty:
+            check_alive()
+        wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+        if wait <= 0:
+            return None
+        try:
+            return outbox.shared.get(timeout=wait)
+        except queue.Empty:
+            continue
 
 
 def generate_blocking(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import queue
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from recipe_arena.engines.common import (
     HFCausalLM,
     Outbox,
     generate_blocking,
+    poll_outbox,
     validate_request,
 )
 
@@ -79,16 +79,7 @@ class HFEngine:
             self._cv.notify_all()
 
     def get(self, timeout: float | None = None) -> Completion | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self._raise_if_dead()
-            wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
-            if wait <= 0:
-                return None
-            try:
-                return self._outbox.shared.get(timeout=wait)
-            except queue.Empty:
-                continue
+        return poll_outbox(self._outbox, timeout, self._raise_if_dead)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         return generate_blocking(

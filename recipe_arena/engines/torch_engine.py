@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import queue
 import random
 import threading
 import time
@@ -40,6 +39,7 @@ from recipe_arena.engines.common import (
     Outbox,
     UniformStream,
     generate_blocking,
+    poll_outbox,
     sample_tokens,
     validate_request,
 )
@@ -150,19 +150,7 @@ class TorchEngine:
         """Next finished completion, or None after ``timeout`` seconds. After a failure
         of the decode loop, the aborted samples (partial tokens, finish_reason 'abort')
         are handed out first, then EngineError is raised."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                return self._outbox.shared.get_nowait()
-            except queue.Empty:
-                self._raise_if_dead()
-            wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
-            if wait <= 0:
-                return None
-            try:
-                return self._outbox.shared.get(timeout=wait)
-            except queue.Empty:
-                continue
+        return poll_outbox(self._outbox, timeout, self._raise_if_dead)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         return generate_blocking(
