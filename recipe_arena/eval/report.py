@@ -73,6 +73,8 @@ def write_report(run_path: str | Path) -> Path:
             if isinstance(v, int | float)
         ]
         md.append("")
+    if "rlvr" in series:
+        md += _rl_curves(series["rlvr"], run_path)
     for stage, metrics in series.items():
         last = {m: pts[-1][1] for m, pts in metrics.items()}
         md += [f"## {stage}", "", "| metric | last | steps |", "|---|---|---|"]
@@ -84,6 +86,65 @@ def write_report(run_path: str | Path) -> Path:
     (run_path / "report.md").write_text("\n".join(md) + "\n")
     (run_path / "report.html").write_text(_to_html(run_path.name, md))
     return run_path / "report.md"
+
+
+def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> list[str]:
+    """The RL stage at a glance: held-out pass@1 per domain at each evaluated step with
+    its change from the RL start, and one figure of the training reward per domain
+    (left) and the held-out pass@1 per domain (right) against the step."""
+    evals = sorted(m for m in metrics if m.startswith("eval/") and m.endswith("/pass@1"))
+    rewards = sorted(
+        m
+        for m in metrics
+        if m == "reward/mean" or (m.startswith("reward/") and m.endswith("/mean"))
+    )
+    md = ["## RL: reward and held-out curves", ""]
+    if evals:
+        domains = [m.split("/")[1] for m in evals]
+        by_step: dict[int, dict[str, float]] = defaultdict(dict)
+        for m, d in zip(evals, domains, strict=True):
+            for step, v in metrics[m]:
+                by_step[step][d] = v
+        steps = sorted(by_step)
+        md += ["| step | " + " | ".join(domains) + " |", "|---" * (len(domains) + 1) + "|"]
+        md += [
+            f"| {t} | "
+            + " | ".join(f"{by_step[t].get(d, float('nan')):.3f}" for d in domains)
+            + " |"
+            for t in steps
+        ]
+        first, last = by_step[steps[0]], by_step[steps[-1]]
+        md.append(
+            f"| change {steps[0]} -> {steps[-1]} | "
+            + " | ".join(f"{last.get(d, 0.0) - first.get(d, 0.0):+.3f}" for d in domains)
+            + " |"
+        )
+        md.append("")
+    if rewards or evals:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
+        for ax, names, title in (
+            (left, rewards, "training reward (mean over the step's rollouts)"),
+            (right, evals, "held-out pass@1"),
+        ):
+            for name in names:
+                xs, ys = zip(*metrics[name], strict=True)
+                label = name.split("/")[1] if name.count("/") == 2 else "all domains"
+                ax.plot(xs, ys, marker="o" if len(xs) < 12 else None, label=label)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("RL step", fontsize=8)
+            ax.tick_params(labelsize=7)
+            if names:
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(run_path / "plot_rl_curves.png", dpi=90)
+        plt.close(fig)
+        md += ["![RL curves](plot_rl_curves.png)", ""]
+    return md
 
 
 def _to_html(title: str, md_lines: list[str]) -> str:
