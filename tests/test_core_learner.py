@@ -62,3 +62,50 @@ def test_train_step_raises_logprob_of_positive_advantage_tokens() -> None:
         after = sequence_logprobs(model, batch.tokens_BL)[0, 2:].sum()
     assert after > before and learner.version == 1
     assert metrics["loss/ratio_mean"] == pytest.approx(1.0)
+
+
+def test_epochs_reuse_the_batch_against_a_fixed_pi_old() -> None:
+    """epochs = 3 on one batch: three updates, one version (0 -> 1). The last update's
+    ratio is pi_theta2 / pi_old with pi_old taken before the first update, so after two
+    updates that raised the tokens' log-probability it is above 1 (with epochs = 1 it is
+    exactly 1). The result equals doing it by hand: old logprobs once, then three
+    compute_loss / backward / clip / step rounds on a copy of the same model."""
+    import copy
+
+    from recipe_arena.core.logprobs import sequence_logprobs
+
+    model, _ = build_micro(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
+    )
+    twin = copy.deepcopy(model)
+    batch = LearnerBatch(
+        tokens_BL=torch.tensor([[8, 9, 10, 11, 12]]),
+        mask_BL=torch.tensor([[0.0, 0.0, 1.0, 1.0, 1.0]]),
+        advantages_BL=torch.tensor([[0.0, 0.0, 0.625, 0.625, 0.625]]),
+        behavior_logprobs_BL=torch.zeros(1, 5),
+        versions_BL=torch.tensor([[-1, -1, 0, 0, 0]]),
+    )
+    settings = LearnerSettings(lr=1e-3, temperature=1.0, epochs=3)
+    learner = Learner(model, settings)
+    metrics = learner.train_step(batch)
+    assert learner.version == 1
+    assert metrics["loss/ratio_mean"] > 1.0
+
+    by_hand = Learner(twin, LearnerSettings(lr=1e-3, temperature=1.0))
+    with torch.no_grad():
+        old_BL = sequence_logprobs(twin, batch.tokens_BL)
+    for _ in range(3):
+        loss, _ = by_hand.compute_loss(batch, old_BL)
+        by_hand.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
+        by_hand.optimizer.step()
+    for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+        assert torch.equal(a, b)
+    one = Learner(
+        build_micro(
+            TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
+        )[0],
+        LearnerSettings(lr=1e-3, temperature=1.0),
+    )
+    assert one.train_step(batch)["loss/ratio_mean"] == 1.0

@@ -72,3 +72,40 @@ def test_interleave_takes_every_domain_round_robin() -> None:
 
     rows = [row("m0", "math"), row("m1", "math"), row("m2", "math"), row("c0", "code")]
     assert [r.id for r in interleave_domains(rows)] == ["m0", "c0", "m1", "m2"]
+
+
+def test_domain_quotas_split_by_weight_with_largest_remainder() -> None:
+    """10 over {math 0.5, code 0.25, chat 0.25}: shares 5, 2.5, 2.5 -> 5 + 2 + 2 = 9, and
+    the one left goes to the first of the tied remainders (code): 5, 3, 2. 7 over
+    {math 0.4, ifeval 0.3, code 0.2, chat 0.1}: shares 2.8, 2.1, 1.4, 0.7 -> 2, 2, 1, 0
+    plus the 2 largest remainders (math .8, chat .7): 3, 2, 1, 1. Zero weight: no quota."""
+    from recipe_arena.stages.prompt_filter import domain_quotas
+
+    assert domain_quotas(10, {"math": 0.5, "code": 0.25, "chat": 0.25}) == {
+        "math": 5,
+        "code": 3,
+        "chat": 2,
+    }
+    assert domain_quotas(7, {"math": 0.4, "ifeval": 0.3, "code": 0.2, "chat": 0.1}) == {
+        "math": 3,
+        "ifeval": 2,
+        "code": 1,
+        "chat": 1,
+    }
+    assert domain_quotas(4, {"math": 1.0, "chat": 0.0}) == {"math": 4}
+    with pytest.raises(ValueError, match="positive weight"):
+        domain_quotas(4, {"math": 0.0})
+
+
+def test_select_prompts_follows_the_mixture_of_the_domains_present() -> None:
+    """Rows m0..m5 (math), c0..c5 (code), no chat; weights math 3, code 1, chat 4: chat is
+    absent, so 4 prompts split 3 math : 1 code -> m0 m1 m2 and c0, interleaved."""
+    from recipe_arena.data.schema import Message, PromptRow
+    from recipe_arena.stages.prompt_filter import select_prompts
+
+    def row(i: str, d: str) -> PromptRow:
+        return PromptRow(id=i, messages=[Message(role="user", content="q")], domain=d)  # type: ignore[arg-type]
+
+    rows = [row(f"m{i}", "math") for i in range(6)] + [row(f"c{i}", "code") for i in range(6)]
+    chosen = select_prompts(rows, 4, {"math": 3.0, "code": 1.0, "chat": 4.0})
+    assert [r.id for r in chosen] == ["m0", "c0", "m1", "m2"]

@@ -7,13 +7,16 @@ prompts with ground truths that the known answers do or do not satisfy."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from recipe_arena.config import EvalConfig, RewardsConfig
+from recipe_arena.config import EvalConfig, RewardsConfig, RunConfig
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.engines import build_engine
 from recipe_arena.eval.evaluate import evaluate, generate_responses
-from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
+from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards import build_scorer
 from recipe_arena.stages.common import train_steps
 from recipe_arena.stages.sft import assistant_mask, sft_batches
@@ -36,7 +39,8 @@ def _row(i: int, prompt: str, domain: str, truth: object) -> PromptRow:
 
 
 @pytest.fixture(scope="module")
-def engine_and_tok():  # type: ignore[no-untyped-def]
+def memorised(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The overfitted model, its tokenizer and a saved checkpoint of it."""
     model, tok = build_micro(TinyModelSpec(num_layers=2), seed=0)
     convs = [
         [{"role": "user", "content": p}, {"role": "assistant", "content": r}]
@@ -52,6 +56,12 @@ def engine_and_tok():  # type: ignore[no-untyped-def]
         stage="t",
         run=None,
     )
+    return model, tok, save_checkpoint(model, tok, tmp_path_factory.mktemp("ck") / "memorised")
+
+
+@pytest.fixture(scope="module")
+def engine_and_tok(memorised):  # type: ignore[no-untyped-def]
+    model, tok, _ = memorised
     engine = build_engine("torch", model, tok)
     yield engine, tok
     engine.close()
@@ -97,3 +107,40 @@ def test_empty_rows_fail_clearly(engine_and_tok) -> None:  # type: ignore[no-unt
     engine, tok = engine_and_tok
     with pytest.raises(ValueError, match="no rows"):
         evaluate(engine, tok, [], None, EvalConfig())
+
+
+def test_checkpoint_eval_takes_per_domain_counts_and_is_cached(memorised) -> None:  # type: ignore[no-untyped-def]
+    """eval.max_prompts_per_domain = 1 with domain_prompts {math: 2}: of math r0 (truth 5,
+    right), r1 (43, wrong), r5 (beyond the cap of 2) and code r2 (inc, passes), r3 (beyond
+    the cap of 1), the evaluated rows are r0, r1, r2: math 1/2, code 1/1, mean 0.75.
+    The result is stored next to the checkpoint: a second call reads that file (an edit
+    to it shows up), and another row set is another key, computed afresh."""
+    _, _, path = memorised
+    p = list(PAIRS)
+    rows = [
+        _row(0, p[0], "math", "5"),
+        _row(1, p[1], "math", "43"),
+        _row(2, p[2], "code", ["assert inc(1) == 2"]),
+        _row(3, p[2], "code", ["assert inc(1) == 3"]),
+        _row(5, p[0], "math", "5"),
+    ]
+    cfg = RunConfig.model_validate(
+        {
+            "rewards": {"workers": 1},
+            "eval": {
+                "max_prompts_per_domain": 1,
+                "domain_prompts": {"math": 2},
+                "max_new_tokens": 64,
+            },
+        }
+    )
+    assert [r.id for r in eval_rows(cfg, rows)] == ["r0", "r1", "r2"]
+    first = evaluate_checkpoint(cfg, path, rows)
+    assert first["eval/math/pass@1"] == 0.5
+    assert first["eval/code/pass@1"] == 1.0
+    assert first["eval/mean/pass@1"] == pytest.approx(0.75)
+    (cached,) = list(path.glob("eval-*.json"))
+    cached.write_text(json.dumps({**first, "eval/math/pass@1": 0.25}))
+    assert evaluate_checkpoint(cfg, path, rows)["eval/math/pass@1"] == 0.25
+    assert evaluate_checkpoint(cfg, path, rows[:2])["eval/math/pass@1"] == 0.5
+    assert len(list(path.glob("eval-*.json"))) == 2

@@ -144,6 +144,27 @@ def test_http_retry_after_failure_and_timeout_counts(micro_gen) -> None:
         slow.close()
 
 
+def test_judge_memo_asks_each_distinct_prompt_once(micro_gen) -> None:
+    """Scores of [roads, roads, cats] then [roads, dogs] through a real HTTP judge: the
+    first batch sends 2 requests (roads once, cats) and hits the memo once; the second
+    sends 1 (dogs) and hits once (roads): 3 requests for 5 verdicts, and a repeated
+    answer gets the same score as its first judgement. A failed reply is not
+    remembered: after the server goes away, the same new prompt is asked again."""
+    srv = _Server(micro_gen)
+    try:
+        judge = Judge(HTTPGenerator(srv.url, timeout_s=30, retries=0))
+        first = judge.score([chat_row()] * 3, ["roads", "roads", "cats"])
+        assert srv.state["calls"] == 2 and first[0] == first[1]
+        second = judge.score([chat_row()] * 2, ["roads", "dogs"])
+        assert srv.state["calls"] == 3 and second[0] == first[0]
+        assert judge.take_counts()["chat/judge_memo_hits"] == 2
+    finally:
+        srv.close()
+    judge.score([chat_row()], ["birds"])
+    judge.score([chat_row()], ["birds"])
+    assert judge.take_counts()["chat/judge_failed"] == 2
+
+
 def test_pair_schedule_and_win_rates() -> None:
     """G=4: all_pairs has 4*3/2 = 6 pairs; round_robin with k=1 is the ring (0,1),(1,2),
     (2,3),(0,3). Games (0 beats 1 in both orders, 1-2 tie twice, 2 vs 0 unparsable):

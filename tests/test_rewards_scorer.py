@@ -112,3 +112,25 @@ def test_audit_reports_per_task_and_hack_and_quarantines(scorer) -> None:
     rows = [echo_ok, echo_bad]
     assert apply_quarantine(rows, report, RewardsConfig(audit_quarantine=True)) == [echo_bad]
     assert apply_quarantine(rows, report, RewardsConfig()) == rows
+
+
+def test_shared_scorers_share_the_pool_but_not_the_counters() -> None:
+    """Two shared scorers of one setting use the same worker pool object; each counts
+    only its own checks (2 math checks, then 1); closing one leaves the pool working
+    for the other; a non-shared scorer gets a pool of its own."""
+    from recipe_arena.rewards.scorer import close_shared
+
+    cfg = RewardsConfig(workers=1)
+    rows = generate_split("math", "heldout", 2, 1234)
+    try:
+        a = build_scorer(cfg, shared=True)
+        b = build_scorer(cfg, shared=True)
+        assert a.pool is b.pool
+        a.score(rows, ["\\boxed{1}", "\\boxed{2}"])
+        a.close()
+        assert b.score(rows[:1], [f"\\boxed{{{rows[0].ground_truth}}}"])[0].score == 1.0
+        assert a.counts["math/checks"] == 2 and b.counts["math/checks"] == 1
+        with build_scorer(cfg) as own:
+            assert own.pool is not a.pool
+    finally:
+        close_shared()

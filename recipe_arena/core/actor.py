@@ -102,7 +102,7 @@ class Actor:
         if scorer is None:
             from recipe_arena.rewards import build_scorer
 
-            scorer = build_scorer(rewards_cfg)
+            scorer = build_scorer(rewards_cfg, shared=True)
         self.scorer = scorer
         self._stop = threading.Event()
         self.tokens_generated = 0

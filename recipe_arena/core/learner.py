@@ -4,9 +4,12 @@ The step, named in order: trainer logprobs (with gradient) -> staleness strategy
 weights, extra loss, masks) -> OlmoRL policy loss -> backward, clip, step -> version + 1.
 A plain class (the loop calls it in its own thread or process).
 
-Deviation: one minibatch and one epoch per batch (OLMo 3's setting), so pi_old is the
-trainer's own forward in value and the PPO ratio is 1; TIS carries the engine/trainer
-and staleness correction.
+With ``epochs = 1`` (OLMo 3's setting: one minibatch, one epoch per batch) pi_old is
+the trainer's own forward in value, so the PPO ratio is 1 and TIS carries the
+engine/trainer and staleness correction. With ``epochs = K > 1`` the batch is trained
+K times (PPO's sample reuse): pi_old is the trainer's logprobs before the first update,
+the ratio departs from 1 from the second update on and the clip binds. The policy
+version still goes up by one per batch: the version counts the weights actors see.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class LearnerSettings:
     staleness_params: StalenessParams = StalenessParams()
     grad_clip: float = 1.0
     weight_decay: float = 0.0
+    epochs: int = 1
+    """Optimiser updates per batch, each over the whole batch (module docstring)."""
 
 
 class Learner:
@@ -63,12 +68,15 @@ class Learner:
             ref = ref_model if ref_model is not None else copy.deepcopy(model)
             self.ref_model = ref.eval().requires_grad_(False)
 
-    def compute_loss(self, batch: LearnerBatch) -> tuple[torch.Tensor, dict[str, float]]:
-        """Loss of ``batch`` under the current weights and its metrics (no step)."""
+    def compute_loss(
+        self, batch: LearnerBatch, old_logprobs_BL: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Loss of ``batch`` under the current weights and its metrics (no step).
+        ``old_logprobs_BL``: pi_old's logprobs; None takes the current forward's (ratio 1)."""
         s = self.settings
         self.model.train()
         logp_BL = sequence_logprobs(self.model, batch.tokens_BL, batch.attention_BL, s.temperature)
-        old_BL = logp_BL.detach()
+        old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
         ref_BL = None
         if self.ref_model is not None:
             with torch.no_grad():
@@ -107,14 +115,24 @@ class Learner:
         return out.loss, metrics
 
     def train_step(self, batch: LearnerBatch) -> dict[str, float]:
-        """One optimiser step; the policy version goes up by one."""
-        loss, metrics = self.compute_loss(batch)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.grad_clip)
-        self.optimizer.step()
+        """``epochs`` optimiser updates on ``batch``; the policy version goes up by one.
+        Metrics are those of the last update (its ratio and clip fractions show how far
+        the reuse moved the policy)."""
+        old_BL = None
+        if self.settings.epochs > 1:
+            with torch.no_grad():
+                old_BL = sequence_logprobs(
+                    self.model, batch.tokens_BL, batch.attention_BL, self.settings.temperature
+                )
+        metrics: dict[str, float] = {}
+        for _ in range(self.settings.epochs):
+            loss, metrics = self.compute_loss(batch, old_BL)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.grad_clip)
+            self.optimizer.step()
+            metrics["loss/grad_norm"] = float(norm)
         self.version += 1
-        metrics["loss/grad_norm"] = float(norm)
         return metrics
 
     def weights(self) -> dict[str, torch.Tensor]:

@@ -1,36 +1,82 @@
-"""Held-out evaluation of a checkpoint, per domain, with the run's engine and verifiers."""
+"""Held-out evaluation of a checkpoint, per domain, with the run's engine and verifiers.
+
+Results are cached next to the checkpoint under a key of everything that decides them
+(eval and reward settings, engine, the evaluated rows' ids), so a checkpoint that two
+stages evaluate (the SFT checkpoint at the end of SFT and at the start of RL; the RL
+checkpoint at its last step and in the final eval stage) is evaluated once.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 
+EVAL_CACHE_VERSION = "eval-v1"
+"""Part of the cache key: bump it when a change alters what an evaluation returns."""
 
-def evaluate_checkpoint(
-    cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow]
-) -> dict[str, float]:
-    """pass@1 per domain (``eval/<domain>/pass@1``) and their mean on ``rows``, capped at
-    ``eval.max_prompts_per_domain`` prompts per domain (the first ones, so every recipe of a
-    comparison sees the same prompts)."""
-    from recipe_arena.engines import build_engine
-    from recipe_arena.eval.evaluate import evaluate
-    from recipe_arena.models.factory import load_checkpoint
-    from recipe_arena.rewards import build_scorer
 
+def eval_rows(cfg: RunConfig, rows: Sequence[PromptRow]) -> list[PromptRow]:
+    """The first ``eval.prompts_for(domain)`` rows of each domain, in domain order of
+    first appearance (the first ones, so every recipe of a comparison sees the same)."""
     per_domain: dict[str, list[PromptRow]] = {}
     for row in rows:
         bucket = per_domain.setdefault(row.domain, [])
-        if len(bucket) < cfg.eval.max_prompts_per_domain:
+        if len(bucket) < cfg.eval.prompts_for(row.domain):
             bucket.append(row)
-    chosen = [r for bucket in per_domain.values() for r in bucket]
-    model, tok = load_checkpoint(checkpoint)
-    model.eval()
+    return [r for bucket in per_domain.values() for r in bucket]
+
+
+def evaluate_model(
+    cfg: RunConfig, model: Any, tok: Any, rows: Sequence[PromptRow], scorer: Any = None
+) -> dict[str, float]:
+    """pass@1 per domain (``eval/<domain>/pass@1``) and their mean of ``model`` on the
+    ``eval_rows`` of ``rows``, through a fresh engine (a private copy of the weights);
+    ``scorer`` is reused when given, else one is built and closed."""
+    from recipe_arena.engines import build_engine
+    from recipe_arena.eval.evaluate import evaluate
+    from recipe_arena.rewards import build_scorer
+
+    chosen = eval_rows(cfg, rows)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     try:
-        with build_scorer(cfg.rewards) as scorer:
+        if scorer is not None:
             return evaluate(engine, tok, chosen, scorer, cfg.eval)
+        with build_scorer(cfg.rewards, shared=True) as own:
+            return evaluate(engine, tok, chosen, own, cfg.eval)
     finally:
         engine.close()
+
+
+def evaluate_checkpoint(
+    cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow], scorer: Any = None
+) -> dict[str, float]:
+    """``evaluate_model`` of the checkpoint directory, cached in it (module docstring).
+    A checkpoint directory that cannot be written to is evaluated without caching."""
+    from recipe_arena.models.factory import load_checkpoint
+    from recipe_arena.stages.common import cache_key, write_json_atomic
+
+    key = cache_key(
+        {
+            "version": EVAL_CACHE_VERSION,
+            "eval": cfg.eval.model_dump(mode="json"),
+            "rewards": cfg.rewards.model_dump(mode="json"),
+            "engine": cfg.engine.name,
+            "rows": [r.id for r in eval_rows(cfg, rows)],
+        }
+    )
+    path = Path(checkpoint) / f"eval-{key}.json"
+    if path.exists():
+        cached: dict[str, float] = json.loads(path.read_text())
+        return cached
+    model, tok = load_checkpoint(checkpoint)
+    model.eval()
+    result = evaluate_model(cfg, model, tok, rows, scorer)
+    with contextlib.suppress(OSError):  # a read-only checkpoint (a shared world.checkpoint)
+        write_json_atomic(path, result)
+    return result

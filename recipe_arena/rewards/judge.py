@@ -16,7 +16,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,9 +35,12 @@ Chat = list[dict[str, str]]
 
 
 class TextGenerator(Protocol):
-    """Chat prompts in, one reply (or None on failure) per prompt out."""
+    """Chat prompts in, one reply (or None on failure) per prompt out; ``max_new_tokens``
+    overrides the generator's own cap for this call (a rubric needs more than a verdict)."""
 
-    def generate(self, prompts: Sequence[Chat]) -> list[str | None]: ...
+    def generate(
+        self, prompts: Sequence[Chat], max_new_tokens: int | None = None
+    ) -> list[str | None]: ...
 
     def close(self) -> None: ...
 
@@ -58,10 +61,12 @@ class EngineGenerator:
         self.engine, self.tok, self.max_new_tokens = engine, tokenizer, max_new_tokens
         self._n = 0
 
-    def generate(self, prompts: Sequence[Chat]) -> list[str | None]:
+    def generate(
+        self, prompts: Sequence[Chat], max_new_tokens: int | None = None
+    ) -> list[str | None]:
         from recipe_arena.engines.base import GenerationRequest, SamplingParams
 
-        sp = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=0.0)
+        sp = SamplingParams(max_new_tokens=max_new_tokens or self.max_new_tokens, temperature=0.0)
         reqs = []
         for p in prompts:
             ids = self.tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True)
@@ -92,12 +97,12 @@ class HTTPGenerator:
         self.model, self.max_new_tokens = model, max_new_tokens
         self.timeout_s, self.retries, self.api_key = timeout_s, retries, api_key
 
-    def _one(self, chat: Chat) -> str | None:
+    def _one(self, chat: Chat, max_new_tokens: int) -> str | None:
         body = json.dumps(
             {
                 "model": self.model,
                 "messages": chat,
-                "max_tokens": self.max_new_tokens,
+                "max_tokens": max_new_tokens,
                 "temperature": 0.0,
             }
         ).encode()
@@ -114,11 +119,14 @@ class HTTPGenerator:
                     time.sleep(min(8.0, 0.5 * 2**attempt))
         return None
 
-    def generate(self, prompts: Sequence[Chat]) -> list[str | None]:
+    def generate(
+        self, prompts: Sequence[Chat], max_new_tokens: int | None = None
+    ) -> list[str | None]:
         from concurrent.futures import ThreadPoolExecutor
 
+        cap = max_new_tokens or self.max_new_tokens
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(prompts)))) as ex:
-            return list(ex.map(self._one, prompts))
+            return list(ex.map(lambda chat: self._one(chat, cap), prompts))
 
     def close(self) -> None:
         pass
@@ -143,11 +151,16 @@ def parse_score(text: str | None) -> float | None:
 class Judge:
     """Grades chat responses with a ``TextGenerator``; counts failures."""
 
-    def __init__(self, gen: TextGenerator, mode: str = "auto") -> None:
+    def __init__(self, gen: TextGenerator, mode: str = "auto", memo_size: int = 4096) -> None:
         if mode not in ("auto", "reference", "open"):
             raise ValueError(f"judge mode {mode!r} not allowed; use auto, reference or open")
         self.gen, self.mode = gen, mode
         self.counts: Counter[str] = Counter()
+        self.memo: OrderedDict[str, str] = OrderedDict()
+        """Judge prompt -> reply, least recently used first. Verdicts are greedy, so the
+        same prompt gets the same reply: a group's identical answers, and answers seen
+        before, are judged once (small policies repeat themselves a lot)."""
+        self.memo_size = memo_size
 
     def prompt_for(self, row: PromptRow, response: str) -> Chat:
         answer = answer_text(response)[:MAX_JUDGED_CHARS]
@@ -161,14 +174,30 @@ class Judge:
             text = template("judge_open").format(prompt=row.prompt_text, response=answer)
         return [{"role": "user", "content": text}]
 
+    def replies(self, prompts: Sequence[Chat]) -> list[str | None]:
+        """The judge's reply to each prompt: remembered ones from the memo, each distinct
+        new prompt generated once. Failed replies (None) are not remembered."""
+        keys = [json.dumps(p, sort_keys=True) for p in prompts]
+        new = list(dict.fromkeys(k for k in keys if k not in self.memo))
+        self.counts["chat/judge_memo_hits"] += len(keys) - len(new)
+        fresh = dict(
+            zip(new, self.gen.generate([json.loads(k) for k in new]) if new else [], strict=True)
+        )
+        out: list[str | None] = []
+        for k in keys:
+            reply = fresh[k] if k in fresh else self.memo[k]
+            if reply is not None:
+                self.memo[k] = reply
+                self.memo.move_to_end(k)
+            out.append(reply)
+        while len(self.memo) > self.memo_size:
+            self.memo.popitem(last=False)
+        return out
+
     def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
         empty = [not answer_text(r).strip() for r in responses]
         todo = [i for i, e in enumerate(empty) if not e]
-        replies = (
-            self.gen.generate([self.prompt_for(rows[i], responses[i]) for i in todo])
-            if todo
-            else []
-        )
+        replies = self.replies([self.prompt_for(rows[i], responses[i]) for i in todo])
         out = [RewardResult(0.0, "empty answer") for _ in responses]
         for i, reply in zip(todo, replies, strict=True):
             self.counts["chat/judged"] += 1
@@ -218,7 +247,21 @@ def build_generator(cfg: Any) -> TextGenerator:
             )
         model = AutoModelForCausalLM.from_pretrained(name).eval()  # type: ignore[no-untyped-call]
         tok = AutoTokenizer.from_pretrained(name)
-    return EngineGenerator(build_engine("hf", model, tok), tok, cfg.judge_max_new_tokens)
+    return EngineGenerator(
+        build_engine(judge_engine(model), model, tok), tok, cfg.judge_max_new_tokens
+    )
+
+
+def judge_engine(model: Any) -> str:
+    """The project's fastest engine that runs ``model``: ``torch`` (continuous batching)
+    for the Llama-family models it supports, else ``hf``."""
+    from recipe_arena.engines.kv_runner import check_supported
+
+    try:
+        check_supported(model)
+    except ValueError:
+        return "hf"
+    return "torch"
 
 
 def build_judge(cfg: Any) -> Judge:

@@ -74,7 +74,8 @@ def tournament(
     g = len(responses)
     answers = [answer_text(r)[:MAX_JUDGED_CHARS] for r in responses]
     rubric = judge.gen.generate(
-        [[{"role": "user", "content": template("rubric_write").format(prompt=row.prompt_text)}]]
+        [[{"role": "user", "content": template("rubric_write").format(prompt=row.prompt_text)}]],
+        max_new_tokens=cfg.rubric_max_new_tokens,
     )[0]
     if not rubric or not rubric.strip():
         counts["chat/rubric_failed"] += 1

@@ -9,6 +9,8 @@ reason; it never fails the batch.
 
 from __future__ import annotations
 
+import atexit
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,13 +46,60 @@ POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
 }
 
 
-class Scorer:
-    """Scores responses; use as a context manager or call ``close()``."""
+# ----------------------------------------------------------------------------- shared parts
+# A worker pool (a few seconds to start: its processes import SymPy and the IFEval
+# checkers) and a judge (a few seconds to load) are kept per process and per setting when
+# a scorer is built with ``shared=True``, so the stages of one run (prompt filter, RL
+# actors, evaluations) start them once. They are closed when the process exits.
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+_JUDGE_LOCKS: dict[int, threading.Lock] = {}
 
-    def __init__(self, cfg: RewardsConfig, judge: Any = None) -> None:
+
+def _shared(key: str, build: Callable[[], Any]) -> Any:
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            if not _SHARED:
+                atexit.register(close_shared)
+            _SHARED[key] = build()
+        return _SHARED[key]
+
+
+def _judge_key(cfg: RewardsConfig) -> str:
+    fields = {
+        "judge_model",
+        "judge_mode",
+        "judge_max_new_tokens",
+        "judge_timeout_s",
+        "judge_retries",
+    }
+    return "judge:" + cfg.model_dump_json(include=fields)
+
+
+def close_shared() -> None:
+    """Close the shared pools and judges (registered to run at process exit)."""
+    with _SHARED_LOCK:
+        items = list(_SHARED.values())
+        _SHARED.clear()
+    for item in items:
+        item.close()
+
+
+class Scorer:
+    """Scores responses; use as a context manager or call ``close()``. With
+    ``shared=True`` the worker pool and the judge are the process's shared ones (see
+    above) and ``close()`` leaves them running; the counters are the scorer's own."""
+
+    def __init__(self, cfg: RewardsConfig, judge: Any = None, shared: bool = False) -> None:
         self.cfg = cfg
-        self.pool = WorkerPool(cfg.workers)
+        self.shared = shared
+        self.pool: WorkerPool = (
+            _shared(f"pool:{cfg.workers}", lambda: WorkerPool(cfg.workers))
+            if shared
+            else WorkerPool(cfg.workers)
+        )
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
+        self._own_judge = not shared
         self.counts: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ chat
@@ -59,14 +108,26 @@ class Scorer:
         if self._judge is None:
             from recipe_arena.rewards.judge import build_judge
 
-            self._judge = build_judge(self.cfg)
+            if self.shared:
+                self._judge = _shared(_judge_key(self.cfg), lambda: build_judge(self.cfg))
+            else:
+                self._judge = build_judge(self.cfg)
         return self._judge
+
+    @property
+    def judge_lock(self) -> threading.Lock:
+        """One lock per judge object: scorers sharing a judge take turns (its engine
+        serves one caller at a time, and its counters are taken right after each use)."""
+        judge = self.judge
+        with _SHARED_LOCK:
+            return _JUDGE_LOCKS.setdefault(id(judge), threading.Lock())
 
     def _score_chat(
         self, rows: Sequence[PromptRow], responses: Sequence[str]
     ) -> list[RewardResult]:
-        results: list[RewardResult] = self.judge.score(rows, responses)
-        self.counts.update(self.judge.take_counts())
+        with self.judge_lock:
+            results: list[RewardResult] = self.judge.score(rows, responses)
+            self.counts.update(self.judge.take_counts())
         return results
 
     # ------------------------------------------------------------------ api
@@ -118,7 +179,8 @@ class Scorer:
         if row.domain == "chat" and self.cfg.chat == "rubric_tournament":
             from recipe_arena.rewards.rubric import tournament
 
-            results, counts = tournament(self.judge, row, responses, self.cfg)
+            with self.judge_lock:
+                results, counts = tournament(self.judge, row, responses, self.cfg)
             self.counts.update(counts)
             return results
         return self.score([row] * len(responses), responses)
@@ -130,8 +192,10 @@ class Scorer:
         return out
 
     def close(self) -> None:
+        if self.shared:
+            return
         self.pool.close()
-        if self._judge is not None:
+        if self._judge is not None and self._own_judge:
             self._judge.close()
 
     def __enter__(self) -> Scorer:
@@ -141,6 +205,9 @@ class Scorer:
         self.close()
 
 
-def build_scorer(cfg: RewardsConfig | None = None, judge: Any = None) -> Scorer:
-    """The scorer for ``cfg`` (defaults if None). ``judge`` overrides the configured judge."""
-    return Scorer(cfg or RewardsConfig(), judge=judge)
+def build_scorer(
+    cfg: RewardsConfig | None = None, judge: Any = None, shared: bool = False
+) -> Scorer:
+    """The scorer for ``cfg`` (defaults if None). ``judge`` overrides the configured judge;
+    ``shared`` uses the process's shared worker pool and judge (see ``Scorer``)."""
+    return Scorer(cfg or RewardsConfig(), judge=judge, shared=shared)

@@ -62,7 +62,7 @@ def base_cache_entry(cfg: RunConfig) -> Path:
     key = cache_key(
         {
             "stage": "base",
-            "base": cfg.base.model_dump(mode="json"),
+            "base": cfg.base.model_dump(mode="json", exclude={"evaluate"}),
             "model": cfg.world.model.model_dump(mode="json"),
             "data_seed": cfg.world.data_seed,
             "world": cfg.world.name,

@@ -147,27 +147,13 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def heldout_eval(cfg: RunConfig, checkpoint: Path) -> dict[str, float]:
-    """Held-out pass@1 per domain of ``checkpoint`` (``eval.max_prompts_per_domain``
-    rows of each), stored next to it under a key of the settings that decide it, so a
-    cached base model is evaluated once."""
+    """Held-out pass@1 per domain of ``checkpoint`` on the world's held-out rows (cached
+    next to it, see ``eval.final.evaluate_checkpoint``, so a cached base model is
+    evaluated once)."""
     from recipe_arena.data.micro import generate_split
     from recipe_arena.data.schema import DOMAINS
     from recipe_arena.eval.final import evaluate_checkpoint
 
-    key = cache_key(
-        {
-            "eval": cfg.eval.model_dump(mode="json"),
-            "rewards": cfg.rewards.model_dump(mode="json"),
-            "engine": cfg.engine.name,
-            "world": cfg.world.model_dump(mode="json", exclude={"cache_dir", "checkpoint"}),
-        }
-    )
-    path = checkpoint / f"eval-{key}.json"
-    if path.exists():
-        result: dict[str, float] = json.loads(path.read_text())
-        return result
     n, seed = cfg.world.heldout_per_domain, cfg.world.data_seed
     heldout = [r for d in DOMAINS for r in generate_split(d, "heldout", n, seed)]
-    result = evaluate_checkpoint(cfg, checkpoint, heldout)
-    write_json_atomic(path, result)
-    return result
+    return evaluate_checkpoint(cfg, checkpoint, heldout)

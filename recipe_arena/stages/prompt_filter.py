@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recipe_arena.config import RunConfig
@@ -35,12 +35,16 @@ def run_prompt_filter(
     from recipe_arena.rewards import build_scorer
 
     pf = cfg.prompt_filter
-    todo = interleave_domains(rows)[: pf.max_prompts] if pf.max_prompts is not None else list(rows)
+    todo = (
+        select_prompts(rows, pf.max_prompts, cfg.rl.domain_weights)
+        if pf.max_prompts is not None
+        else list(rows)
+    )
     model, tok = load_checkpoint(init)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     rates: list[float] = []
     try:
-        with build_scorer(cfg.rewards) as scorer:
+        with build_scorer(cfg.rewards, shared=True) as scorer:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start : start + CHUNK]
                 rates += _pass_rates(cfg, engine, tok, scorer, chunk, seed=start)
@@ -55,6 +59,40 @@ def run_prompt_filter(
     _write(run, todo, rates, kept)
     run.log("prompt_filter", 0, filter_metrics(todo, rates, kept))
     return kept
+
+
+def domain_quotas(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """Split ``total`` over the domains with positive weight in proportion to their
+    weights, by largest remainder (the quotas sum to ``total``; ties go to the domain
+    named first). 10 over {math: 0.5, code: 0.25, chat: 0.25}: shares 5, 2.5, 2.5, so
+    5, 3, 2."""
+    positive = {d: w for d, w in weights.items() if w > 0}
+    norm = sum(positive.values())
+    if norm <= 0:
+        raise ValueError(f"no domain has a positive weight: {dict(weights)}")
+    shares = {d: total * w / norm for d, w in positive.items()}
+    quotas = {d: int(share) for d, share in shares.items()}
+    by_remainder = sorted(positive, key=lambda d: -(shares[d] - quotas[d]))
+    for d in by_remainder[: total - sum(quotas.values())]:
+        quotas[d] += 1
+    return quotas
+
+
+def select_prompts(
+    rows: Sequence[PromptRow], max_prompts: int, domain_weights: Mapping[str, float]
+) -> list[PromptRow]:
+    """The first rows of each domain, ``max_prompts`` in all, split over the domains
+    present in proportion to the RL mixture weights (a domain RL never samples is not
+    filtered), in round-robin order over domains."""
+    present = {r.domain for r in rows}
+    quotas = domain_quotas(max_prompts, {d: w for d, w in domain_weights.items() if d in present})
+    taken: dict[str, int] = collections.Counter()
+    chosen = []
+    for r in rows:
+        if taken[r.domain] < quotas.get(r.domain, 0):
+            taken[r.domain] += 1
+            chosen.append(r)
+    return interleave_domains(chosen)
 
 
 def interleave_domains(rows: Sequence[PromptRow]) -> list[PromptRow]:

@@ -35,6 +35,7 @@ from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import InFlight, LoopSettings, StepRecord, train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.eval.final import evaluate_checkpoint, evaluate_model
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
 from recipe_arena.staleness import StalenessParams
@@ -71,6 +72,7 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
         staleness=st.name,
         staleness_params=StalenessParams(tis_cap=st.tis_cap),
         grad_clip=cfg.rl.grad_clip,
+        epochs=cfg.rl.epochs,
     )
 
 
@@ -84,30 +86,6 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
         length_control=cfg.length_control.name,
     )
-
-
-def eval_rows(cfg: RunConfig, rows: Sequence[PromptRow]) -> list[PromptRow]:
-    """The first ``eval.max_prompts_per_domain`` held-out rows of each domain."""
-    per: dict[str, list[PromptRow]] = {}
-    for r in rows:
-        bucket = per.setdefault(r.domain, [])
-        if len(bucket) < cfg.eval.max_prompts_per_domain:
-            bucket.append(r)
-    return [r for b in per.values() for r in b]
-
-
-def evaluate_model(
-    cfg: RunConfig, model: torch.nn.Module, tok: object, rows: Sequence[PromptRow], scorer: object
-) -> dict[str, float]:
-    """Held-out pass@1 of ``model`` through a fresh engine (a private copy of the weights)."""
-    from recipe_arena.engines import build_engine
-    from recipe_arena.eval.evaluate import evaluate
-
-    engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
-    try:
-        return evaluate(engine, tok, rows, scorer, cfg.eval)
-    finally:
-        engine.close()
 
 
 def run_rlvr(
@@ -147,12 +125,13 @@ def run_rlvr(
     else:
         ledger.reset()
     settings = loop_settings(cfg, int(tok.pad_token_id))
-    held = eval_rows(cfg, heldout_rows)
-    scorer = build_scorer(cfg.rewards)
+    held = list(heldout_rows)
+    final = root / "final"
+    scorer = build_scorer(cfg.rewards, shared=True)
     t0 = time.perf_counter()
     try:
-        if start_step == 0 and held:
-            run.log("rlvr", 0, evaluate_model(cfg, learner.model, tok, held, scorer))
+        if start_step == 0 and held:  # cached when the previous stage evaluated ``init``
+            run.log("rlvr", 0, evaluate_checkpoint(cfg, Path(init), held, scorer))
 
         def on_step(rec: StepRecord, flight: InFlight) -> None:
             ledger.append(
@@ -165,7 +144,11 @@ def run_rlvr(
             )
             metrics = dict(rec.metrics)
             last = rec.step == cfg.rl.steps
-            if held and (rec.step % cfg.rl.eval_every == 0 or last):
+            if last:  # the eval stage then finds this checkpoint's evaluation cached
+                save_checkpoint(learner.model, tok, final)
+            if held and last:
+                metrics.update(evaluate_checkpoint(cfg, final, held, scorer))
+            elif held and rec.step % cfg.rl.eval_every == 0:
                 metrics.update(evaluate_model(cfg, learner.model, tok, held, scorer))
             run.log("rlvr", rec.step, metrics)
             run.log_rollouts(_sample_rollouts(rec))
@@ -190,7 +173,9 @@ def run_rlvr(
         train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
         scorer.close()
-    return save_checkpoint(model, tok, root / "final")  # the learner trained this object
+    if not final.exists():  # no step ran (rl.steps reached before a resume)
+        save_checkpoint(model, tok, final)
+    return final
 
 
 def _sample_rollouts(rec: StepRecord, per_step: int = 2) -> list[dict[str, object]]:
