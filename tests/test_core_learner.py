@@ -23,6 +23,17 @@ def _batch(behavior: list[float], versions: list[int]) -> LearnerBatch:
     )
 
 
+def _positive_batch() -> LearnerBatch:
+    """One sequence: two prompt tokens, three completion tokens with A = +0.625."""
+    return LearnerBatch(
+        tokens_BL=torch.tensor([[8, 9, 10, 11, 12]]),
+        mask_BL=torch.tensor([[0.0, 0.0, 1.0, 1.0, 1.0]]),
+        advantages_BL=torch.tensor([[0.0, 0.0, 0.625, 0.625, 0.625]]),
+        behavior_logprobs_BL=torch.zeros(1, 5),
+        versions_BL=torch.tensor([[-1, -1, 0, 0, 0]]),
+    )
+
+
 def test_mismatch_metrics_by_hand() -> None:
     """trainer - engine = (+0.1, -0.2): mean |d| = 0.15, max 0.2,
     k3 = mean(e^d - d - 1) = ((e^0.1 - 1.1) + (e^-0.2 - 0.8)) / 2;
@@ -46,13 +57,7 @@ def test_train_step_raises_logprob_of_positive_advantage_tokens() -> None:
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
     learner = Learner(model, LearnerSettings(lr=1e-2, temperature=1.0))
-    batch = LearnerBatch(
-        tokens_BL=torch.tensor([[8, 9, 10, 11, 12]]),
-        mask_BL=torch.tensor([[0.0, 0.0, 1.0, 1.0, 1.0]]),
-        advantages_BL=torch.tensor([[0.0, 0.0, 0.625, 0.625, 0.625]]),
-        behavior_logprobs_BL=torch.zeros(1, 5),
-        versions_BL=torch.tensor([[-1, -1, 0, 0, 0]]),
-    )
+    batch = _positive_batch()
     from recipe_arena.core.logprobs import sequence_logprobs
 
     with torch.no_grad():
@@ -78,13 +83,7 @@ def test_epochs_reuse_the_batch_against_a_fixed_pi_old() -> None:
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
     twin = copy.deepcopy(model)
-    batch = LearnerBatch(
-        tokens_BL=torch.tensor([[8, 9, 10, 11, 12]]),
-        mask_BL=torch.tensor([[0.0, 0.0, 1.0, 1.0, 1.0]]),
-        advantages_BL=torch.tensor([[0.0, 0.0, 0.625, 0.625, 0.625]]),
-        behavior_logprobs_BL=torch.zeros(1, 5),
-        versions_BL=torch.tensor([[-1, -1, 0, 0, 0]]),
-    )
+    batch = _positive_batch()
     settings = LearnerSettings(lr=1e-3, temperature=1.0, epochs=3)
     learner = Learner(model, settings)
     metrics = learner.train_step(batch)

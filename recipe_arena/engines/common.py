@@ -12,7 +12,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -144,6 +144,55 @@ def generate_blocking(
     finally:
         outbox.unroute(ids)
     return order_completions(requests, out)
+
+
+def check_state_dict(
+    state_dict: Mapping[str, torch.Tensor], params: Mapping[str, torch.Tensor]
+) -> None:
+    """Raise EngineError unless every key of ``state_dict`` names one of ``params`` with
+    the same shape (a subset of the keys is allowed: a partial update)."""
+    for k, t in state_dict.items():
+        if k not in params:
+            raise EngineError(
+                f"update_weights: unknown parameter {k!r} (not in the engine's model)"
+            )
+        if tuple(t.shape) != tuple(params[k].shape):
+            raise EngineError(
+                f"update_weights: {k!r} has shape {tuple(t.shape)}, "
+                f"expected {tuple(params[k].shape)}"
+            )
+
+
+class OutboxEngine:
+    """``get`` and ``generate`` of an engine whose worker thread puts finished samples
+    into ``self._outbox``; subclasses set ``_outbox``, ``vocab_size``, ``context`` and
+    define ``submit`` and ``_raise_if_dead``."""
+
+    _outbox: Outbox
+    vocab_size: int
+    context: int
+
+    def submit(self, request: GenerationRequest) -> None:
+        raise NotImplementedError
+
+    def _raise_if_dead(self) -> None:
+        raise NotImplementedError
+
+    def get(self, timeout: float | None = None) -> Completion | None:
+        """Next finished completion, or None after ``timeout`` seconds. After a failure
+        of the worker, the aborted samples (partial tokens, finish_reason 'abort') are
+        handed out first, then EngineError is raised."""
+        return poll_outbox(self._outbox, timeout, self._raise_if_dead)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        return generate_blocking(
+            requests,
+            self._outbox,
+            self.submit,
+            self.vocab_size,
+            self.context,
+            check_alive=self._raise_if_dead,
+        )
 
 
 class UniformStream:

@@ -23,13 +23,13 @@ from recipe_arena.engines.base import Completion, EngineError, EngineStats, Gene
 from recipe_arena.engines.common import (
     HFCausalLM,
     Outbox,
-    generate_blocking,
-    poll_outbox,
+    OutboxEngine,
+    check_state_dict,
     validate_request,
 )
 
 
-class HFEngine:
+class HFEngine(OutboxEngine):
     """``generate`` in static batches behind the engine protocol.
 
     Behaviour logprobs are log-softmax of the scores ``generate`` sampled from (after
@@ -78,25 +78,8 @@ class HFEngine:
             self._waiting.extend((request, i) for i in range(request.sampling.n))
             self._cv.notify_all()
 
-    def get(self, timeout: float | None = None) -> Completion | None:
-        return poll_outbox(self._outbox, timeout, self._raise_if_dead)
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        return generate_blocking(
-            requests,
-            self._outbox,
-            self.submit,
-            self.vocab_size,
-            self.context,
-            check_alive=self._raise_if_dead,
-        )
-
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        unknown = [k for k in state_dict if k not in self._params]
-        if unknown:
-            raise EngineError(
-                f"update_weights: unknown parameter {unknown[0]!r} (not in the engine's model)"
-            )
+        check_state_dict(state_dict, self._params)
         with self._model_lock, torch.no_grad():
             for k, t in state_dict.items():
                 self._params[k].copy_(t)

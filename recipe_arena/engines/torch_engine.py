@@ -37,9 +37,9 @@ from recipe_arena.engines.base import (
 from recipe_arena.engines.common import (
     HFCausalLM,
     Outbox,
+    OutboxEngine,
     UniformStream,
-    generate_blocking,
-    poll_outbox,
+    check_state_dict,
     sample_tokens,
     validate_request,
 )
@@ -74,7 +74,7 @@ class _Update:
     error: BaseException | None = None
 
 
-class TorchEngine:
+class TorchEngine(OutboxEngine):
     """Continuous-batching engine over a private copy of a transformers causal LM.
 
     Thread-safe: ``submit``/``get``/``generate`` from any thread, ``update_weights`` from
@@ -146,35 +146,10 @@ class TorchEngine:
                 self._waiting.append(_Sample(request, i, stream, max_new, stop, now))
             self._cv.notify_all()
 
-    def get(self, timeout: float | None = None) -> Completion | None:
-        """Next finished completion, or None after ``timeout`` seconds. After a failure
-        of the decode loop, the aborted samples (partial tokens, finish_reason 'abort')
-        are handed out first, then EngineError is raised."""
-        return poll_outbox(self._outbox, timeout, self._raise_if_dead)
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        return generate_blocking(
-            requests,
-            self._outbox,
-            self.submit,
-            self.vocab_size,
-            self.context,
-            check_alive=self._raise_if_dead,
-        )
-
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Copy ``state_dict`` (a subset of the model's keys is allowed) into the engine's
         weights between two decode steps; blocks until done."""
-        unknown = [k for k in state_dict if k not in self._params]
-        if unknown:
-            raise EngineError(
-                f"update_weights: unknown parameter {unknown[0]!r} (not in the engine's model)"
-            )
-        for k, t in state_dict.items():
-            if tuple(t.shape) != tuple(self._params[k].shape):
-                raise EngineError(
-                    f"update_weights: {k!r} has shape {tuple(t.shape)}, expected {tuple(self._params[k].shape)}"
-                )
+        check_state_dict(state_dict, self._params)
         upd = _Update(state_dict, version)
         with self._update_lock:
             with self._cv:
