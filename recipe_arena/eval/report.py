@@ -16,6 +16,8 @@ from typing import Any
 from recipe_arena.rundir import read_metrics
 
 PLOTTED_PREFIXES = ("loss/", "reward/", "eval/")
+COLORS = {"math": "C0", "code": "C1", "ifeval": "C2", "chat": "C3", "mean": "black"}
+"""One colour per domain in every plot (the mean over domains in black)."""
 
 
 def _series(records: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
@@ -133,8 +135,14 @@ def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> l
         ):
             for name in names:
                 xs, ys = zip(*metrics[name], strict=True)
-                label = name.split("/")[1] if name.count("/") == 2 else "all domains"
-                ax.plot(xs, ys, marker="o" if len(xs) < 12 else None, label=label)
+                label = name.split("/")[1] if name.count("/") == 2 else "mean"
+                ax.plot(
+                    xs,
+                    ys,
+                    marker="o" if len(xs) < 12 else None,
+                    label=label,
+                    color=COLORS.get(label),
+                )
             ax.set_title(title, fontsize=9)
             ax.set_xlabel("RL step", fontsize=8)
             ax.tick_params(labelsize=7)
