@@ -155,7 +155,7 @@ class RLConfig(Strict):
     )
     """Sampling weight per domain; a domain at 0 is neither filtered nor trained (OLMo 3
     trained all four, with extra weight on math and IF). The micro default leans on
-    math, the domain whose held-out gain it reports, and leaves chat out: its judge,
+    math (cheap to generate and verify) and leaves chat out: its judge,
     SmolLM2-135M, scores reference answers 0.14 and wrong ones 0.05 on average (most
     verdicts unparsable) at about 0.3 s a call on 2 cores, so chat rollouts would cost
     most of each step and teach little. ``rewards.judge_model`` can point at a real
