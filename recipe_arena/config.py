@@ -283,6 +283,11 @@ class EvalConfig(Strict):
     Math gets 200: its answers are short and checked in milliseconds, and 200 prompts
     bring the standard error of a pass@1 near 0.2 down to 0.03 (0.06 at 50). Chat gets
     25: each is a call to the judge model."""
+    temperature: float = Field(0.0, ge=0)
+    """0 means greedy."""
+    max_new_tokens: int = Field(160, ge=1)
+    """Response cap in tokens; the longest micro-world references (ifeval with three
+    constraints) are ~150 tokens with their think block."""
 
     def prompts_for(self, domain: str) -> int:
         """How many held-out rows of ``domain`` are evaluated."""
@@ -290,12 +295,6 @@ class EvalConfig(Strict):
             if name == domain:
                 return n
         return self.max_prompts_per_domain
-
-    temperature: float = Field(0.0, ge=0)
-    """0 means greedy."""
-    max_new_tokens: int = Field(160, ge=1)
-    """Response cap in tokens; the longest micro-world references (ifeval with three
-    constraints) are ~150 tokens with their think block."""
 
 
 class WandbConfig(Strict):

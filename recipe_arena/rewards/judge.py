@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -161,6 +162,9 @@ class Judge:
         same prompt gets the same reply: a group's identical answers, and answers seen
         before, are judged once (small policies repeat themselves a lot)."""
         self.memo_size = memo_size
+        self.lock = threading.Lock()
+        """Held by a caller for a whole ``score`` plus ``take_counts`` (or a tournament),
+        so scorers sharing this judge take turns and read their own counts."""
 
     def prompt_for(self, row: PromptRow, response: str) -> Chat:
         answer = answer_text(response)[:MAX_JUDGED_CHARS]
@@ -178,11 +182,9 @@ class Judge:
         """The judge's reply to each prompt: remembered ones from the memo, each distinct
         new prompt generated once. Failed replies (None) are not remembered."""
         keys = [json.dumps(p, sort_keys=True) for p in prompts]
-        new = list(dict.fromkeys(k for k in keys if k not in self.memo))
+        new = {k: p for k, p in zip(keys, prompts, strict=True) if k not in self.memo}
         self.counts["chat/judge_memo_hits"] += len(keys) - len(new)
-        fresh = dict(
-            zip(new, self.gen.generate([json.loads(k) for k in new]) if new else [], strict=True)
-        )
+        fresh = dict(zip(new, self.gen.generate(list(new.values())) if new else [], strict=True))
         out: list[str | None] = []
         for k in keys:
             reply = fresh[k] if k in fresh else self.memo[k]

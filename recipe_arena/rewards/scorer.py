@@ -53,7 +53,6 @@ POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
 # actors, evaluations) start them once. They are closed when the process exits.
 _SHARED: dict[str, Any] = {}
 _SHARED_LOCK = threading.Lock()
-_JUDGE_LOCKS: dict[int, threading.Lock] = {}
 
 
 def _shared(key: str, build: Callable[[], Any]) -> Any:
@@ -99,7 +98,6 @@ class Scorer:
             else WorkerPool(cfg.workers)
         )
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
-        self._own_judge = not shared
         self.counts: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ chat
@@ -114,18 +112,10 @@ class Scorer:
                 self._judge = build_judge(self.cfg)
         return self._judge
 
-    @property
-    def judge_lock(self) -> threading.Lock:
-        """One lock per judge object: scorers sharing a judge take turns (its engine
-        serves one caller at a time, and its counters are taken right after each use)."""
-        judge = self.judge
-        with _SHARED_LOCK:
-            return _JUDGE_LOCKS.setdefault(id(judge), threading.Lock())
-
     def _score_chat(
         self, rows: Sequence[PromptRow], responses: Sequence[str]
     ) -> list[RewardResult]:
-        with self.judge_lock:
+        with self.judge.lock:  # scorers sharing a judge take turns
             results: list[RewardResult] = self.judge.score(rows, responses)
             self.counts.update(self.judge.take_counts())
         return results
@@ -179,7 +169,7 @@ class Scorer:
         if row.domain == "chat" and self.cfg.chat == "rubric_tournament":
             from recipe_arena.rewards.rubric import tournament
 
-            with self.judge_lock:
+            with self.judge.lock:
                 results, counts = tournament(self.judge, row, responses, self.cfg)
             self.counts.update(counts)
             return results
@@ -195,7 +185,7 @@ class Scorer:
         if self.shared:
             return
         self.pool.close()
-        if self._judge is not None and self._own_judge:
+        if self._judge is not None:
             self._judge.close()
 
     def __enter__(self) -> Scorer:

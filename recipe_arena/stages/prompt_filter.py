@@ -96,8 +96,8 @@ def select_prompts(
 
 
 def interleave_domains(rows: Sequence[PromptRow]) -> list[PromptRow]:
-    """Rows in round-robin order over domains (each domain's own order kept), so a
-    ``max_prompts`` prefix samples every domain rather than the first one listed."""
+    """Rows in round-robin order over domains (each domain's own order kept), so every
+    chunk of the filter mixes the domains."""
     by_domain: dict[str, list[PromptRow]] = collections.defaultdict(list)
     for r in rows:
         by_domain[r.domain].append(r)
