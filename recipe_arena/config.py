@@ -170,6 +170,11 @@ class RLConfig(Strict):
     epochs: int = Field(1, ge=1)
     """Optimiser updates per batch (PPO's sample reuse; the ratio clip binds from the
     second). 1 in OLMo 3."""
+    microbatch_tokens: int | None = Field(4096, ge=1)
+    """Learner memory/compute setting: padded tokens per forward. Rows are grouped by
+    length into micro-batches and their gradients accumulated, so short rows are not
+    padded to the batch's longest (a math row is ~65 tokens, an IFEval row up to ~300).
+    The gradient is the same as one forward over the batch; None does that."""
     grad_clip: float = Field(1.0, gt=0)
     """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
 

@@ -15,6 +15,7 @@ version still goes up by one per batch: the version counts the weights actors se
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,8 @@ import torch
 from torch import nn
 
 from recipe_arena.core.logprobs import sequence_logprobs
-from recipe_arena.core.loss import PolicyLossInput, policy_loss
-from recipe_arena.core.types import LearnerBatch
+from recipe_arena.core.loss import PolicyLossInput, normaliser_count, policy_loss
+from recipe_arena.core.types import LearnerBatch, length_buckets
 from recipe_arena.staleness import StalenessInput, StalenessParams, get_staleness
 
 
@@ -43,6 +44,9 @@ class LearnerSettings:
     weight_decay: float = 0.0
     epochs: int = 1
     """Optimiser updates per batch, each over the whole batch (module docstring)."""
+    microbatch_tokens: int | None = None
+    """Padded tokens per learner forward (rows of similar length together); None: one
+    forward over the whole padded batch. The gradient is the same either way."""
 
 
 class Learner:
@@ -68,21 +72,26 @@ class Learner:
             ref = ref_model if ref_model is not None else copy.deepcopy(model)
             self.ref_model = ref.eval().requires_grad_(False)
 
-    def compute_loss(
-        self, batch: LearnerBatch, old_logprobs_BL: torch.Tensor | None = None
+    def _logprobs(self, model: nn.Module, batch: LearnerBatch) -> torch.Tensor:
+        return sequence_logprobs(
+            model, batch.tokens_BL, batch.attention_BL, self.settings.temperature
+        )
+
+    def _ref_logprobs(self, batch: LearnerBatch) -> torch.Tensor | None:
+        if self.ref_model is None:
+            return None
+        with torch.no_grad():
+            return self._logprobs(self.ref_model, batch)
+
+    def _loss(
+        self,
+        batch: LearnerBatch,
+        logp_BL: torch.Tensor,
+        old_BL: torch.Tensor,
+        ref_BL: torch.Tensor | None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """Loss of ``batch`` under the current weights and its metrics (no step).
-        ``old_logprobs_BL``: pi_old's logprobs; None takes the current forward's (ratio 1)."""
+        """Staleness strategy then policy loss, from logprobs already computed."""
         s = self.settings
-        self.model.train()
-        logp_BL = sequence_logprobs(self.model, batch.tokens_BL, batch.attention_BL, s.temperature)
-        old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
-        ref_BL = None
-        if self.ref_model is not None:
-            with torch.no_grad():
-                ref_BL = sequence_logprobs(
-                    self.ref_model, batch.tokens_BL, batch.attention_BL, s.temperature
-                )
         st = self.staleness_fn(
             StalenessInput(
                 logprobs_BL=logp_BL,
@@ -114,24 +123,56 @@ class Learner:
         metrics = {**out.metrics, **st.metrics, **mismatch_metrics(old_BL, batch, self.version)}
         return out.loss, metrics
 
+    def compute_loss(
+        self, batch: LearnerBatch, old_logprobs_BL: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Loss of ``batch`` under the current weights, one forward over all its rows, and
+        its metrics (no step). ``old_logprobs_BL``: pi_old's logprobs; None takes the
+        current forward's (ratio 1)."""
+        self.model.train()
+        logp_BL = self._logprobs(self.model, batch)
+        old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
+        return self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
+
     def train_step(self, batch: LearnerBatch) -> dict[str, float]:
         """``epochs`` optimiser updates on ``batch``; the policy version goes up by one.
-        Metrics are those of the last update (its ratio and clip fractions show how far
-        the reuse moved the policy)."""
-        old_BL = None
-        if self.settings.epochs > 1:
+
+        Each update accumulates gradients over length-bucketed row micro-batches
+        (``microbatch_tokens``): micro-batch m contributes its loss times
+        count(m) / count(batch) (``normaliser_count``), so the gradient is the one of a
+        single forward over the padded batch, without computing on its padding.
+        Metrics are those of the last update, computed on the whole batch (its ratio
+        and clip fractions show how far the reuse moved the policy)."""
+        s = self.settings
+        buckets = length_buckets(batch.lengths_B.tolist(), s.microbatch_tokens)
+        parts = [batch.select(rows) for rows in buckets]
+        total = normaliser_count(batch.mask_BL, s.normalisation, s.constant_len)
+        refs = [self._ref_logprobs(p) for p in parts]
+        olds: list[torch.Tensor | None] = [None] * len(parts)
+        if s.epochs > 1:
             with torch.no_grad():
-                old_BL = sequence_logprobs(
-                    self.model, batch.tokens_BL, batch.attention_BL, self.settings.temperature
-                )
-        metrics: dict[str, float] = {}
-        for _ in range(self.settings.epochs):
-            loss, metrics = self.compute_loss(batch, old_BL)
+                olds = [self._logprobs(self.model, p) for p in parts]
+        self.model.train()
+        logps: list[torch.Tensor] = []
+        for _ in range(s.epochs):
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.grad_clip)
+            logps = []
+            for part, old, ref in zip(parts, olds, refs, strict=True):
+                logp_BL = self._logprobs(self.model, part)
+                old_BL = logp_BL.detach() if old is None else old
+                loss, _ = self._loss(part, logp_BL, old_BL, ref)
+                share = normaliser_count(part.mask_BL, s.normalisation, s.constant_len)
+                (loss * (share / max(total, 1.0))).backward()  # type: ignore[no-untyped-call]
+                logps.append(logp_BL.detach())
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.grad_clip)
             self.optimizer.step()
-            metrics["loss/grad_norm"] = float(norm)
+        with torch.no_grad():  # the whole batch's metrics, from the last update's forwards
+            logp_BL = _unbucket(logps, buckets, batch.tokens_BL.shape)
+            old_BL = logp_BL if olds[0] is None else _unbucket(olds, buckets, logp_BL.shape)
+            ref_BL = None if refs[0] is None else _unbucket(refs, buckets, logp_BL.shape)
+            _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL)
+        metrics["loss/grad_norm"] = float(norm)
+        metrics["throughput/microbatches"] = float(len(parts))
         self.version += 1
         return metrics
 
@@ -145,6 +186,17 @@ class Learner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
+
+
+def _unbucket(
+    parts: Sequence[torch.Tensor | None], buckets: list[list[int]], shape: torch.Size
+) -> torch.Tensor:
+    """Per-token tensors of row micro-batches put back at their rows of the full batch."""
+    out_BL = torch.zeros(shape)
+    for part_BL, rows in zip(parts, buckets, strict=True):
+        assert part_BL is not None
+        out_BL[rows, : part_BL.shape[1]] = part_BL
+    return out_BL
 
 
 def mismatch_metrics(

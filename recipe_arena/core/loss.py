@@ -63,6 +63,22 @@ def normalise(
     raise ValueError(f"unknown normalisation {how!r}; allowed: {list(NORMALISATIONS)}")
 
 
+def normaliser_count(mask_BL: torch.Tensor, how: str, constant_len: int = 1) -> float:
+    """The denominator ``normalise`` divides by: trained tokens (``token``), sequences
+    with a trained token (``sample``), B * L_const (``constant``).
+
+    Every rule is a sum over rows divided by this count, so a batch split into row
+    micro-batches m has loss = sum_m normalise(m) * count(m) / count(batch): gradient
+    accumulation that leaves the gradient unchanged."""
+    if how == "token":
+        return float(mask_BL.sum())
+    if how == "sample":
+        return float((mask_BL.sum(-1) > 0).sum())
+    if how == "constant":
+        return float(mask_BL.shape[0] * constant_len)
+    raise ValueError(f"unknown normalisation {how!r}; allowed: {list(NORMALISATIONS)}")
+
+
 def k3_kl(logprobs_BL: torch.Tensor, ref_logprobs_BL: torch.Tensor) -> torch.Tensor:
     """k3 = exp(d) - d - 1 with d = logp_ref - logp_theta: unbiased, non-negative KL(theta||ref) estimate."""
     d_BL = ref_logprobs_BL - logprobs_BL

@@ -95,3 +95,51 @@ class LearnerBatch:
     @property
     def num_tokens(self) -> int:
         return int(self.mask_BL.sum().item())
+
+    @property
+    def lengths_B(self) -> torch.Tensor:
+        """Unpadded length of each row (prompt + completion)."""
+        if self.attention_BL is None:
+            return torch.full((self.tokens_BL.shape[0],), self.tokens_BL.shape[1])
+        return self.attention_BL.sum(-1)
+
+    def select(self, rows: list[int]) -> LearnerBatch:
+        """The batch of ``rows`` (in that order), its padding cut to their longest row."""
+        idx = torch.tensor(rows, dtype=torch.long)
+        length = int(self.lengths_B[idx].max()) if rows else 0
+
+        def cut(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[idx, :length]
+
+        return LearnerBatch(
+            tokens_BL=self.tokens_BL[idx, :length],
+            mask_BL=self.mask_BL[idx, :length],
+            advantages_BL=self.advantages_BL[idx, :length],
+            behavior_logprobs_BL=self.behavior_logprobs_BL[idx, :length],
+            versions_BL=self.versions_BL[idx, :length],
+            attention_BL=cut(self.attention_BL),
+            prompt_ids=[self.prompt_ids[i] for i in rows] if self.prompt_ids else [],
+            domains=[self.domains[i] for i in rows] if self.domains else [],
+            rewards_B=None if self.rewards_B is None else self.rewards_B[idx],
+        )
+
+
+def length_buckets(lengths: list[int], max_tokens: int | None) -> list[list[int]]:
+    """Rows grouped into micro-batches of similar length, each padded to at most
+    ``max_tokens`` tokens (rows x its longest row); a row longer than that goes alone.
+
+    Rows are sorted by length and cut greedily, so short rows are not padded to the
+    batch's longest. ``None`` keeps one micro-batch of all rows in their order."""
+    if max_tokens is None or not lengths:
+        return [list(range(len(lengths)))]
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    for i in order:  # ascending, so the row being added is the longest of its bucket
+        if current and (len(current) + 1) * lengths[i] > max_tokens:
+            buckets.append(current)
+            current = []
+        current.append(i)
+    if current:
+        buckets.append(current)
+    return buckets

@@ -73,6 +73,7 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
         staleness_params=StalenessParams(tis_cap=st.tis_cap),
         grad_clip=cfg.rl.grad_clip,
         epochs=cfg.rl.epochs,
+        microbatch_tokens=cfg.rl.microbatch_tokens,
     )
 
 
