@@ -24,6 +24,14 @@ def test_keep_rule_on_the_seed_example() -> None:
     assert not keep_prompt(1.0, 0.625)
 
 
+def test_min_pass_rate_removes_unsolved_prompts() -> None:
+    """min_pass_rate = 1/8 with k = 8: 0 of 8 solved is removed, 1 of 8 (12.5%) is kept
+    (the bound is inclusive); the default 0 keeps the unsolved prompt, as OLMo 3 does."""
+    assert not keep_prompt(0.0, 0.625, 1 / 8)
+    assert keep_prompt(1 / 8, 0.625, 1 / 8)
+    assert keep_prompt(0.0, 0.625)
+
+
 @pytest.fixture()
 def init(tmp_path: Path) -> Path:
     spec = TinyModelSpec(

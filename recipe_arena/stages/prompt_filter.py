@@ -4,7 +4,8 @@ already solves.
 For each prompt, ``prompt_filter.rollouts`` (k = 8) completions are sampled from the
 starting checkpoint at ``prompt_filter.temperature`` (1.0) and scored by the run's
 verifiers; a prompt whose pass rate (fraction of completions with score 1) is above
-``prompt_filter.max_pass_rate`` (0.625) is removed. Writes ``prompt_filter.jsonl`` (every
+``prompt_filter.max_pass_rate`` (0.625) is removed, and one below
+``prompt_filter.min_pass_rate`` (0 in OLMo 3: none) too. Writes ``prompt_filter.jsonl`` (every
 prompt's pass rate) and ``train_filtered.jsonl`` (the kept rows) into the run directory.
 """
 
@@ -29,7 +30,7 @@ CHUNK = 32
 def run_prompt_filter(
     cfg: RunConfig, run: RunDir, init: Path, rows: list[PromptRow]
 ) -> list[PromptRow]:
-    """Return the rows whose pass rate under ``init`` is <= max_pass_rate."""
+    """Return the rows whose pass rate under ``init`` is in [min_pass_rate, max_pass_rate]."""
     from recipe_arena.engines import build_engine
     from recipe_arena.models.factory import load_checkpoint
     from recipe_arena.rewards import build_scorer
@@ -55,7 +56,11 @@ def run_prompt_filter(
                 )
     finally:
         engine.close()
-    kept = [r for r, p in zip(todo, rates, strict=True) if keep_prompt(p, pf.max_pass_rate)]
+    kept = [
+        r
+        for r, p in zip(todo, rates, strict=True)
+        if keep_prompt(p, pf.max_pass_rate, pf.min_pass_rate)
+    ]
     _write(run, todo, rates, kept)
     run.log("prompt_filter", 0, filter_metrics(todo, rates, kept))
     return kept
@@ -110,9 +115,10 @@ def interleave_domains(rows: Sequence[PromptRow]) -> list[PromptRow]:
     return out
 
 
-def keep_prompt(pass_rate: float, max_pass_rate: float) -> bool:
-    """Kept iff pass_rate <= max_pass_rate (OLMo 3 removes prompts *above* 62.5%)."""
-    return pass_rate <= max_pass_rate
+def keep_prompt(pass_rate: float, max_pass_rate: float, min_pass_rate: float = 0.0) -> bool:
+    """Kept iff min_pass_rate <= pass_rate <= max_pass_rate (OLMo 3 removes prompts
+    *above* 62.5% and keeps every hard one)."""
+    return min_pass_rate <= pass_rate <= max_pass_rate
 
 
 def _pass_rates(
