@@ -157,19 +157,27 @@ def _ragged_batch() -> LearnerBatch:
     )
 
 
-@pytest.mark.parametrize("how", ["token", "sample", "constant"])
-def test_microbatches_give_the_gradient_of_one_forward(how: str) -> None:
+@pytest.mark.parametrize(
+    ("how", "kl_beta"), [("token", 0.0), ("sample", 0.0), ("constant", 0.0), ("token", 0.1)]
+)
+def test_microbatches_give_the_gradient_of_one_forward(how: str, kl_beta: float) -> None:
     """Rows of lengths 9, 4, 6, 3 trained in length buckets of at most 12 padded tokens
     ({3, 4}, {6}, {9}) and in one padded forward: every normalisation is a row sum over
     a count, so the accumulated gradient, hence the updated weights, and the metrics
-    (computed on the whole batch) agree to float rounding."""
+    (computed on the whole batch) agree to float rounding; with a k3 KL term the
+    reference model's logprobs are taken per micro-batch too."""
     spec = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64)
     batch = _ragged_batch()
     results = []
     for tokens in (None, 12):
         model, _ = build_micro(spec, seed=0)
         settings = LearnerSettings(
-            lr=1e-2, temperature=1.0, normalisation=how, constant_len=8, microbatch_tokens=tokens
+            lr=1e-2,
+            temperature=1.0,
+            normalisation=how,
+            constant_len=8,
+            kl_beta=kl_beta,
+            microbatch_tokens=tokens,
         )
         metrics = Learner(model, settings).train_step(batch)
         results.append((model, metrics))

@@ -15,7 +15,6 @@ version still goes up by one per batch: the version counts the weights actors se
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +89,8 @@ class Learner:
         old_BL: torch.Tensor,
         ref_BL: torch.Tensor | None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """Staleness strategy then policy loss, from logprobs already computed."""
+        """Staleness strategy then policy loss, from logprobs already computed (the
+        engine-vs-trainer metrics are the caller's: once per batch, not per micro-batch)."""
         s = self.settings
         st = self.staleness_fn(
             StalenessInput(
@@ -120,8 +120,7 @@ class Learner:
                 constant_len=s.constant_len,
             )
         )
-        metrics = {**out.metrics, **st.metrics, **mismatch_metrics(old_BL, batch, self.version)}
-        return out.loss, metrics
+        return out.loss, {**out.metrics, **st.metrics}
 
     def compute_loss(
         self, batch: LearnerBatch, old_logprobs_BL: torch.Tensor | None = None
@@ -132,7 +131,8 @@ class Learner:
         self.model.train()
         logp_BL = self._logprobs(self.model, batch)
         old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
-        return self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
+        loss, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
+        return loss, {**metrics, **mismatch_metrics(old_BL, batch, self.version)}
 
     def train_step(self, batch: LearnerBatch) -> dict[str, float]:
         """``epochs`` optimiser updates on ``batch``; the policy version goes up by one.
@@ -147,20 +147,21 @@ class Learner:
         buckets = length_buckets(batch.lengths_B.tolist(), s.microbatch_tokens)
         parts = [batch.select(rows) for rows in buckets]
         total = normaliser_count(batch.mask_BL, s.normalisation, s.constant_len)
-        refs = [self._ref_logprobs(p) for p in parts]
-        olds: list[torch.Tensor | None] = [None] * len(parts)
-        if s.epochs > 1:
-            with torch.no_grad():
+        refs = olds = None
+        with torch.no_grad():
+            if self.ref_model is not None:
+                refs = [self._logprobs(self.ref_model, p) for p in parts]
+            if s.epochs > 1:
                 olds = [self._logprobs(self.model, p) for p in parts]
         self.model.train()
         logps: list[torch.Tensor] = []
         for _ in range(s.epochs):
             self.optimizer.zero_grad(set_to_none=True)
             logps = []
-            for part, old, ref in zip(parts, olds, refs, strict=True):
+            for i, part in enumerate(parts):
                 logp_BL = self._logprobs(self.model, part)
-                old_BL = logp_BL.detach() if old is None else old
-                loss, _ = self._loss(part, logp_BL, old_BL, ref)
+                old_BL = logp_BL.detach() if olds is None else olds[i]
+                loss, _ = self._loss(part, logp_BL, old_BL, None if refs is None else refs[i])
                 share = normaliser_count(part.mask_BL, s.normalisation, s.constant_len)
                 (loss * (share / max(total, 1.0))).backward()  # type: ignore[no-untyped-call]
                 logps.append(logp_BL.detach())
@@ -168,9 +169,10 @@ class Learner:
             self.optimizer.step()
         with torch.no_grad():  # the whole batch's metrics, from the last update's forwards
             logp_BL = _unbucket(logps, buckets, batch.tokens_BL.shape)
-            old_BL = logp_BL if olds[0] is None else _unbucket(olds, buckets, logp_BL.shape)
-            ref_BL = None if refs[0] is None else _unbucket(refs, buckets, logp_BL.shape)
+            old_BL = logp_BL if olds is None else _unbucket(olds, buckets, logp_BL.shape)
+            ref_BL = None if refs is None else _unbucket(refs, buckets, logp_BL.shape)
             _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL)
+        metrics.update(mismatch_metrics(old_BL, batch, self.version))
         metrics["loss/grad_norm"] = float(norm)
         metrics["throughput/microbatches"] = float(len(parts))
         self.version += 1
@@ -189,12 +191,11 @@ class Learner:
 
 
 def _unbucket(
-    parts: Sequence[torch.Tensor | None], buckets: list[list[int]], shape: torch.Size
+    parts: list[torch.Tensor], buckets: list[list[int]], shape: torch.Size
 ) -> torch.Tensor:
     """Per-token tensors of row micro-batches put back at their rows of the full batch."""
     out_BL = torch.zeros(shape)
     for part_BL, rows in zip(parts, buckets, strict=True):
-        assert part_BL is not None
         out_BL[rows, : part_BL.shape[1]] = part_BL
     return out_BL
 

@@ -106,18 +106,14 @@ class LearnerBatch:
     def select(self, rows: list[int]) -> LearnerBatch:
         """The batch of ``rows`` (in that order), its padding cut to their longest row."""
         idx = torch.tensor(rows, dtype=torch.long)
-        length = int(self.lengths_B[idx].max()) if rows else 0
-
-        def cut(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t[idx, :length]
-
+        length = int(self.lengths_B[idx].max())
         return LearnerBatch(
             tokens_BL=self.tokens_BL[idx, :length],
             mask_BL=self.mask_BL[idx, :length],
             advantages_BL=self.advantages_BL[idx, :length],
             behavior_logprobs_BL=self.behavior_logprobs_BL[idx, :length],
             versions_BL=self.versions_BL[idx, :length],
-            attention_BL=cut(self.attention_BL),
+            attention_BL=None if self.attention_BL is None else self.attention_BL[idx, :length],
             prompt_ids=[self.prompt_ids[i] for i in rows] if self.prompt_ids else [],
             domains=[self.domains[i] for i in rows] if self.domains else [],
             rewards_B=None if self.rewards_B is None else self.rewards_B[idx],
