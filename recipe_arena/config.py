@@ -145,6 +145,10 @@ class RLConfig(Strict):
     """AdamW learning rate, constant. 1e-4 on the micro model: at 2e-4 its held-out math
     fell by half within 10 steps, at 1e-3 (its SFT peak) every reward collapsed, 3e-5
     was stable but slow; OLMo 3 7B used ~1e-6."""
+    warmup_steps: int = Field(0, ge=0)
+    """Linear learning-rate warm-up over this many optimiser steps."""
+    lr_schedule: Literal["constant", "linear"] = "constant"
+    """After warm-up: constant, or linear decay towards 0 at the last step."""
     max_staleness: int = Field(1, ge=0)
     """A group is trainable iff learner_version - min(token_versions) <= max_staleness."""
     pipeline_depth: int = Field(2, ge=1)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from recipe_arena.core.learner import Learner, LearnerSettings, mismatch_metrics
+from recipe_arena.core.learner import Learner, LearnerSettings, lr_at, mismatch_metrics
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 
@@ -188,3 +188,30 @@ def test_microbatches_give_the_gradient_of_one_forward(how: str, kl_beta: float)
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
     for key in ("loss/total", "loss/grad_norm", "staleness/logprob_diff_mean"):
         assert m_split[key] == pytest.approx(m_one[key], rel=1e-5, abs=1e-7)
+
+
+def test_lr_schedule_by_hand() -> None:
+    """lr 1e-3, warm-up W = 4, linear decay to D = 10: updates 1..4 ramp k/4
+    (0.25, 0.5, 0.75, 1.0) x 1e-3; updates 5..10 use (10 - k + 1) / (10 - 4), so
+    update 5 is 6/6 = 1.0 and update 10 is 1/6; constant without decay stays 1e-3
+    after warm-up."""
+    s = LearnerSettings(lr=1e-3, temperature=1.0, warmup_steps=4, decay_steps=10)
+    got = [lr_at(s, k) for k in range(1, 11)]
+    want = [0.25, 0.5, 0.75, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6]
+    assert got == pytest.approx([w * 1e-3 for w in want])
+    constant = LearnerSettings(lr=1e-3, temperature=1.0, warmup_steps=4)
+    assert [lr_at(constant, k) for k in (2, 4, 50)] == pytest.approx([5e-4, 1e-3, 1e-3])
+    assert lr_at(LearnerSettings(lr=1e-3, temperature=1.0), 1) == 1e-3
+
+
+def test_train_step_sets_the_scheduled_lr_from_the_version() -> None:
+    """A learner resumed at version 1 (one update done) with W = 4 takes update 2 at
+    lr / 2, and its optimiser's param groups carry that rate (resume needs no extra
+    state: the rate is a function of the version)."""
+    model, _ = build_micro(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
+    )
+    learner = Learner(model, LearnerSettings(lr=1e-2, temperature=1.0, warmup_steps=4), version=1)
+    metrics = learner.train_step(_positive_batch())
+    assert metrics["loss/lr"] == pytest.approx(5e-3)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(5e-3)

@@ -46,6 +46,23 @@ class LearnerSettings:
     microbatch_tokens: int | None = None
     """Padded tokens per learner forward (rows of similar length together); None: one
     forward over the whole padded batch. The gradient is the same either way."""
+    warmup_steps: int = 0
+    """Linear warm-up: update k (1-based) uses lr * min(1, k / warmup_steps)."""
+    decay_steps: int | None = None
+    """Linear decay after warm-up: update k uses lr * (D - k + 1) / (D - W) for
+    W < k <= D (W = warmup_steps, D = decay_steps), reaching lr / (D - W) at k = D;
+    None keeps the rate constant."""
+
+
+def lr_at(s: LearnerSettings, update: int) -> float:
+    """Learning rate of optimiser update ``update`` (1-based; ``LearnerSettings``)."""
+    factor = 1.0
+    if s.warmup_steps > 0:
+        factor = min(1.0, update / s.warmup_steps)
+    if s.decay_steps is not None and update > s.warmup_steps:
+        span = max(s.decay_steps - s.warmup_steps, 1)
+        factor = max(s.decay_steps - update + 1, 1) / span
+    return s.lr * factor
 
 
 class Learner:
@@ -154,6 +171,9 @@ class Learner:
             if s.epochs > 1:
                 olds = [self._logprobs(self.model, p) for p in parts]
         self.model.train()
+        lr = lr_at(s, self.version + 1)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         logps: list[torch.Tensor] = []
         for _ in range(s.epochs):
             self.optimizer.zero_grad(set_to_none=True)
@@ -174,6 +194,7 @@ class Learner:
             _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL)
         metrics.update(mismatch_metrics(old_BL, batch, self.version))
         metrics["loss/grad_norm"] = float(norm)
+        metrics["loss/lr"] = lr
         metrics["throughput/microbatches"] = float(len(parts))
         self.version += 1
         return metrics

@@ -74,6 +74,8 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
         grad_clip=cfg.rl.grad_clip,
         epochs=cfg.rl.epochs,
         microbatch_tokens=cfg.rl.microbatch_tokens,
+        warmup_steps=cfg.rl.warmup_steps,
+        decay_steps=cfg.rl.steps if cfg.rl.lr_schedule == "linear" else None,
     )
 
 
