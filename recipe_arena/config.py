@@ -142,8 +142,9 @@ class RLConfig(Strict):
     max_new_tokens: int = Field(96, ge=1)
     """Response cap (32K in OLMo 3)."""
     lr: float = Field(1e-4, gt=0, le=1)
-    """AdamW learning rate, constant. 1e-4 on the micro model: at 2e-4 its held-out math
-    fell by half within 10 steps, at 1e-3 (its SFT peak) every reward collapsed, 3e-5
+    """Peak AdamW learning rate (constant by default, ``lr_schedule``). 1e-4 on the micro
+    model: at 2e-4 its held-out math fell by half within 10 steps (and still fell with 20
+    warm-up steps and linear decay), at 1e-3 (its SFT peak) every reward collapsed, 3e-5
     was stable but slow; OLMo 3 7B used ~1e-6."""
     warmup_steps: int = Field(0, ge=0)
     """Linear learning-rate warm-up over this many optimiser steps."""
