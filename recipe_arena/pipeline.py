@@ -118,7 +118,9 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.eval.final import evaluate_checkpoint
 
-    result = evaluate_checkpoint(cfg, Path(_require_checkpoint(state, "eval")), world.heldout)
+    result = evaluate_checkpoint(
+        cfg, Path(_require_checkpoint(state, "eval")), world.heldout
+    ).metrics
     run.write_json("eval.json", result)
     run.log("eval", 0, result)
 

@@ -162,5 +162,5 @@ def test_default_base_model_solves_some_heldout_math(tmp_path: Path) -> None:
     cfg = RunConfig.model_validate({"world": {"cache_dir": str(tmp_path / "cache")}})
     path = train_base(cfg, None)
     rows = generate_split("math", "heldout", 100, cfg.world.data_seed)
-    acc = evaluate_checkpoint(cfg, path, rows)["eval/math/pass@1"]
+    acc = evaluate_checkpoint(cfg, path, rows).metrics["eval/math/pass@1"]
     assert 0.10 <= acc <= 0.40, acc

@@ -14,7 +14,7 @@ import pytest
 from recipe_arena.config import EvalConfig, RewardsConfig, RunConfig
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.engines import build_engine
-from recipe_arena.eval.evaluate import evaluate, generate_responses
+from recipe_arena.eval.evaluate import churn, evaluate, generate_responses
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards import build_scorer
@@ -103,6 +103,23 @@ def test_pass_at_1_per_domain_and_mean(engine_and_tok) -> None:  # type: ignore[
     assert "eval/chat/pass@1" not in out
 
 
+def test_churn_by_hand() -> None:
+    """Math rows before (1, 0, 1, 0) and after (1, 1, 0, 1): rows 2 and 4 rose by 1, row
+    3 fell by 1, so fixed = 2/4 and broken = 1/4, and fixed - broken = 0.25 is the change
+    of pass@1 (0.5 -> 0.75). Code with partial credit, (0.5, 1.0) -> (1.0, 0.5): fixed
+    0.5/2 and broken 0.5/2, pass@1 unchanged at 0.75. Misaligned inputs fail."""
+    domains = ["math"] * 4 + ["code"] * 2
+    out = churn(domains, [1, 0, 1, 0, 0.5, 1.0], [1, 1, 0, 1, 1.0, 0.5])
+    assert out == {
+        "eval/code/fixed": 0.25,
+        "eval/code/broken": 0.25,
+        "eval/math/fixed": 0.5,
+        "eval/math/broken": 0.25,
+    }
+    with pytest.raises(ValueError, match="churn"):
+        churn(["math"], [1.0], [1.0, 0.0])
+
+
 def test_empty_rows_fail_clearly(engine_and_tok) -> None:  # type: ignore[no-untyped-def]
     engine, tok = engine_and_tok
     with pytest.raises(ValueError, match="no rows"):
@@ -136,11 +153,14 @@ def test_checkpoint_eval_takes_per_domain_counts_and_is_cached(memorised) -> Non
     )
     assert [r.id for r in eval_rows(cfg, rows)] == ["r0", "r1", "r2"]
     first = evaluate_checkpoint(cfg, path, rows)
-    assert first["eval/math/pass@1"] == 0.5
-    assert first["eval/code/pass@1"] == 1.0
-    assert first["eval/mean/pass@1"] == pytest.approx(0.75)
+    assert first.metrics["eval/math/pass@1"] == 0.5
+    assert first.metrics["eval/code/pass@1"] == 1.0
+    assert first.metrics["eval/mean/pass@1"] == pytest.approx(0.75)
+    assert first.scores == [1.0, 0.0, 1.0]
     (cached,) = list(path.glob("eval-*.json"))
-    cached.write_text(json.dumps({**first, "eval/math/pass@1": 0.25}))
-    assert evaluate_checkpoint(cfg, path, rows)["eval/math/pass@1"] == 0.25
-    assert evaluate_checkpoint(cfg, path, rows[:2])["eval/math/pass@1"] == 0.5
+    edited = {"metrics": {**first.metrics, "eval/math/pass@1": 0.25}, "scores": [0.0, 0.0, 1.0]}
+    cached.write_text(json.dumps(edited))
+    again = evaluate_checkpoint(cfg, path, rows)
+    assert again.metrics["eval/math/pass@1"] == 0.25 and again.scores == [0.0, 0.0, 1.0]
+    assert evaluate_checkpoint(cfg, path, rows[:2]).metrics["eval/math/pass@1"] == 0.5
     assert len(list(path.glob("eval-*.json"))) == 2

@@ -57,6 +57,12 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     assert len(rl_steps) >= 1
     evals = json.loads((run / "eval.json").read_text())
     assert 0.0 <= evals["eval/mean/pass@1"] <= 1.0
+    # The RL stage's last evaluation splits its change from the RL start into the rows it
+    # fixed and the rows it broke: change = fixed - broken, per domain.
+    start_eval, last_eval = (r for r in records if r["stage"] == "rlvr" and "eval/math/pass@1" in r)
+    for d in ("math", "code", "ifeval", "chat"):
+        change = last_eval[f"eval/{d}/pass@1"] - start_eval[f"eval/{d}/pass@1"]
+        assert last_eval[f"eval/{d}/fixed"] - last_eval[f"eval/{d}/broken"] == pytest.approx(change)
     # RL moved the weights away from its starting (SFT) checkpoint.
     start = load_file(str(Path(stages["inputs"]["rlvr"]) / "model.safetensors"))
     final = load_file(str(Path(stages["checkpoint"]) / "model.safetensors"))

@@ -54,7 +54,9 @@ def test_report_has_tables_and_plots(tmp_path: Path) -> None:
 def test_report_rl_curves_table_and_figure(tmp_path: Path) -> None:
     """RL steps 0..4 with held-out math 0.2 at step 0 and 0.35 at step 4 (code 0.5 then
     0.25): the RL table lists both steps and the change row reads +0.150 for math and
-    -0.250 for code; the curves figure is drawn and linked from report.md."""
+    -0.250 for code; step 4's churn (math fixed 0.2, broken 0.05: 0.2 - 0.05 = 0.15)
+    gets its own rows, blank for code, which has none; the curves figure is drawn and
+    linked from report.md."""
     metrics = [
         {"stage": "rlvr", "step": 0, "eval/math/pass@1": 0.2, "eval/code/pass@1": 0.5},
         *(
@@ -67,6 +69,8 @@ def test_report_rl_curves_table_and_figure(tmp_path: Path) -> None:
             "reward/mean": 0.4,
             "eval/math/pass@1": 0.35,
             "eval/code/pass@1": 0.25,
+            "eval/math/fixed": 0.2,
+            "eval/math/broken": 0.05,
         },
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
@@ -74,5 +78,7 @@ def test_report_rl_curves_table_and_figure(tmp_path: Path) -> None:
     assert "| step | code | math |" in md
     assert "| 0 | 0.500 | 0.200 |" in md and "| 4 | 0.250 | 0.350 |" in md
     assert "| change 0 -> 4 | -0.250 | +0.150 |" in md
+    assert "| fixed by step 4 |  | +0.200 |" in md
+    assert "| broken by step 4 |  | -0.050 |" in md
     assert "![RL curves](plot_rl_curves.png)" in md
     assert (tmp_path / "plot_rl_curves.png").stat().st_size > 1000

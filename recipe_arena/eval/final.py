@@ -16,8 +16,9 @@ from typing import Any
 
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.eval.evaluate import Evaluation
 
-EVAL_CACHE_VERSION = "eval-v1"
+EVAL_CACHE_VERSION = "eval-v2"
 """Part of the cache key: bump it when a change alters what an evaluation returns."""
 
 
@@ -34,28 +35,29 @@ def eval_rows(cfg: RunConfig, rows: Sequence[PromptRow]) -> list[PromptRow]:
 
 def evaluate_model(
     cfg: RunConfig, model: Any, tok: Any, rows: Sequence[PromptRow], scorer: Any = None
-) -> dict[str, float]:
+) -> Evaluation:
     """pass@1 per domain (``eval/<domain>/pass@1``) and their mean of ``model`` on the
-    ``eval_rows`` of ``rows``, through a fresh engine (a private copy of the weights);
-    ``scorer`` is reused when given, else one is built and closed."""
+    ``eval_rows`` of ``rows``, with each of those rows' scores, through a fresh engine (a
+    private copy of the weights); ``scorer`` is reused when given, else one is built and
+    closed."""
     from recipe_arena.engines import build_engine
-    from recipe_arena.eval.evaluate import evaluate
+    from recipe_arena.eval.evaluate import evaluate_rows
     from recipe_arena.rewards import build_scorer
 
     chosen = eval_rows(cfg, rows)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     try:
         if scorer is not None:
-            return evaluate(engine, tok, chosen, scorer, cfg.eval)
+            return evaluate_rows(engine, tok, chosen, scorer, cfg.eval)
         with build_scorer(cfg.rewards, shared=True) as own:
-            return evaluate(engine, tok, chosen, own, cfg.eval)
+            return evaluate_rows(engine, tok, chosen, own, cfg.eval)
     finally:
         engine.close()
 
 
 def evaluate_checkpoint(
     cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow], scorer: Any = None
-) -> dict[str, float]:
+) -> Evaluation:
     """``evaluate_model`` of the checkpoint directory, cached in it (module docstring).
     A checkpoint directory that cannot be written to is evaluated without caching."""
     from recipe_arena.models.factory import load_checkpoint
@@ -72,11 +74,11 @@ def evaluate_checkpoint(
     )
     path = Path(checkpoint) / f"eval-{key}.json"
     if path.exists():
-        cached: dict[str, float] = json.loads(path.read_text())
-        return cached
+        cached = json.loads(path.read_text())
+        return Evaluation(cached["metrics"], cached["scores"])
     model, tok = load_checkpoint(checkpoint)
     model.eval()
     result = evaluate_model(cfg, model, tok, rows, scorer)
     with contextlib.suppress(OSError):  # a read-only checkpoint (a shared world.checkpoint)
-        write_json_atomic(path, result)
+        write_json_atomic(path, {"metrics": result.metrics, "scores": result.scores})
     return result

@@ -92,7 +92,8 @@ def write_report(run_path: str | Path) -> Path:
 
 def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> list[str]:
     """The RL stage at a glance: held-out pass@1 per domain at each evaluated step with
-    its change from the RL start, and one figure of the training reward per domain
+    its change from the RL start, split into the rows it fixed and the rows it broke
+    (``eval.evaluate.churn``), and one figure of the training reward per domain
     (left) and the held-out pass@1 per domain (right) against the step."""
     evals = sorted(m for m in metrics if m.startswith("eval/") and m.endswith("/pass@1"))
     rewards = sorted(
@@ -121,6 +122,13 @@ def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> l
             + " | ".join(f"{last.get(d, 0.0) - first.get(d, 0.0):+.3f}" for d in domains)
             + " |"
         )
+        for kind, sign in (("fixed", "+"), ("broken", "-")):  # the change = fixed - broken
+            if any(f"eval/{d}/{kind}" in metrics for d in domains):
+                md.append(
+                    f"| {kind} by step {steps[-1]} | "
+                    + " | ".join(_last(metrics, f"eval/{d}/{kind}", sign) for d in domains)
+                    + " |"
+                )
         md.append("")
     if rewards or evals:
         import matplotlib
@@ -153,6 +161,11 @@ def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> l
         plt.close(fig)
         md += ["![RL curves](plot_rl_curves.png)", ""]
     return md
+
+
+def _last(metrics: dict[str, list[tuple[int, float]]], name: str, sign: str) -> str:
+    series = metrics.get(name)
+    return f"{sign}{series[-1][1]:.3f}" if series else ""
 
 
 def _to_html(title: str, md_lines: list[str]) -> str:

@@ -156,4 +156,4 @@ def heldout_eval(cfg: RunConfig, checkpoint: Path) -> dict[str, float]:
 
     n, seed = cfg.world.heldout_per_domain, cfg.world.data_seed
     heldout = [r for d in DOMAINS for r in generate_split(d, "heldout", n, seed)]
-    return evaluate_checkpoint(cfg, checkpoint, heldout)
+    return evaluate_checkpoint(cfg, checkpoint, heldout).metrics

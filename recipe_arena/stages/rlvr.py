@@ -35,7 +35,8 @@ from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import InFlight, LoopSettings, StepRecord, train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.eval.final import evaluate_checkpoint, evaluate_model
+from recipe_arena.eval.evaluate import Evaluation, churn
+from recipe_arena.eval.final import eval_rows, evaluate_checkpoint, evaluate_model
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
 from recipe_arena.staleness import StalenessParams
@@ -133,8 +134,17 @@ def run_rlvr(
     scorer = build_scorer(cfg.rewards, shared=True)
     t0 = time.perf_counter()
     try:
-        if start_step == 0 and held:  # cached when the previous stage evaluated ``init``
-            run.log("rlvr", 0, evaluate_checkpoint(cfg, Path(init), held, scorer))
+        # cached when the previous stage evaluated ``init`` (and on resume: this stage did)
+        start = evaluate_checkpoint(cfg, Path(init), held, scorer) if held else None
+        if start is not None and start_step == 0:
+            run.log("rlvr", 0, start.metrics)
+        held_domains = [r.domain for r in eval_rows(cfg, held)]
+
+        def held_out(result: Evaluation) -> dict[str, float]:
+            """The evaluation's metrics and, per domain, its churn against the RL start."""
+            if start is None:
+                return result.metrics
+            return {**result.metrics, **churn(held_domains, start.scores, result.scores)}
 
         def on_step(rec: StepRecord, flight: InFlight) -> None:
             ledger.append(
@@ -150,9 +160,9 @@ def run_rlvr(
             if last:  # the eval stage then finds this checkpoint's evaluation cached
                 save_checkpoint(learner.model, tok, final)
             if held and last:
-                metrics.update(evaluate_checkpoint(cfg, final, held, scorer))
+                metrics.update(held_out(evaluate_checkpoint(cfg, final, held, scorer)))
             elif held and rec.step % cfg.rl.eval_every == 0:
-                metrics.update(evaluate_model(cfg, learner.model, tok, held, scorer))
+                metrics.update(held_out(evaluate_model(cfg, learner.model, tok, held, scorer)))
             run.log("rlvr", rec.step, metrics)
             run.log_rollouts(_sample_rollouts(rec))
             if rec.step % cfg.rl.checkpoint_every == 0 or last:
