@@ -144,12 +144,13 @@ class RLConfig(Strict):
     lr: float = Field(1e-4, gt=0, le=1)
     """Peak AdamW learning rate (constant by default, ``lr_schedule``). 1e-4 on the micro
     model: at 2e-4 its held-out math fell by half within 10 steps (and still fell with 20
-    warm-up steps and linear decay), at 1e-3 (its SFT peak) every reward collapsed, 3e-5
+    warm-up steps and a decaying rate), at 1e-3 (its SFT peak) every reward collapsed, 3e-5
     was stable but slow; OLMo 3 7B used ~1e-6."""
     warmup_steps: int = Field(0, ge=0)
     """Linear learning-rate warm-up over this many optimiser steps."""
-    lr_schedule: Literal["constant", "linear"] = "constant"
-    """After warm-up: constant, or linear decay towards 0 at the last step."""
+    lr_schedule: Literal["constant", "cosine"] = "constant"
+    """After warm-up: constant, or cosine decay to 10% at the last step (the schedule of
+    the base and SFT stages)."""
     max_staleness: int = Field(1, ge=0)
     """A group is trainable iff learner_version - min(token_versions) <= max_staleness."""
     pipeline_depth: int = Field(2, ge=1)

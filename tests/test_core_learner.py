@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from recipe_arena.core.learner import Learner, LearnerSettings, lr_at, mismatch_metrics
+from recipe_arena.core.learner import Learner, LearnerSettings, mismatch_metrics
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 
@@ -190,18 +190,24 @@ def test_microbatches_give_the_gradient_of_one_forward(how: str, kl_beta: float)
         assert m_split[key] == pytest.approx(m_one[key], rel=1e-5, abs=1e-7)
 
 
-def test_lr_schedule_by_hand() -> None:
-    """lr 1e-3, warm-up W = 4, linear decay to D = 10: updates 1..4 ramp k/4
-    (0.25, 0.5, 0.75, 1.0) x 1e-3; updates 5..10 use (10 - k + 1) / (10 - 4), so
-    update 5 is 6/6 = 1.0 and update 10 is 1/6; constant without decay stays 1e-3
-    after warm-up."""
-    s = LearnerSettings(lr=1e-3, temperature=1.0, warmup_steps=4, decay_steps=10)
-    got = [lr_at(s, k) for k in range(1, 11)]
-    want = [0.25, 0.5, 0.75, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6]
-    assert got == pytest.approx([w * 1e-3 for w in want])
-    constant = LearnerSettings(lr=1e-3, temperature=1.0, warmup_steps=4)
-    assert [lr_at(constant, k) for k in (2, 4, 50)] == pytest.approx([5e-4, 1e-3, 1e-3])
-    assert lr_at(LearnerSettings(lr=1e-3, temperature=1.0), 1) == 1e-3
+def test_learner_lr_schedule_by_hand() -> None:
+    """lr 1e-3, warm-up 4: the update from version v uses (v + 1) / 4 x lr while v < 4,
+    so versions 0 and 1 give 2.5e-4 and 5e-4; after it the default floor of 1.0 keeps
+    1e-3 (versions 4 and 50 of 10 steps). Cosine to a floor of 0.1 over 10 steps: version
+    7 is halfway through the 6 decay steps, 0.1 + 0.9 x 0.5 x (1 + cos(pi/2)) = 0.55,
+    and version 10 reaches the floor, 1e-4."""
+    model, _ = build_micro(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
+    )
+
+    def lr_of(version: int, floor: float) -> float:
+        settings = LearnerSettings(
+            lr=1e-3, temperature=1.0, warmup_steps=4, total_steps=10, lr_floor=floor
+        )
+        return Learner(model, settings, version=version).train_step(_positive_batch())["loss/lr"]
+
+    assert [lr_of(v, 1.0) for v in (0, 1, 4, 50)] == pytest.approx([2.5e-4, 5e-4, 1e-3, 1e-3])
+    assert [lr_of(v, 0.1) for v in (7, 10)] == pytest.approx([5.5e-4, 1e-4])
 
 
 def test_train_step_sets_the_scheduled_lr_from_the_version() -> None:

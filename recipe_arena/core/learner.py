@@ -23,6 +23,7 @@ from torch import nn
 
 from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.core.loss import PolicyLossInput, normaliser_count, policy_loss
+from recipe_arena.core.schedule import lr_at
 from recipe_arena.core.types import LearnerBatch, length_buckets
 from recipe_arena.staleness import StalenessInput, StalenessParams, get_staleness
 
@@ -47,22 +48,11 @@ class LearnerSettings:
     """Padded tokens per learner forward (rows of similar length together); None: one
     forward over the whole padded batch. The gradient is the same either way."""
     warmup_steps: int = 0
-    """Linear warm-up: update k (1-based) uses lr * min(1, k / warmup_steps)."""
-    decay_steps: int | None = None
-    """Linear decay after warm-up: update k uses lr * (D - k + 1) / (D - W) for
-    W < k <= D (W = warmup_steps, D = decay_steps), reaching lr / (D - W) at k = D;
-    None keeps the rate constant."""
-
-
-def lr_at(s: LearnerSettings, update: int) -> float:
-    """Learning rate of optimiser update ``update`` (1-based; ``LearnerSettings``)."""
-    factor = 1.0
-    if s.warmup_steps > 0:
-        factor = min(1.0, update / s.warmup_steps)
-    if s.decay_steps is not None and update > s.warmup_steps:
-        span = max(s.decay_steps - s.warmup_steps, 1)
-        factor = max(s.decay_steps - update + 1, 1) / span
-    return s.lr * factor
+    total_steps: int = 1
+    lr_floor: float = 1.0
+    """Schedule (``core.schedule.lr_at``): update k (0-based: the version it starts from)
+    warms up over ``warmup_steps``, then decays by a cosine to ``lr_floor * lr`` at
+    ``total_steps``; a floor of 1.0 keeps ``lr`` constant after warm-up."""
 
 
 class Learner:
@@ -171,7 +161,7 @@ class Learner:
             if s.epochs > 1:
                 olds = [self._logprobs(self.model, p) for p in parts]
         self.model.train()
-        lr = lr_at(s, self.version + 1)
+        lr = lr_at(self.version, s.total_steps, s.warmup_steps, s.lr, s.lr_floor)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         logps: list[torch.Tensor] = []

@@ -1,8 +1,8 @@
 """Shared pieces of the supervised stages (base training, SFT): the optimiser and its
 schedule, the step loop with a progress bar, rendering conversations, and the cache.
 
-The schedule is linear warm-up then cosine decay to 10% of the peak, the usual shape for
-short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and gradient clipping at
+The schedule (``core.schedule``) is linear warm-up then cosine decay to 10% of the peak,
+the usual shape for short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and gradient clipping at
 1.0 as in most open pretraining recipes (OLMo, nanoGPT).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -24,6 +23,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from recipe_arena.config import RunConfig
+from recipe_arena.core.schedule import lr_at
 from recipe_arena.rundir import RunDir
 
 CODE_VERSION = "stages-v3"
@@ -31,15 +31,6 @@ CODE_VERSION = "stages-v3"
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 """(input_ids_BT, labels_BT); labels are -100 where no loss is taken."""
-
-
-def lr_at(step: int, total: int, warmup: int, peak: float, floor: float = 0.1) -> float:
-    """Learning rate at ``step`` (0-based): linear warm-up over ``warmup`` steps, then
-    cosine from ``peak`` down to ``floor * peak`` at ``total``."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
 def train_steps(

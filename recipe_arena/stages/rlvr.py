@@ -76,7 +76,8 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
         epochs=cfg.rl.epochs,
         microbatch_tokens=cfg.rl.microbatch_tokens,
         warmup_steps=cfg.rl.warmup_steps,
-        decay_steps=cfg.rl.steps if cfg.rl.lr_schedule == "linear" else None,
+        total_steps=cfg.rl.steps,
+        lr_floor=1.0 if cfg.rl.lr_schedule == "constant" else 0.1,
     )
 
 
