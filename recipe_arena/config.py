@@ -49,7 +49,11 @@ class BaseTrainConfig(Strict):
     roughly 10-40% (greedy), so SFT and RL still have room to improve it."""
 
     steps: int = Field(400, ge=0)
-    """Optimiser steps of next-token prediction on packed windows."""
+    """Optimiser steps of next-token prediction on packed windows. Accuracy rises
+    steeply past this: 1,100 steps reached 0.74 held-out math (SFT 0.65) and 1,600
+    steps 0.87 (0.83 after 400 SFT steps), out of the band, and RL from those SFT
+    checkpoints gained nothing on held-out math (-2 after 50 steps, +1 after 150)
+    while its training reward doubled."""
     batch_size: int = Field(32, ge=1)
     """Windows per step (400 x 32 x 160 = 2.0M tokens, about 0.6 of the full corpus)."""
     lr: float = Field(3e-3, gt=0, le=1)
@@ -144,8 +148,9 @@ class RLConfig(Strict):
     lr: float = Field(1e-4, gt=0, le=1)
     """Peak AdamW learning rate (constant by default, ``lr_schedule``). 1e-4 on the micro
     model: at 2e-4 its held-out math fell by half within 10 steps (and still fell with 20
-    warm-up steps and a decaying rate), at 1e-3 (its SFT peak) every reward collapsed, 3e-5
-    was stable but slow; OLMo 3 7B used ~1e-6."""
+    warm-up steps and a decaying rate), at 1e-3 (its SFT peak) every reward collapsed, 5e-5
+    gained 5 points in 150 steps instead of 4-8, 3e-5 was stable but slow; OLMo 3 7B used
+    ~1e-6."""
     warmup_steps: int = Field(0, ge=0)
     """Linear learning-rate warm-up over this many optimiser steps."""
     lr_schedule: Literal["constant", "cosine"] = "constant"
