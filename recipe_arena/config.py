@@ -136,10 +136,10 @@ class RLConfig(Strict):
 
     steps: int = Field(450, ge=0)
     """Optimiser steps (about 1,400 for OLMo 3 7B). Held-out math on the micro model
-    moves after 40-60 steps and keeps creeping up with dips: from 0.186, one seed-0 run
-    read 0.228 / 0.234 / 0.276 at 50 / 150 / 300 steps and a seed-1 run 0.226 / 0.250 /
-    0.218 / 0.258 / 0.286 / 0.286 at 50 / 150 / 200 / 300 / 400 / 450, while eight
-    150-step runs gained 4.4 to 8.4 points. 450 steps take about 17 minutes on 2 cores."""
+    moves after 40-60 steps and keeps creeping up with dips of up to 4 points: from
+    0.186, two 450-step runs (seeds 0 and 1) read 0.244 / 0.250 at step 150, 0.240 /
+    0.258 at 300 and 0.286 / 0.286 at 450, while eight 150-step runs gained 4.4 to 8.4
+    points. 450 steps take about 18 minutes on 2 cores."""
     prompts_per_step: int = Field(16, ge=1)
     """N unique prompts with non-zero reward variance per optimiser step (64 in OLMo 3)."""
     group_size: int = Field(8, ge=2)
