@@ -137,9 +137,9 @@ class RLConfig(Strict):
     steps: int = Field(450, ge=0)
     """Optimiser steps (about 1,400 for OLMo 3 7B). Held-out math on the micro model
     moves after 40-60 steps and keeps creeping up with dips of up to 4 points: from
-    0.186, two 450-step runs (seeds 0 and 1) read 0.244 / 0.250 at step 150, 0.240 /
-    0.258 at 300 and 0.286 / 0.286 at 450, while eight 150-step runs gained 4.4 to 8.4
-    points. 450 steps take about 18 minutes on 2 cores."""
+    0.186, three 450-step runs (seeds 0, 1, 2) read 0.244 / 0.250 / 0.238 at step 150,
+    0.240 / 0.258 / 0.252 at 300 and 0.286 / 0.286 / 0.302 at 450, while eight 150-step
+    runs gained 4.4 to 8.4 points. 450 steps take about 18 minutes on 2 cores."""
     prompts_per_step: int = Field(16, ge=1)
     """N unique prompts with non-zero reward variance per optimiser step (64 in OLMo 3)."""
     group_size: int = Field(8, ge=2)
