@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from recipe_arena.config import RunConfig
+from recipe_arena.core.schedule import lr_at
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.rundir import RunDir, read_metrics
 from recipe_arena.stages.base import (
@@ -21,7 +22,7 @@ from recipe_arena.stages.base import (
     packed_batches,
     train_base,
 )
-from recipe_arena.stages.common import STALE_TMP_S, build_cached, lr_at
+from recipe_arena.stages.common import STALE_TMP_S, build_cached
 
 
 def _cfg(tmp_path: Path, **base: object) -> RunConfig:

@@ -2,8 +2,8 @@
 schedule, the step loop with a progress bar, rendering conversations, and the cache.
 
 The schedule (``core.schedule``) is linear warm-up then cosine decay to 10% of the peak,
-the usual shape for short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and gradient clipping at
-1.0 as in most open pretraining recipes (OLMo, nanoGPT).
+the usual shape for short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and
+gradient clipping at 1.0 as in most open pretraining recipes (OLMo, nanoGPT).
 """
 
 from __future__ import annotations
