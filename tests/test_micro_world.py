@@ -59,23 +59,6 @@ def test_rows_are_unique_while_the_space_allows() -> None:
     assert len({r.id for r in rows}) == 300
 
 
-def test_math_reference_answers_are_sympy_equal_to_the_problem() -> None:
-    """For each problem recompute the answer with sympy from the prompt itself:
-    ``What is E?`` -> sympify(E); ``Solve for x: L=R`` -> the root of L - R."""
-    for ex in generate_examples("math", "train", 300, seed=3):
-        text = ex.row.prompt_text
-        if text.startswith("Solve for x: "):
-            lhs, rhs = text.removeprefix("Solve for x: ").split("=")
-            x = sympy.Symbol("x")
-            expected = sympy.solve(
-                sympy.sympify(lhs.replace("x", "*x").lstrip("*")) - sympy.sympify(rhs), x
-            )[0]
-        else:
-            expected = sympy.sympify(text.removeprefix("What is ").removesuffix("?"))
-        assert sympy.sympify(ex.row.ground_truth) == expected, text
-        assert _answer(ex.response) == "\\boxed{" + ex.row.ground_truth + "}"
-
-
 def test_code_reference_passes_its_tests_and_a_wrong_body_fails() -> None:
     for ex in generate_examples("code", "train", 100, seed=1):
         tests = ex.row.ground_truth
@@ -135,3 +118,43 @@ def test_build_world_shape_and_bad_input() -> None:
         generate_split("poetry", "train", 1, 0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="split='test' is not one of"):
         generate_split("math", "test", 1, 0)  # type: ignore[arg-type]
+
+
+def test_digit_steps_by_hand() -> None:
+    """38, take away 7, three times: last digit 8; 8-7=1; 1<7 borrows: 11-7=4; 4<7
+    borrows: 14-7=7 -> 7 (38 - 21 = 17). 25, add 9, twice: 5+9=14, then 4+9=13 -> 3
+    (25 + 18 = 43)."""
+    from recipe_arena.data.micro_math import digit_steps
+
+    assert digit_steps(38, "-", 7, 3) == (["38->8", "3:8-7=1", "2:11-7=4", "1:14-7=7"], 7)
+    assert digit_steps(25, "+", 9, 2) == (["25->5", "2:5+9=14", "1:4+9=13"], 3)
+
+
+def test_answers_are_the_last_digit_and_effort_is_the_repeats() -> None:
+    """The answer is the last digit of start +- k * d; the careful think block has the
+    start's step plus k steps; effort is low for 1-2 repeats, medium for 3-4, high for
+    5-7; the careful and the quick response end in the same boxed answer."""
+    effort = {1: "low", 2: "low", 3: "medium", 4: "medium", 5: "high", 6: "high", 7: "high"}
+    for ex in generate_examples("math", "train", 300, seed=5):
+        words = ex.row.prompt_text.replace(",", "").replace(".", "").split()
+        start, d, k = int(words[2]), int(words[-8]), int(words[-7])
+        sign = 1 if words[3] == "Add" else -1
+        assert ex.row.ground_truth == str((start + sign * k * d) % 10)
+        answer = "\\boxed{" + str(ex.row.ground_truth) + "}"
+        assert ex.quick_response == "<think></think>" + answer
+        assert ex.response.endswith("</think>" + answer)
+        thought = ex.response.removeprefix("<think>").split("</think>")[0]
+        assert len(thought.split(", ")) == k + 1
+        assert ex.row.effort == effort[k]
+
+
+def test_chat_labels_are_exact() -> None:
+    """An answer is right iff its final word is the reference word, case aside."""
+    from recipe_arena.data.micro_chat import is_right
+
+    assert is_right("green", "Grass is green.")
+    assert is_right("green", "GREEN")
+    assert not is_right("green", "Grass is green or red.")
+    assert not is_right("green", "Grass is")
+    assert not is_right("3", "The number of letters in cat is 4.")
+    assert not is_right("cities", "")

@@ -2,7 +2,8 @@
 
 The micro model (untrained, tiny) is a real judge that answers nonsense: it checks
 that prompts reach an engine, replies come back, and unparsable verdicts score 0 and
-are counted. SmolLM2-135M-Instruct (slow test) is the default judge of the project.
+are counted. SmolLM2-135M-Instruct (slow test) is the judge of the smol world; the micro world's
+judge has tests of its own (test_micro_judge.py).
 HTTP tests run a real server on 127.0.0.1 wrapping a real engine; two of them inject
 faults that cannot be produced otherwise (a stalled server, a failing first request).
 """
@@ -206,9 +207,9 @@ def test_scorer_routes_chat_rows_to_the_judge(micro_gen) -> None:
 
 @pytest.mark.slow
 def test_default_smol_judge_end_to_end() -> None:
-    """The default judge (SmolLM2-135M-Instruct, converted once from the package GGUF)
-    grades two answers; its plumbing works and scores lie in [0, 1]."""
-    with build_scorer(RewardsConfig(judge_max_new_tokens=16, workers=1)) as s:
+    """The smol world's judge (SmolLM2-135M-Instruct, converted once from the package
+    GGUF) grades two answers; its plumbing works and scores lie in [0, 1]."""
+    with build_scorer(RewardsConfig(judge_model="smol", judge_max_new_tokens=16, workers=1)) as s:
         res = s.score([chat_row()] * 2, ["The plural of road is roads.", "cats"])
         assert all(0.0 <= r.score <= 1.0 for r in res)
         m = s.metrics()

@@ -49,6 +49,8 @@ class Example:
     row: PromptRow
     response: str
     """The reference assistant turn: ``<think>trace</think>answer``."""
+    quick_response: str
+    """The same answer after an empty think block (``<think></think>answer``)."""
 
 
 def split_of(domain: Domain, canonical: str) -> Split:
@@ -102,6 +104,7 @@ def generate_examples(domain: Domain, split: Split, n: int, seed: int) -> list[E
                 token_budget=token_budget(p.response),
             ),
             p.response,
+            p.quick_response,
         )
         for i, p in enumerate(problems)
     ]

@@ -2,11 +2,15 @@
 
 Plurals and counting follow rules, so held-out questions are answerable by a model
 that learned the rule; opposites and colours are facts, judged against the reference.
+Every reference answer is one sentence that ends with the answer word (``The opposite
+of hot is cold.``), so whether an answer is right can be decided exactly
+(``is_right``): that labels the verdicts the micro judge learns from.
 """
 
 from __future__ import annotations
 
 import random
+import re
 
 from recipe_arena.data.micro_problem import Problem
 
@@ -149,7 +153,19 @@ def sample_chat(rng: random.Random) -> Problem:
         f"letters|{noun}",
         f"How many letters are in the word {noun}?",
         str(len(noun)),
-        f"The word {noun} has {len(noun)} letters.",
+        f"The number of letters in {noun} is {len(noun)}.",
         " ".join(noun),
         "medium",
     )
+
+
+def final_word(answer: str) -> str | None:
+    """The last run of letters or digits in ``answer``, lower-cased (None if there is none)."""
+    words = re.findall(r"[A-Za-z0-9]+", answer)
+    return words[-1].lower() if words else None
+
+
+def is_right(ground_truth: str, answer: str) -> bool:
+    """The exact label of a chat answer: its final word is the reference word
+    (``Grass is green.`` for ``green``: right; ``Grass is green or red.``: wrong)."""
+    return final_word(answer) == ground_truth.lower()

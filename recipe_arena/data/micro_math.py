@@ -1,107 +1,92 @@
-"""Math problems for a ~1M-parameter character-level model.
+"""Math problems for a character-level micro model: repeated steps on a last digit.
 
-Kinds (weights in ``_KINDS``): a 1-2 digit number plus or minus a digit, a digit times
-2-5, 10 or 11, linear equations ``x + b = c`` / ``2x + b = c`` with a root in 0..12, sums
-of two fractions with one denominator, and small bracketed expressions. Answers are
-integers or reduced fractions, which SymPy checks; the reference answer is
-``\\boxed{...}``. The think trace splits the work into steps that are single-digit facts
-(units first, then the tens), so every held-out problem decomposes into facts that the
-training split contains: a held-out problem is new, its steps are not. (With 1-3 digit
-operands on both sides a ~1M-parameter model reached ~5% held-out accuracy in a few
-minutes of base training, too little signal for RL.)
+``Start at 38. Take away 7, 3 times. What is the last digit?`` The number of repeats
+``k`` (1-7) is the difficulty and sets the effort level (1-2 low, 3-4 medium, 5-7 high).
+Every problem has two reference responses that end in the same ``\\boxed{digit}``:
+
+- careful (``Problem.response``): the think block takes the start's last digit
+  (``38->8``), then works one repeat at a time, counting down from ``k``, each step a
+  single-digit fact (``3:8-7=1, 2:11-7=4, 1:14-7=7``; a subtraction borrows ten when the
+  digit is smaller). Its length grows with ``k``; each step reads only the step before
+  it and a fixed place in the prompt (the start, the operand, the count), so a model
+  that knows the 200 facts is nearly always right, and a long procedure can still slip.
+- quick (``Problem.quick_response``): an empty think block and the digit at once. Right
+  for one repeat (a single fact), but a small model that must do seven in one forward
+  pass is usually wrong.
+
+A held-out problem is new; its steps are not: every fact occurs in the training split.
+The answer is a digit, which SymPy checks like any number.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from fractions import Fraction
 
 from recipe_arena.data.micro_problem import Problem
 from recipe_arena.data.schema import Effort
 
+EFFORT_BY_REPEATS: dict[int, Effort] = {
+    1: "low",
+    2: "low",
+    3: "medium",
+    4: "medium",
+    5: "high",
+    6: "high",
+    7: "high",
+}
+REPEAT_WEIGHTS: dict[int, float] = {1: 0.08, 2: 0.08, 3: 0.12, 4: 0.12, 5: 0.2, 6: 0.2, 7: 0.2}
+"""How often each number of repeats is drawn: mostly long problems, where thinking pays."""
 
-def _boxed(value: int | Fraction) -> str:
+
+def _boxed(value: int) -> str:
     return "\\boxed{" + str(value) + "}"
 
 
-def _effort(*numbers: int) -> Effort:
-    width = max(len(str(abs(n))) for n in numbers)
-    return "low" if width == 1 else "medium" if width == 2 else "high"
+def digit_steps(start: int, op: str, d: int, k: int) -> tuple[list[str], int]:
+    """The start and its last digit (``32->2``), then ``k`` steps on the last digit,
+    counting down ``k`` to 1: ``i:u+d=s`` adds ``d`` to the current digit ``u`` (the next
+    digit is the last of ``s``); ``i:u-d=s`` subtracts, borrowing ten when ``u < d``
+    (``13-5=8``). Returns the steps and the final digit."""
+    u = start % 10
+    steps = [f"{start}->{u}"]
+    for i in range(k, 0, -1):
+        if op == "+":
+            s = u + d
+            steps.append(f"{i}:{u}+{d}={s}")
+        else:
+            u = u + 10 if u < d else u
+            s = u - d
+            steps.append(f"{i}:{u}-{d}={s}")
+        u = s % 10
+    return steps, u
 
 
-def _add(rng: random.Random) -> Problem:
-    a, b = rng.randint(0, 99), rng.randint(0, 9)
-    units = a % 10 + b
-    thought = (
-        f"{a % 10}+{b} = {units}, {a - a % 10}+{units} = {a + b}"
-        if a >= 10
-        else f"{a}+{b} = {a + b}"
-    )
+def make_repeat(rng: random.Random, k: int) -> Problem:
+    """``What is the last digit of s+d*k?`` (or ``s-d*k``, never below zero) with a
+    two-digit start ``s``, a digit ``d`` 1-9 and ``k`` repeats. Each number sits right
+    after its own sign, so the first step finds it by that sign alone."""
+    op = rng.choice("+-")
+    d = rng.randint(1, 9)
+    start = rng.randint(10, 99) if op == "+" else rng.randint(max(10, k * d), 99)
+    steps, digit = digit_steps(start, op, d, k)
+    expr = f"{start}{op}{d}*{k}"
     return Problem(
-        f"{a}+{b}", f"What is {a}+{b}?", str(a + b), _boxed(a + b), thought, _effort(a, b)
+        expr,
+        f"What is the last digit of {expr}?",
+        str(digit),
+        _boxed(digit),
+        ", ".join(steps),
+        EFFORT_BY_REPEATS[k],
     )
 
 
-def _sub(rng: random.Random) -> Problem:
-    a, b = rng.randint(10, 99), rng.randint(0, 9)
-    thought = f"{a}-{b} = {a - b}"
-    if a % 10 < b:
-        thought = (
-            f"{a % 10 + 10}-{b} = {a % 10 + 10 - b}, {a - a % 10 - 10}+{a % 10 + 10 - b} = {a - b}"
-        )
-    return Problem(
-        f"{a}-{b}", f"What is {a}-{b}?", str(a - b), _boxed(a - b), thought, _effort(a, b)
-    )
-
-
-def _mul(rng: random.Random) -> Problem:
-    a, b = rng.randint(2, 9), rng.choice([2, 3, 4, 5, 10, 11])
-    thought = f"{a}*{b} = {a * b}"
-    return Problem(
-        f"{a}*{b}", f"What is {a}*{b}?", str(a * b), _boxed(a * b), thought, _effort(a, b)
-    )
-
-
-def _linear(rng: random.Random) -> Problem:
-    a, x, b = rng.choice([1, 1, 2]), rng.randint(0, 12), rng.randint(0, 20)
-    c = a * x + b
-    lhs = ("x" if a == 1 else f"{a}x") + (f"+{b}" if b else "")
-    thought = f"{'x' if a == 1 else f'{a}x'} = {c}-{b} = {c - b}" + (
-        f", x = {c - b}/{a} = {x}" if a != 1 else ""
-    )
-    effort: Effort = "medium" if a == 1 else "high"
-    return Problem(f"{lhs}={c}", f"Solve for x: {lhs}={c}", str(x), _boxed(x), thought, effort)
-
-
-def _fraction(rng: random.Random) -> Problem:
-    d = rng.randint(2, 9)
-    a, b = rng.randint(1, d - 1), rng.randint(1, d - 1)
-    total = Fraction(a + b, d)
-    thought = f"{a}/{d}+{b}/{d} = {a + b}/{d}"
-    if str(total) != f"{a + b}/{d}":
-        thought += f" = {total}"
-    return Problem(
-        f"{a}/{d}+{b}/{d}", f"What is {a}/{d}+{b}/{d}?", str(total), _boxed(total), thought, "high"
-    )
-
-
-def _expression(rng: random.Random) -> Problem:
-    a, b, c = rng.randint(1, 9), rng.randint(1, 9), rng.randint(2, 5)
-    inner, op = (a + b, "+") if rng.random() < 0.5 else (a - b, "-")
-    value = c * inner
-    expr = f"{c}*({a}{op}{b})"
-    thought = f"{a}{op}{b} = {inner}, {c}*{inner} = {value}"
-    return Problem(expr, f"What is {expr}?", str(value), _boxed(value), thought, "medium")
+def _maker(k: int) -> Callable[[random.Random], Problem]:
+    return lambda rng: make_repeat(rng, k)
 
 
 _KINDS: dict[str, tuple[float, Callable[[random.Random], Problem]]] = {
-    "add": (0.25, _add),
-    "sub": (0.2, _sub),
-    "mul": (0.2, _mul),
-    "linear": (0.15, _linear),
-    "fraction": (0.1, _fraction),
-    "expression": (0.1, _expression),
+    f"repeat{k}": (w, _maker(k)) for k, w in REPEAT_WEIGHTS.items()
 }
 
 

@@ -29,3 +29,8 @@ class Problem:
     def response(self) -> str:
         """The reference assistant turn: a think block, then the answer."""
         return f"<think>{self.thought}</think>{self.answer}"
+
+    @property
+    def quick_response(self) -> str:
+        """The same answer with an empty think block: the quick shortcut."""
+        return f"<think></think>{self.answer}"

@@ -77,6 +77,7 @@ def write_report(run_path: str | Path) -> Path:
         md.append("")
     if "rlvr" in series:
         md += _rl_curves(series["rlvr"], run_path)
+        md += _length_curve(series["rlvr"], run_path)
     for stage, metrics in series.items():
         last = {m: pts[-1][1] for m, pts in metrics.items()}
         md += [f"## {stage}", "", "| metric | last | steps |", "|---|---|---|"]
@@ -161,6 +162,41 @@ def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> l
         plt.close(fig)
         md += ["![RL curves](plot_rl_curves.png)", ""]
     return md
+
+
+def _length_curve(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> list[str]:
+    """Response length under RL: the mean length of the step's rollouts
+    (``length/mean``, tokens) and of the greedy held-out responses per domain
+    (``eval/<domain>/tokens``) against the step, with the ratio end / start of each."""
+    names = ["length/mean"] if len(metrics.get("length/mean", [])) >= 2 else []
+    names += sorted(m for m in metrics if m.startswith("eval/") and m.endswith("/tokens"))
+    if not names:
+        return []
+    md = ["## RL: response length", "", "| series | start | end | end / start |", "|---|---|---|---|"]
+    for name in names:
+        pts = metrics[name]
+        first, last = pts[0][1], pts[-1][1]
+        ratio = f"{last / first:.2f}" if first > 0 else "nan"
+        md.append(f"| {name} | {first:.1f} | {last:.1f} | {ratio} |")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for name in names:
+        xs, ys = zip(*metrics[name], strict=True)
+        label = "rollouts (mean)" if name == "length/mean" else f"held-out {name.split('/')[1]}"
+        color = "black" if name == "length/mean" else COLORS.get(name.split("/")[1])
+        ax.plot(xs, ys, label=label, color=color, marker="o" if len(xs) < 12 else None)
+    ax.set_title("response length (tokens)", fontsize=9)
+    ax.set_xlabel("RL step", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(run_path / "plot_rl_length.png", dpi=90)
+    plt.close(fig)
+    return [*md, "", "![RL response length](plot_rl_length.png)", ""]
 
 
 def _last(metrics: dict[str, list[tuple[int, float]]], name: str, sign: str) -> str:

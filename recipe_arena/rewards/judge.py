@@ -149,6 +149,22 @@ def parse_score(text: str | None) -> float | None:
     return value / 10.0 if 0.0 <= value <= 10.0 else None
 
 
+def judge_prompt(row: PromptRow, response: str, mode: str = "auto") -> Chat:
+    """The judge's chat prompt for ``response`` to ``row``: the reference template when
+    ``mode`` is 'reference', or 'auto' and the row has a reference answer; else the
+    open-ended one. Only the answer (after ``</think>``) is shown, cut to
+    ``MAX_JUDGED_CHARS``."""
+    answer = answer_text(response)[:MAX_JUDGED_CHARS]
+    has_ref = isinstance(row.ground_truth, str) and row.ground_truth.strip() != ""
+    if mode == "reference" or (mode == "auto" and has_ref):
+        text = template("judge_reference").format(
+            prompt=row.prompt_text, reference=str(row.ground_truth or ""), response=answer
+        )
+    else:
+        text = template("judge_open").format(prompt=row.prompt_text, response=answer)
+    return [{"role": "user", "content": text}]
+
+
 class Judge:
     """Grades chat responses with a ``TextGenerator``; counts failures."""
 
@@ -167,16 +183,7 @@ class Judge:
         so scorers sharing this judge take turns and read their own counts."""
 
     def prompt_for(self, row: PromptRow, response: str) -> Chat:
-        answer = answer_text(response)[:MAX_JUDGED_CHARS]
-        has_ref = isinstance(row.ground_truth, str) and row.ground_truth.strip() != ""
-        use_ref = self.mode == "reference" or (self.mode == "auto" and has_ref)
-        if use_ref:
-            text = template("judge_reference").format(
-                prompt=row.prompt_text, reference=str(row.ground_truth or ""), response=answer
-            )
-        else:
-            text = template("judge_open").format(prompt=row.prompt_text, response=answer)
-        return [{"role": "user", "content": text}]
+        return judge_prompt(row, response, self.mode)
 
     def replies(self, prompts: Sequence[Chat]) -> list[str | None]:
         """The judge's reply to each prompt: remembered ones from the memo, each distinct
@@ -225,7 +232,8 @@ class Judge:
 
 
 def build_generator(cfg: Any) -> TextGenerator:
-    """The configured judge model: 'smol', a local checkpoint directory, or an http URL."""
+    """The configured judge model: 'micro', 'smol', a local checkpoint directory, or an
+    http URL."""
     name = cfg.judge_model
     if name.startswith(("http://", "https://")):
         return HTTPGenerator(
@@ -240,12 +248,19 @@ def build_generator(cfg: Any) -> TextGenerator:
         from recipe_arena.models.smol import load_smol
 
         model, tok = load_smol()
+    elif name == "micro":
+        from recipe_arena.models.factory import load_checkpoint
+        from recipe_arena.stages.micro_judge import micro_judge_checkpoint
+
+        model, tok = load_checkpoint(micro_judge_checkpoint(cfg.micro_judge))
+        model.eval()
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if not Path(name).is_dir():
             raise ValueError(
-                f"judge_model {name!r}: use 'smol', a checkpoint directory or an http(s) URL"
+                f"judge_model {name!r}: use 'micro', 'smol', a checkpoint directory or an "
+                "http(s) URL"
             )
         model = AutoModelForCausalLM.from_pretrained(name).eval()  # type: ignore[no-untyped-call]
         tok = AutoTokenizer.from_pretrained(name)

@@ -1,23 +1,25 @@
-"""Base training for the micro world: random weights -> a weak micro base model.
+"""Base training for the micro world: random weights -> a micro base model that knows
+the single-step facts.
 
 Stands in for pretraining + mid-training. The corpus is generated train-split problems
-with their reference responses (a think block, then the answer) from all four domains,
-math weighted up, rendered as ChatML conversations and packed into one token stream;
-the loss is next-token prediction on every token of random ``seq_len`` windows, as in
-pretraining (no masking, documents cut at window edges).
+with their careful reference responses (a think block that works step by step, then
+the answer) from all four domains, math weighted up, rendered as ChatML conversations
+and packed into one token stream; the loss is next-token prediction on every token of
+random ``seq_len`` windows, as in pretraining (no masking, documents cut at window
+edges). The base model therefore always thinks step by step; the quick form (an empty
+think block) first appears in SFT, which mixes the two (``sft.careful_fraction``).
 
-Why the chat template in a base corpus: a ~1M-parameter character model has no capacity
-to spare for learning a second format in a few hundred SFT steps, and OLMo 3's
+Why the chat template in a base corpus: a micro character model has no capacity to
+spare for learning a second format in a few hundred SFT steps, and OLMo 3's
 mid-training mix (Dolmino) already contains chat-formatted question-answer and thinking
-data. So the base model is evaluated with the same prompt format as SFT and RL (the chat
-template with a generation prompt), and its held-out accuracy is directly comparable.
+data. So the base model is evaluated with the same prompt format as SFT and RL.
 
 The result is cached under a key that hashes everything it depends on (the base config,
 the model spec, the data seed, CODE_VERSION) and reused across runs and recipes.
 
 Deviation from the issue: none in behaviour; the corpus size per domain is a config
 field (``base.corpus``) rather than ``world.train_per_domain``, so that the RL train set
-can be small while the base model still sees enough arithmetic to generalise.
+can be small while the base model still sees enough problems to learn the facts.
 """
 
 from __future__ import annotations

@@ -1,0 +1,113 @@
+"""Verdicts for the micro judge: chat answers, right and wrong, labelled exactly.
+
+For a chat problem the generator knows the answer word, and ``micro_chat.is_right``
+decides any answer exactly (its final word is the reference word or it is not). Each
+``Verdict`` is one answer to one problem with that label, shown through the judge's own
+prompt (``rewards.judge.judge_prompt``, the templates in ``rewards/templates/``), and
+the reply a judge should give: the answer's final word, the right word, and
+``Score: 10`` or ``Score: 0``.
+
+Answers are drawn so that about half are right: the reference sentence, the bare word,
+or the word in another sentence; the wrong ones are what a small policy writes when it
+errs: the reference sentence with another word of the same kind (another colour, a
+wrong plural ending, a count off by one), the question's own word, another question's
+answer, a sentence cut before its last word, or a right sentence with a word added.
+Train verdicts come from train-split problems, held-out verdicts from held-out ones.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from recipe_arena.data.micro import Split, generate_examples
+from recipe_arena.data.micro_chat import _COLOURS, _NOUNS, _OPPOSITES, final_word, is_right
+from recipe_arena.data.schema import PromptRow
+
+RIGHT_REPLY, WRONG_REPLY = "Score: 10", "Score: 0"
+_WORDS = sorted({*_OPPOSITES, *_OPPOSITES.values()})
+_COLOUR_WORDS = sorted(set(_COLOURS.values()) | {"pink", "grey", "purple"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    row: PromptRow
+    answer: str
+    right: bool
+    """``micro_chat.is_right(row.ground_truth, answer)``."""
+    mode: Literal["reference", "open"]
+
+    @property
+    def reply(self) -> str:
+        """The judge's reply: the answer's final word and the right word side by side,
+        then the verdict (``cold / cold. Score: 10``). Writing the two words first puts
+        them next to each other, so the verdict compares neighbours."""
+        word = final_word(self.answer) or "none"
+        verdict = RIGHT_REPLY if self.right else WRONG_REPLY
+        return f"{word} / {str(self.row.ground_truth).lower()}. {verdict}"
+
+
+def _distractor(rng: random.Random, row: PromptRow) -> str:
+    """A wrong answer word of the same kind as the row's."""
+    gt, q = str(row.ground_truth), row.prompt_text
+    if q.startswith("What is the opposite"):
+        pool = [w for w in _WORDS if w != gt]
+    elif q.startswith("What colour"):
+        pool = [c for c in _COLOUR_WORDS if c != gt]
+    elif q.startswith("What is the plural"):
+        noun = q.removeprefix("What is the plural of ").removesuffix("?")
+        pool = [noun, noun + "s", noun + "es", noun[:-1] + "ies", noun + "ies"]
+        pool += [p + "s" for p in rng.sample(_NOUNS, 2)]
+    else:  # a number: next, letters
+        n = int(gt)
+        pool = [str(n + d) for d in (-2, -1, 1, 2, 10) if n + d >= 0]
+    pool = [w for w in pool if w.lower() != gt.lower()]
+    return rng.choice(pool)
+
+
+def _wrong(rng: random.Random, row: PromptRow, reference: str, others: list[str]) -> str:
+    gt = str(row.ground_truth)
+    stem = reference[: reference.rfind(gt)]
+    kind = rng.random()
+    if kind < 0.55:
+        return stem + _distractor(rng, row) + "."
+    if kind < 0.7:
+        return rng.choice(others)
+    if kind < 0.8:
+        return stem.rstrip()
+    if kind < 0.9:
+        return f"{stem}{gt} or {_distractor(rng, row)}."
+    return _distractor(rng, row)
+
+
+def _right(rng: random.Random, gt: str, reference: str) -> str:
+    kind = rng.random()
+    if kind < 0.6:
+        return reference
+    if kind < 0.8:
+        return gt
+    return f"It is {gt}."
+
+
+def generate_verdicts(
+    split: Split, n: int, seed: int, open_fraction: float = 0.0
+) -> list[Verdict]:
+    """``n`` verdicts on ``split`` chat problems, about half of them right; a share
+    ``open_fraction`` uses the open-ended prompt (no reference shown)."""
+    examples = generate_examples("chat", split, max(1, n // 2), seed)
+    answers = [e.response.split("</think>", 1)[1] for e in examples]
+    rng = random.Random(f"verdicts|{split}|{seed}")
+    out = []
+    for i in range(n):
+        k = i % len(examples)
+        row, reference = examples[k].row, answers[k]
+        others = [a for a in rng.sample(answers, min(3, len(answers))) if a != reference]
+        answer = (
+            _right(rng, str(row.ground_truth), reference)
+            if rng.random() < 0.5 or not others
+            else _wrong(rng, row, reference, others)
+        )
+        mode: Literal["reference", "open"] = "open" if rng.random() < open_fraction else "reference"
+        out.append(Verdict(row, answer, is_right(str(row.ground_truth), answer), mode))
+    return out

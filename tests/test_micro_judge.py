@@ -1,0 +1,105 @@
+"""The micro judge: verdict data labelled exactly, its prompts are the judge's own, a
+short real training run that is cached, and (slow) the default judge's agreement with
+the exact labels on held-out rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recipe_arena.config import MicroJudgeConfig, RewardsConfig
+from recipe_arena.data.micro_chat import is_right
+from recipe_arena.data.micro_verdicts import RIGHT_REPLY, WRONG_REPLY, generate_verdicts
+from recipe_arena.rewards.judge import Judge, judge_prompt, template
+from recipe_arena.stages.micro_judge import (
+    judge_agreement,
+    judge_cache_entry,
+    micro_judge_checkpoint,
+    verdict_chat,
+)
+
+
+def test_verdicts_are_labelled_exactly_and_balanced() -> None:
+    """Every label is ``is_right`` of its answer; about half are right (1,000 draws of a
+    fair coin: 0.5 +- 4 standard errors, 4 * sqrt(0.25 / 1000) = 0.063); the open share
+    is 0.3 +- 4 * sqrt(0.21 / 1000) = 0.058; held-out verdicts use held-out rows."""
+    verdicts = generate_verdicts("train", 1000, seed=3, open_fraction=0.3)
+    assert all(v.right == is_right(str(v.row.ground_truth), v.answer) for v in verdicts)
+    assert abs(sum(v.right for v in verdicts) / 1000 - 0.5) < 0.063
+    assert abs(sum(v.mode == "open" for v in verdicts) / 1000 - 0.3) < 0.058
+    assert {v.reply for v in verdicts} == {RIGHT_REPLY, WRONG_REPLY}
+    held = generate_verdicts("heldout", 50, seed=3)
+    assert all("-heldout-" in v.row.id and v.mode == "reference" for v in held)
+
+
+def test_verdict_conversation_is_the_judge_prompt_then_the_reply() -> None:
+    """The training prompt is exactly what ``Judge`` sends for that answer (same
+    template), and the assistant turn is the verdict."""
+    v = generate_verdicts("train", 4, seed=1)[0]
+    chat = verdict_chat(v)
+    assert chat[:-1] == judge_prompt(v.row, v.answer, "reference")
+    assert chat[-1] == {"role": "assistant", "content": v.reply}
+    assert chat[0]["content"].startswith(template("judge_reference").split("{")[0])
+
+
+class _Oracle:
+    """A judge model that is right on every verdict but the first, which it answers
+    unparsably: exercises ``judge_agreement`` with known counts."""
+
+    def __init__(self, verdicts: list) -> None:  # type: ignore[type-arg]
+        self.replies = {
+            judge_prompt(v.row, v.answer, v.mode)[0]["content"]: v.reply for v in verdicts
+        }
+        self.first = judge_prompt(verdicts[0].row, verdicts[0].answer, "reference")[0]["content"]
+
+    def generate(self, prompts, max_new_tokens=None):  # type: ignore[no-untyped-def]
+        return ["no idea" if p[0]["content"] == self.first else self.replies[p[0]["content"]]
+                for p in prompts]
+
+    def close(self) -> None:
+        pass
+
+
+def test_agreement_counts_by_hand() -> None:
+    """One unparsable reply of n verdicts: accuracy (n - 1) / n, unparsable 1 / n; every
+    right-wrong pair of a row is ordered correctly except those with the unparsable one
+    (scored -1, below any wrong answer's 0 when it is right; above nothing when wrong)."""
+    drawn = generate_verdicts("heldout", 60, seed=2)
+    unique = {judge_prompt(v.row, v.answer, v.mode)[0]["content"]: v for v in drawn}
+    verdicts = list(unique.values())
+    n = len(verdicts)
+    result = judge_agreement(Judge(_Oracle(verdicts)), verdicts)  # type: ignore[arg-type]
+    assert result["accuracy"] == pytest.approx((n - 1) / n)
+    assert result["unparsable"] == pytest.approx(1 / n)
+    first = verdicts[0]
+    same_row = [v for v in verdicts if v.row.id == first.row.id]
+    misordered = sum(v.right != first.right for v in same_row) if first.right else 0
+    assert result["pairs"] == pytest.approx(1 - misordered / result["pair_count"])
+
+
+def test_short_judge_training_is_cached(tmp_path: Path) -> None:
+    """Ten steps train a judge checkpoint into the cache; a second call returns the same
+    entry without training again; another setting is another entry."""
+    cfg = MicroJudgeConfig(steps=10, batch_size=4, examples=40, warmup_steps=2)
+    path = micro_judge_checkpoint(cfg, str(tmp_path))
+    assert path == judge_cache_entry(cfg, str(tmp_path)) and (path / "model.safetensors").exists()
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert micro_judge_checkpoint(cfg, str(tmp_path)) == path
+    assert (path / "model.safetensors").stat().st_mtime_ns == stamp
+    assert judge_cache_entry(cfg.model_copy(update={"steps": 11}), str(tmp_path)) != path
+
+
+@pytest.mark.slow
+def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The default judge on 600 held-out verdicts (reference template): at least 90% of
+    right-vs-wrong pairs ordered correctly, at least 90% of verdicts right, under 5%
+    unparsable (the targets of the micro judge)."""
+    from recipe_arena.rewards.judge import build_judge
+
+    monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path))
+    judge = build_judge(RewardsConfig())
+    result = judge_agreement(judge, generate_verdicts("heldout", 600, seed=99))
+    judge.close()
+    assert result["pairs"] >= 0.9 and result["accuracy"] >= 0.9, result
+    assert result["unparsable"] < 0.05, result
