@@ -123,6 +123,14 @@ class EngineConfig(Strict):
     keep_kv_on_update: bool = True
     """In-flight update keeps the KV cache computed under older weights (OLMo 3)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
+    """Weights, activations and KV cache of the torch and vLLM engines. bfloat16 halves
+    the bytes a decode step reads (and uses the CPU's bf16 matmul units); behaviour
+    logprobs then differ from the fp32 trainer's (benchmarks/engines.py measures by how
+    much), which truncated importance sampling corrects for."""
+    max_prefill_tokens: int = Field(4096, ge=1)
+    """torch engine: padded prompt tokens (prompts x longest prompt) per batched prefill
+    forward; admitted prompts beyond it are prefilled in further forwards. Bounds the
+    activation memory of a prefill."""
     device: str = "cpu"
     num_threads: int | None = Field(None, ge=1)
     """torch intra-op threads; None keeps torch's default."""

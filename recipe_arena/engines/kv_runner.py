@@ -8,12 +8,25 @@ and values at positions 0..len_s-1, and a mask hides the rest. Active sequences
 occupy slots 0..B-1; a finished sequence's slot is refilled by moving the last one in
 (one slot copy, not a re-pack).
 
+Prefill runs every admitted prompt in one forward (right-padded to the longest: with
+a causal mask a real token never attends a padding position after it, and the padding
+positions a slot holds beyond its prompt are overwritten by decoding before any query
+reaches them). Decode folds grouped-query heads into the query axis (the g query heads
+of one KV head attend its keys as g queries), so grouped keys and values are read
+once, never expanded.
+
+Hooks for other strategies stay in one place each: ``_mlp`` is the only MLP call of a
+layer (an MoE variant replaces it), and engines copy weights in through
+``TorchEngine.load_weights`` (a state-dict transform, such as fake quantisation, goes
+there).
+
 Supported: model types whose decoder layer is pre-norm attention + MLP with
 q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k norms).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -55,6 +68,8 @@ class SlotKVRunner:
         self.capacity = 0
         self.kv_positions_read = 0
         """Sum over decode steps and rows of the positions attended (for bandwidth accounting)."""
+        self.prefill_forwards = 0
+        """Batched prefill forwards run so far."""
         self.k_cache: list[torch.Tensor] = []
         self.v_cache: list[torch.Tensor] = []
         self._ensure_capacity(min(context, 128))
@@ -154,27 +169,37 @@ class SlotKVRunner:
         return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     @torch.no_grad()
-    def prefill(self, tokens: list[int], slots: list[int]) -> torch.Tensor:
-        """Run ``tokens`` (one prompt) causally, write its KV into every slot in
-        ``slots`` (samples of one prompt share the prefill), return last-position logits_V."""
-        P = len(tokens)
+    def prefill(
+        self, prompts: Sequence[Sequence[int]], slots: Sequence[Sequence[int]]
+    ) -> torch.Tensor:
+        """Run ``prompts`` causally in one forward, right-padded to the longest; write
+        prompt n's keys and values into every slot of ``slots[n]`` (the samples of one
+        prompt share its prefill); return each prompt's last-position logits_NV."""
+        lengths_N = [len(p) for p in prompts]
+        N, P = len(prompts), max(lengths_N)
         self._ensure_capacity(P + 1)
-        ids_1P = torch.tensor([tokens], device=self.device)
-        x = self.model.model.embed_tokens(ids_1P)
+        self.prefill_forwards += 1
+        ids_NP = torch.zeros((N, P), dtype=torch.long)
+        for n, p in enumerate(prompts):
+            ids_NP[n, : len(p)] = torch.as_tensor(list(p))
+        ids_NP = ids_NP.to(self.device)
+        x = self.model.model.embed_tokens(ids_NP)
         cos, sin = self.model.model.rotary_emb(x, torch.arange(P, device=self.device)[None])
-        slot_idx = torch.tensor(slots, device=self.device)
+        dst = torch.tensor([s for group in slots for s in group], device=self.device)
+        src = torch.tensor([n for n, group in enumerate(slots) for _ in group], device=self.device)
         for i, layer in enumerate(self.layers):
             attn = layer.self_attn
             q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
-            self.k_cache[i][slot_idx, :, :P] = k
-            self.v_cache[i][slot_idx, :, :P] = v
+            self.k_cache[i][dst, :, :P] = k[src]
+            self.v_cache[i][dst, :, :P] = v[src]
             o = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, scale=attn.scaling, enable_gqa=self.n_q != self.n_kv
             )
-            x = x + attn.o_proj(o.transpose(1, 2).reshape(1, P, -1))
+            x = x + attn.o_proj(o.transpose(1, 2).reshape(N, P, -1))
             x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
-        h = self._norm(self.model.model.norm, x[:, -1])
-        return self.model.lm_head(h)[0]
+        last_N = torch.tensor(lengths_N, device=self.device) - 1
+        h = self._norm(self.model.model.norm, x[torch.arange(N, device=self.device), last_N])
+        return self.model.lm_head(h)
 
     @torch.no_grad()
     def decode(self, tokens_B: list[int], positions_B: list[int]) -> torch.Tensor:
@@ -209,15 +234,16 @@ class SlotKVRunner:
             v_cache.view(-1, self.head_dim).index_copy_(
                 0, rows, v[:, :, 0].reshape(-1, self.head_dim)
             )
+            # (B, n_q, 1, D) -> (B, n_kv, g, D): query head h uses KV head h // g
+            q_BKGD = q.reshape(B, self.n_kv, self.n_q // self.n_kv, self.head_dim)
             o = F.scaled_dot_product_attention(
-                q,
+                q_BKGD,
                 k_cache[:B, :, :T],
                 v_cache[:B, :, :T],
                 attn_mask=mask_B11T,
                 scale=attn.scaling,
-                enable_gqa=self.n_q != self.n_kv,
             )
-            x = x + attn.o_proj(o.transpose(1, 2).reshape(B, 1, -1))
+            x = x + attn.o_proj(o.reshape(B, 1, -1))
             x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
         h = self._norm(self.model.model.norm, x[:, 0])
         return self.model.lm_head(h)
