@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import yaml
 
@@ -35,10 +36,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.cfg == "job":
         print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
         return 0
+    if args.dry_run:
+        return _dry_run(cfg)
     from recipe_arena.pipeline import run_pipeline
 
     path = run_pipeline(cfg)
     print(f"run written to {path} (report: {path / 'report.md'})")
+    return 0
+
+
+def _dry_run(cfg: Any) -> int:
+    """Validate the launch (recipe_arena/plan.py) and print settings and placement."""
+    from recipe_arena.plan import format_plan, launch_problems, placement_plan
+
+    problems = launch_problems(cfg)
+    for line in problems:
+        print(f"recipe-arena: config error: {line}", file=sys.stderr)
+    if problems:
+        return EXIT_CONFIG
+    print(format_plan(cfg, placement_plan(cfg)))
     return 0
 
 
@@ -85,6 +101,11 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a recipe (Hydra overrides: group=option, key.path=value)")
     run.add_argument("overrides", nargs="*")
     run.add_argument("--cfg", choices=["job"], help="print the resolved config and exit")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the whole config, print the RL settings and the placement plan, exit",
+    )
     run.set_defaults(fn=_cmd_run)
     ver = sub.add_parser("verify", help="score JSONL rows {domain, response, ground_truth, ...}")
     ver.add_argument("input")

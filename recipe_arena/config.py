@@ -322,6 +322,23 @@ class ClusterConfig(Strict):
     address: str | None = None
     """Ray cluster address; None starts a local cluster."""
     num_cpus: int | None = Field(None, ge=1)
+    # The GPU layout below is what `recipe-arena run ... --dry-run` validates and places
+    # node by node (recipe_arena/plan.py); all zero means everything runs on this machine.
+    gpus_per_node: int = Field(8, ge=1)
+    """GPUs per node of the cluster (8 on the H100/A100 nodes of OLMo 3's runs); roles are
+    packed onto nodes in this unit."""
+    gpus_per_actor: int = Field(0, ge=0)
+    """GPUs of one vLLM actor (its tensor-parallel size; an actor never spans nodes).
+    rl.num_actors actors; 0: actors run on CPU. OLMo 3 7B: 1 (56 actors on 7 nodes)."""
+    learner_gpus: int = Field(0, ge=0)
+    """M, the learner's GPUs (its data-parallel ranks), on nodes of their own; 0: learner
+    on CPU. OLMo 3 7B: 16 (2 nodes)."""
+    judge_gpus: int = Field(0, ge=0)
+    """GPUs of the LM-judge service (an OpenAI-compatible server such as `vllm serve` of
+    Qwen3 32B, reached at rewards.judge_model), on nodes of their own; 0: none placed."""
+    code_workers: int = Field(0, ge=0)
+    """CPU processes of the code-execution service (sandboxed test runs), spread over the
+    actor nodes; 0: each actor scores code in its own verifier pool (rewards.workers)."""
 
 
 class EvalConfig(Strict):
