@@ -142,8 +142,11 @@ class SlotKVRunner:
     @staticmethod
     def _norm(module: Any, x: torch.Tensor) -> torch.Tensor:
         """transformers' RMSNorm (statistics in float32, weight applied in the input
-        dtype) with one fused kernel for the statistics instead of five ops."""
+        dtype) with one fused kernel for the statistics instead of five ops; in float32
+        the weight goes into the same kernel."""
         eps = getattr(module, "variance_epsilon", None) or module.eps
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, (x.shape[-1],), weight=module.weight, eps=eps)
         return module.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
 
     def _qkv(
