@@ -35,6 +35,8 @@ import torch.nn.functional as F
 from recipe_arena.engines.common import HFCausalLM
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+REFINE_TOP = 64
+"""Logits per row recomputed in float32 when the engine runs in bfloat16."""
 
 
 def check_supported(model: HFCausalLM) -> None:
@@ -101,6 +103,22 @@ class SlotKVRunner:
         gate, up = F.linear(h_BTd, self._fused[i][2]).chunk(2, dim=-1)
         return mlp.down_proj(mlp.act_fn(gate) * up)
 
+    def _logits(self, x_BD: torch.Tensor) -> torch.Tensor:
+        """logits_BV from the last residual states (float32). In bfloat16 the logits
+        themselves are rounded (a spacing of 0.125 between 16 and 32): the
+        ``REFINE_TOP`` largest of each row, where nearly all the probability lies, are
+        recomputed in float32 from the float32 normed state, and tokens are sampled
+        from the refined logits."""
+        norm = self.model.model.norm
+        if self.dtype == torch.float32:
+            return self.model.lm_head(self._norm(norm, x_BD))
+        eps = getattr(norm, "variance_epsilon", None) or norm.eps
+        h_BD = F.rms_norm(x_BD, (x_BD.shape[-1],), weight=norm.weight.float(), eps=eps)
+        logits_BV = self.model.lm_head(h_BD.to(self.dtype)).float()
+        top_BK = logits_BV.topk(min(REFINE_TOP, logits_BV.shape[-1]), dim=-1).indices
+        w_BKD = self.model.lm_head.weight[top_BK].float()
+        return logits_BV.scatter_(-1, top_BK, torch.einsum("bkd,bd->bk", w_BKD, h_BD))
+
     @property
     def device(self) -> torch.device:
         return self.model.lm_head.weight.device
@@ -141,13 +159,15 @@ class SlotKVRunner:
 
     @staticmethod
     def _norm(module: Any, x: torch.Tensor) -> torch.Tensor:
-        """transformers' RMSNorm (statistics in float32, weight applied in the input
-        dtype) with one fused kernel for the statistics instead of five ops; in float32
-        the weight goes into the same kernel."""
+        """transformers' RMSNorm with one fused kernel instead of five ops: in float32
+        the weight goes into the kernel; in bfloat16 the statistics and the weight are
+        applied in float32 and the result rounded once to bfloat16."""
         eps = getattr(module, "variance_epsilon", None) or module.eps
-        if x.dtype == torch.float32:
+        if module.weight.dtype == torch.float32:
             return F.rms_norm(x, (x.shape[-1],), weight=module.weight, eps=eps)
-        return module.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
+        # a float32 residual in, the weights' dtype out (the input of the next matmul)
+        normed = F.rms_norm(x.float(), (x.shape[-1],), eps=eps) * module.weight.float()
+        return normed.to(module.weight.dtype)
 
     def _qkv(
         self, i: int, h_BTd: torch.Tensor, cos_BTD: torch.Tensor, sin_BTD: torch.Tensor
@@ -186,8 +206,11 @@ class SlotKVRunner:
         for n, p in enumerate(prompts):
             ids_NP[n, : len(p)] = torch.as_tensor(list(p))
         ids_NP = ids_NP.to(self.device)
-        x = self.model.model.embed_tokens(ids_NP)
-        cos, sin = self.model.model.rotary_emb(x, torch.arange(P, device=self.device)[None])
+        x = self.model.model.embed_tokens(ids_NP).float()  # the residual stream: float32
+        cos, sin = (
+            t.to(self.dtype)
+            for t in self.model.model.rotary_emb(x, torch.arange(P, device=self.device)[None])
+        )
         dst = torch.tensor([s for group in slots for s in group], device=self.device)
         src = torch.tensor([n for n, group in enumerate(slots) for _ in group], device=self.device)
         for i, layer in enumerate(self.layers):
@@ -201,8 +224,7 @@ class SlotKVRunner:
             x = x + attn.o_proj(o.transpose(1, 2).reshape(N, P, -1))
             x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
         last_N = torch.tensor(lengths_N, device=self.device) - 1
-        h = self._norm(self.model.model.norm, x[torch.arange(N, device=self.device), last_N])
-        return self.model.lm_head(h)
+        return self._logits(x[torch.arange(N, device=self.device), last_N])
 
     @torch.no_grad()
     def decode(self, tokens_B: list[int], positions_B: list[int]) -> torch.Tensor:
@@ -213,8 +235,8 @@ class SlotKVRunner:
         self.kv_positions_read += sum(positions_B) + B
         ids_B1 = torch.tensor(tokens_B, device=self.device)[:, None]
         pos_B = torch.tensor(positions_B, device=self.device)
-        x = self.model.model.embed_tokens(ids_B1)
-        cos, sin = self.model.model.rotary_emb(x, pos_B[:, None])
+        x = self.model.model.embed_tokens(ids_B1).float()  # the residual stream: float32
+        cos, sin = (t.to(self.dtype) for t in self.model.model.rotary_emb(x, pos_B[:, None]))
         # Flat row of (slot b, head h, position pos_b) in a cache viewed as (S*H*cap, D):
         # index_copy_ there is ~1000x faster on CPU than advanced-index assignment.
         heads_H = torch.arange(self.n_kv, device=self.device)
@@ -248,5 +270,4 @@ class SlotKVRunner:
             )
             x = x + attn.o_proj(o.reshape(B, 1, -1))
             x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
-        h = self._norm(self.model.model.norm, x[:, 0])
-        return self.model.lm_head(h)
+        return self._logits(x[:, 0])
