@@ -84,3 +84,34 @@ def test_bf16_engine_halves_the_bytes_and_stays_close_to_fp32(micro):
         errs[dtype] = max(abs(a - b) for a, b in zip(c.logprobs, ref_T, strict=True))
     assert errs["float32"] < 1e-4
     assert 1e-4 < errs["bfloat16"] < 0.25
+
+
+def test_arrivals_join_the_decode_forward(micro):
+    """Four prompts, two slots, output caps 3, 20, 6 and 9 tokens: the first two are
+    prefilled together (one prefill forward, nothing is decoding yet); the other two
+    are admitted when a slot frees, while the other sequence decodes, and ride along
+    in that decode forward instead of a prefill forward of their own. Greedy tokens
+    still equal ``generate``'s, and the decode forwards number the longest chain:
+    the 20-token sequence needs 19 steps after its prefill token, and the prompts
+    admitted during them add none."""
+    model, tok = micro
+    prompts = [tuple(tok(t)["input_ids"]) for t in ["hello", "abc", "12+7=", "ok"]]
+    caps = [3, 20, 6, 9]
+    eng = build_engine("torch", model, tok, EngineConfig(max_batch_size=2))
+    try:
+        eng.pause()
+        for i, (p, c) in enumerate(zip(prompts, caps, strict=True)):
+            sp = SamplingParams(max_new_tokens=c, temperature=0.0, ignore_eos=True)
+            eng.submit(GenerationRequest(f"p{i}", p, sp))
+        eng.resume()
+        got = {c.request_id: c for c in (eng.get(timeout=60) for _ in range(4))}
+        stats = eng.stats().extra
+    finally:
+        eng.close()
+    assert stats["prefill_forwards"] == 1
+    assert stats["steps"] == 19
+    for i, (p, c) in enumerate(zip(prompts, caps, strict=True)):
+        ref = model.generate(
+            torch.tensor([p]), max_new_tokens=c, do_sample=False, eos_token_id=None
+        )
+        assert got[f"p{i}"].tokens == tuple(ref[0, len(p) :].tolist())

@@ -198,76 +198,137 @@ class SlotKVRunner:
         """Run ``prompts`` causally in one forward, right-padded to the longest; write
         prompt n's keys and values into every slot of ``slots[n]`` (the samples of one
         prompt share its prefill); return each prompt's last-position logits_NV."""
-        lengths_N = [len(p) for p in prompts]
-        N, P = len(prompts), max(lengths_N)
-        self._ensure_capacity(P + 1)
         self.prefill_forwards += 1
+        return self._forward([], [], prompts, slots)
+
+    @torch.no_grad()
+    def decode(
+        self,
+        tokens_B: list[int],
+        positions_B: list[int],
+        prompts: Sequence[Sequence[int]] = (),
+        slots: Sequence[Sequence[int]] = (),
+    ) -> torch.Tensor:
+        """One token for each of slots 0..B-1 at its own position and, in the same
+        forward, the prefill of ``prompts`` into ``slots`` (all >= B): every weight is
+        read once for both. Returns logits of the B decode rows, then of each prompt's
+        last position: logits_(B+N)V."""
+        return self._forward(tokens_B, positions_B, prompts, slots)
+
+    def _forward(
+        self,
+        tokens_B: Sequence[int],
+        positions_B: Sequence[int],
+        prompts: Sequence[Sequence[int]],
+        slots: Sequence[Sequence[int]],
+    ) -> torch.Tensor:
+        """Decode rows and right-padded prompts as one flat sequence of M = B + N x P
+        tokens through every matmul; attention splits into the decode part (against
+        the cache) and the prefill part (causal within each prompt)."""
+        dev = self.device
+        B, N = len(tokens_B), len(prompts)
+        lengths_N = [len(p) for p in prompts]
+        P = max(lengths_N, default=0)
+        T = max(positions_B, default=-1) + 1
+        self._ensure_capacity(max(T, P + 1))
         ids_NP = torch.zeros((N, P), dtype=torch.long)
         for n, p in enumerate(prompts):
             ids_NP[n, : len(p)] = torch.as_tensor(list(p))
-        ids_NP = ids_NP.to(self.device)
-        x = self.model.model.embed_tokens(ids_NP).float()  # the residual stream: float32
-        cos, sin = (
-            t.to(self.dtype)
-            for t in self.model.model.rotary_emb(x, torch.arange(P, device=self.device)[None])
-        )
-        dst = torch.tensor([s for group in slots for s in group], device=self.device)
-        src = torch.tensor([n for n, group in enumerate(slots) for _ in group], device=self.device)
+        pos_B = torch.tensor(list(positions_B), dtype=torch.long)
+        ids_M = torch.cat([torch.tensor(list(tokens_B), dtype=torch.long), ids_NP.reshape(-1)])
+        pos_M = torch.cat([pos_B, torch.arange(P).repeat(N)]).to(dev)
+        x = self.model.model.embed_tokens(ids_M.to(dev)[None]).float()  # residual: float32
+        cos, sin = (t.to(self.dtype) for t in self.model.model.rotary_emb(x, pos_M[None]))
+        dec = self._decode_plan(pos_B.to(dev), T) if B else None
+        dst = torch.tensor([s for group in slots for s in group], device=dev)
+        src = torch.tensor([n for n, group in enumerate(slots) for _ in group], device=dev)
         for i, layer in enumerate(self.layers):
-            attn = layer.self_attn
             q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
-            self.k_cache[i][dst, :, :P] = k[src]
-            self.v_cache[i][dst, :, :P] = v[src]
-            o = F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, scale=attn.scaling, enable_gqa=self.n_q != self.n_kv
-            )
-            x = x + attn.o_proj(o.transpose(1, 2).reshape(N, P, -1))
+            parts = []
+            if dec is not None:
+                parts.append(self._attend_cache(i, q[0, :, :B], k[0, :, :B], v[0, :, :B], *dec))
+            if N:
+                parts.append(
+                    self._attend_prompts(i, q[0, :, B:], k[0, :, B:], v[0, :, B:], N, P, dst, src)
+                )
+            o_MD = torch.cat(parts) if len(parts) > 1 else parts[0]
+            x = x + layer.self_attn.o_proj(o_MD)[None]
             x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
-        last_N = torch.tensor(lengths_N, device=self.device) - 1
-        return self._logits(x[torch.arange(N, device=self.device), last_N])
+        last = [B + n * P + length - 1 for n, length in enumerate(lengths_N)]
+        return self._logits(x[0, list(range(B)) + last])
 
-    @torch.no_grad()
-    def decode(self, tokens_B: list[int], positions_B: list[int]) -> torch.Tensor:
-        """One token for each of slots 0..B-1 at its own position; returns logits_BV."""
-        B = len(tokens_B)
-        T = max(positions_B) + 1
-        self._ensure_capacity(T)
-        self.kv_positions_read += sum(positions_B) + B
-        ids_B1 = torch.tensor(tokens_B, device=self.device)[:, None]
-        pos_B = torch.tensor(positions_B, device=self.device)
-        x = self.model.model.embed_tokens(ids_B1).float()  # the residual stream: float32
-        cos, sin = (t.to(self.dtype) for t in self.model.model.rotary_emb(x, pos_B[:, None]))
+    def _decode_plan(self, pos_B: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Cache rows the decode tokens write and the additive mask they attend with."""
+        B = pos_B.shape[0]
+        self.kv_positions_read += int(pos_B.sum()) + B
         # Flat row of (slot b, head h, position pos_b) in a cache viewed as (S*H*cap, D):
         # index_copy_ there is ~1000x faster on CPU than advanced-index assignment.
         heads_H = torch.arange(self.n_kv, device=self.device)
         rows_BH = (
             torch.arange(B, device=self.device)[:, None] * self.n_kv + heads_H
         ) * self.capacity + pos_B[:, None]
-        rows = rows_BH.reshape(-1)
         # valid key positions: 0..pos_b inclusive (the new token attends to itself). An
         # additive float mask: SDPA on CPU is several times slower with a boolean one.
         valid_BT = torch.arange(T, device=self.device)[None, :] <= pos_B[:, None]
-        mask_B11T = torch.zeros(valid_BT.shape, dtype=self.dtype, device=self.device)
-        mask_B11T = mask_B11T.masked_fill(~valid_BT, float("-inf"))[:, None, None]
-        for i, layer in enumerate(self.layers):
-            attn = layer.self_attn
-            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
-            k_cache, v_cache = self.k_cache[i], self.v_cache[i]
-            k_cache.view(-1, self.head_dim).index_copy_(
-                0, rows, k[:, :, 0].reshape(-1, self.head_dim)
-            )
-            v_cache.view(-1, self.head_dim).index_copy_(
-                0, rows, v[:, :, 0].reshape(-1, self.head_dim)
-            )
-            # (B, n_q, 1, D) -> (B, n_kv, g, D): query head h uses KV head h // g
-            q_BKGD = q.reshape(B, self.n_kv, self.n_q // self.n_kv, self.head_dim)
-            o = F.scaled_dot_product_attention(
-                q_BKGD,
-                k_cache[:B, :, :T],
-                v_cache[:B, :, :T],
-                attn_mask=mask_B11T,
-                scale=attn.scaling,
-            )
-            x = x + attn.o_proj(o.reshape(B, 1, -1))
-            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
-        return self._logits(x[:, 0])
+        mask_BT = torch.zeros(valid_BT.shape, dtype=self.dtype, device=self.device)
+        return rows_BH.reshape(-1), mask_BT.masked_fill(~valid_BT, float("-inf")), T
+
+    def _attend_cache(
+        self,
+        i: int,
+        q_HBD: torch.Tensor,
+        k_HBD: torch.Tensor,
+        v_HBD: torch.Tensor,
+        rows: torch.Tensor,
+        mask_BT: torch.Tensor,
+        T: int,
+    ) -> torch.Tensor:
+        """Decode attention of layer i: write the B new keys/values into the cache, attend
+        positions 0..pos_b of each slot; returns o (B, n_q x D)."""
+        B = q_HBD.shape[1]
+        k_cache, v_cache = self.k_cache[i], self.v_cache[i]
+        k_cache.view(-1, self.head_dim).index_copy_(
+            0, rows, k_HBD.transpose(0, 1).reshape(-1, self.head_dim)
+        )
+        v_cache.view(-1, self.head_dim).index_copy_(
+            0, rows, v_HBD.transpose(0, 1).reshape(-1, self.head_dim)
+        )
+        # query head h uses KV head h // g: the g query heads of a KV head become g queries
+        q_BKGD = q_HBD.transpose(0, 1).reshape(B, self.n_kv, self.n_q // self.n_kv, self.head_dim)
+        o = F.scaled_dot_product_attention(
+            q_BKGD,
+            k_cache[:B, :, :T],
+            v_cache[:B, :, :T],
+            attn_mask=mask_BT[:, None, None],
+            scale=self.layers[i].self_attn.scaling,
+        )
+        return o.reshape(B, -1)
+
+    def _attend_prompts(
+        self,
+        i: int,
+        q_HMD: torch.Tensor,
+        k_HMD: torch.Tensor,
+        v_HMD: torch.Tensor,
+        N: int,
+        P: int,
+        dst: torch.Tensor,
+        src: torch.Tensor,
+    ) -> torch.Tensor:
+        """Prefill attention of layer i: causal within each right-padded prompt; its keys
+        and values go to the prompt's slots. Returns o (N x P, n_q x D)."""
+        q, k, v = (
+            t.reshape(t.shape[0], N, P, self.head_dim).transpose(0, 1)
+            for t in (q_HMD, k_HMD, v_HMD)
+        )
+        self.k_cache[i][dst, :, :P] = k[src]
+        self.v_cache[i][dst, :, :P] = v[src]
+        o = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            is_causal=True,
+            scale=self.layers[i].self_attn.scaling,
+            enable_gqa=self.n_q != self.n_kv,
+        )
+        return o.transpose(1, 2).reshape(N * P, -1)

@@ -257,10 +257,7 @@ class TorchEngine(OutboxEngine):
                     self._busy = True
                 if update is not None:
                     self._apply_update(update)
-                if admit:
-                    self._prefill(admit)
-                if running and self._running:
-                    self._decode_step()
+                self._forward(admit, running)
                 with self._cv:
                     self._busy = False
                     self._cv.notify_all()
@@ -289,25 +286,42 @@ class TorchEngine(OutboxEngine):
             free -= 1
         return groups
 
-    def _prefill(self, groups: list[list[_Sample]]) -> None:
-        """Prefill the admitted groups in forwards of at most ``max_prefill_tokens``
-        padded tokens each (at least one prompt per forward)."""
-        for chunk in _prefill_chunks(groups, self.cfg.max_prefill_tokens):
-            start = len(self._running)
-            slots: list[list[int]] = []
-            for group in chunk:
-                slots.append(list(range(start, start + len(group))))
-                start += len(group)
-                self._running.extend(group)
-            logits_NV = self.runner.prefill([g[0].request.prompt_tokens for g in chunk], slots)
-            rows = torch.tensor([n for n, g in enumerate(chunk) for _ in g])
-            self._append_tokens([s for g in chunk for s in g], logits_NV[rows])
+    def _forward(self, admit: list[list[_Sample]], running: bool) -> None:
+        """One loop iteration's forwards: the admitted prompts ride along with the decode
+        step of the running sequences (one weight read for both) when they fit one
+        prefill chunk; otherwise they are prefilled in chunks of at most
+        ``max_prefill_tokens`` padded tokens first (at least one prompt per forward)."""
+        chunks = _prefill_chunks(admit, self.cfg.max_prefill_tokens) if admit else []
+        decoding = running and bool(self._running)
+        if decoding and len(chunks) == 1:
+            self._decode_step(chunks[0])
+            return
+        for chunk in chunks:
+            prompts, slots = self._place(chunk)
+            logits_NV = self.runner.prefill(prompts, slots)
+            self._append_tokens([s for g in chunk for s in g], _rows(logits_NV, 0, chunk))
+        if decoding:
+            self._decode_step([])
 
-    def _decode_step(self) -> None:
-        tokens_B = [s.tokens[-1] for s in self._running]
-        positions_B = [s.cached for s in self._running]
-        logits_BV = self.runner.decode(tokens_B, positions_B)
-        self._append_tokens(self._running, logits_BV)
+    def _place(self, chunk: list[list[_Sample]]) -> tuple[list[tuple[int, ...]], list[list[int]]]:
+        """Give the chunk's samples the slots after the running ones; its prompts and slots."""
+        slots: list[list[int]] = []
+        for group in chunk:
+            start = len(self._running)
+            slots.append(list(range(start, start + len(group))))
+            self._running.extend(group)
+        return [g[0].request.prompt_tokens for g in chunk], slots
+
+    def _decode_step(self, chunk: list[list[_Sample]]) -> None:
+        running = list(self._running)
+        tokens_B = [s.tokens[-1] for s in running]
+        positions_B = [s.cached for s in running]
+        prompts, slots = self._place(chunk)
+        logits = self.runner.decode(tokens_B, positions_B, prompts, slots)
+        B = len(running)
+        if chunk:
+            logits = torch.cat([logits[:B], _rows(logits, B, chunk)])
+        self._append_tokens(running + [s for g in chunk for s in g], logits)
         self._steps += 1
 
     def _append_tokens(self, samples: list[_Sample], logits_BV: torch.Tensor) -> None:
@@ -387,6 +401,11 @@ class TorchEngine(OutboxEngine):
         finally:
             self._last_update_ms = 1000 * (time.perf_counter() - t0)
             upd.done.set()
+
+
+def _rows(logits: torch.Tensor, offset: int, chunk: list[list[_Sample]]) -> torch.Tensor:
+    """Each sample of the chunk gets its prompt's row (rows from ``offset`` on)."""
+    return logits[torch.tensor([offset + n for n, g in enumerate(chunk) for _ in g])]
 
 
 def _prefill_chunks(groups: list[list[_Sample]], max_tokens: int) -> list[list[list[_Sample]]]:
