@@ -69,7 +69,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     cfg = load_config(args.overrides)
-    from recipe_arena.data.micro import build_world
+    from recipe_arena.data.worlds import build_world
     from recipe_arena.rewards.audit import run_audit
 
     domains = args.domains.split(",") if args.domains else ["math", "code", "ifeval"]
