@@ -139,3 +139,23 @@ def test_gym_rows_answers_verify():
         assert check_math(row.ground_truth, f"\\boxed{{{row.ground_truth}}}")[0] == 1.0
     with pytest.raises(ValueError, match="choose one or more of"):
         gym_rows(["sudoku"], 2, seed=0)
+
+
+def test_file_world_reads_prompt_rows_from_its_paths(tmp_path):
+    """world=olmo3_7b reads train and held-out rows from the JSONL files it names,
+    grouped by domain; an unset held-out path gives no held-out rows."""
+    from recipe_arena.data.schema import Message, PromptRow, write_rows
+    from recipe_arena.data.worlds import build_world
+
+    rows = [
+        PromptRow(id=f"r{i}", messages=[Message(role="user", content="1+1?")],
+                  ground_truth="2", domain=d)
+        for i, d in enumerate(["math", "math", "code"])
+    ]  # fmt: skip
+    write_rows(tmp_path / "train.jsonl", rows)
+    world = build_world(WorldConfig(name="olmo3_7b", train_path=str(tmp_path / "train.jsonl")))
+    assert {d: [r.id for r in v] for d, v in world["train"].items()} == {
+        "math": ["r0", "r1"],
+        "code": ["r2"],
+    }
+    assert world["heldout"] == {}
