@@ -256,6 +256,13 @@ def smol_section(args: argparse.Namespace) -> str:
         # every forward reads every weight once: decode steps and batched prefills alike
         read = (steps + prefills) * weight_bytes + kv_pos * eng.runner.kv_bytes_per_position()
         decode_gbs = read / seconds / 1e9
+        # on a shared machine the bandwidth available drifts: measure it again right
+        # after the timed run and compare against the mean of the two
+        copy_after = copy_bandwidth_gbs()
+        copy_bw = (copy_bw + copy_after) / 2
+        print(
+            f"smol copy bandwidth after the torch run: {copy_after:.1f} GB/s (mean {copy_bw:.1f})"
+        )
         mbu = 100 * decode_gbs / copy_bw
         print(
             f"smol torch continuous: {torch_tps:8.0f} tok/s ({seconds:.2f} s, {steps:.0f} decode "
