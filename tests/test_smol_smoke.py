@@ -40,7 +40,7 @@ def test_smol_smoke_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
     run = tmp_path / "smoke"
     stages = json.loads((run / "stages.json").read_text())
-    assert list(stages["done"]) == ["prompt_filter", "rlvr", "eval"]
+    assert set(stages["done"]) == {"prompt_filter", "rlvr", "eval"}
     assert Path(stages["inputs"]["rlvr"]).name == "smollm2-135m-instruct"
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     before, after = (r for r in records if r["stage"] == "rlvr" and "eval/math/pass@1" in r)
