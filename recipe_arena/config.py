@@ -259,7 +259,13 @@ class RewardsConfig(Strict):
     code_cpu_s: int = Field(10, ge=1)
     """RLIMIT_CPU of a sandboxed program, seconds."""
     code_memory_mb: int = Field(1024, ge=64)
-    """RLIMIT_AS of a sandboxed program, MiB."""
+    """RLIMIT_AS of a sandboxed program, MiB; with the process count capped at one
+    (rewards/sandbox.py), also its total memory."""
+    allow_weak_sandbox: bool = False
+    """Run code checks even where the sandbox is weaker than its full mode (root with
+    bubblewrap; see rewards/sandbox.py for what each mode lacks). Off: such a machine
+    refuses every code check with a line saying what is missing, because a program that
+    can see the host can find the expected values."""
     judge_mode: Literal["auto", "reference", "open"] = "auto"
     """Judge prompt: 'reference' compares with the row's reference answer, 'open' rates
     the answer alone; 'auto' uses 'reference' when the row has one."""

@@ -32,7 +32,12 @@ POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
             row.ground_truth,
             resp,
             cfg.code_reward == "all_pass",
-            Limits(wall_s=cfg.code_wall_s, cpu_s=cfg.code_cpu_s, memory_mb=cfg.code_memory_mb),
+            Limits(
+                wall_s=cfg.code_wall_s,
+                cpu_s=cfg.code_cpu_s,
+                memory_mb=cfg.code_memory_mb,
+                allow_weak=cfg.allow_weak_sandbox,
+            ),
         ),
         # stdin/stdout rows run one program per pair; leave room for all of them.
         cfg.code_wall_s * max(1, len(row.ground_truth) if isinstance(row.ground_truth, list) else 1)
