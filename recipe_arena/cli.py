@@ -45,7 +45,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     """A bad row costs only itself (an ``error:`` reason); a bad file exits 2 in one line."""
     cfg = load_config(args.overrides)
+    from recipe_arena.config_checks import check_judge
     from recipe_arena.rewards.verify import VerifyError, verify_jsonl
+
+    check_judge(cfg.rewards)
 
     try:
         summary = verify_jsonl(args.input, args.output, cfg.rewards)
