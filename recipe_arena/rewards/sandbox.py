@@ -32,9 +32,9 @@ by capping the process count instead.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -364,14 +364,22 @@ def _uids() -> tuple[int, int]:
 
 @functools.cache
 def _harness_file() -> str:
-    """HARNESS compiled once per process to a .pyc (starting a sandbox then skips the
-    compile: about a third of an assert check's CPU time)."""
-    folder = tempfile.mkdtemp(prefix="recipe_arena_harness_")
-    atexit.register(shutil.rmtree, folder, True)
-    src = os.path.join(folder, "harness.py")
-    Path(src).write_text(HARNESS)
-    os.chmod(folder, 0o755)
-    return str(py_compile.compile(src, cfile=os.path.join(folder, "harness.pyc"), doraise=True))
+    """HARNESS compiled once to a .pyc in the cache folder ($RECIPE_ARENA_CACHE, else
+    ~/.cache/recipe_arena), named by a hash of its source and the interpreter version:
+    starting a sandbox then skips the compile (about a third of a check's CPU time)."""
+    root = Path(os.environ.get("RECIPE_ARENA_CACHE") or Path.home() / ".cache" / "recipe_arena")
+    tag = hashlib.sha256(f"{sys.version}\0{HARNESS}".encode()).hexdigest()[:16]
+    folder = root / "sandbox"
+    pyc = folder / f"harness-{tag}.pyc"
+    if not pyc.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            src = Path(tmp) / "harness.py"
+            src.write_text(HARNESS)
+            built = py_compile.compile(str(src), cfile=str(Path(tmp) / "h.pyc"), doraise=True)
+            os.chmod(built, 0o644)
+            os.replace(built, pyc)  # atomic: workers racing here all end with one file
+    return str(pyc)
 
 
 # ----------------------------------------------------------------------------- running
