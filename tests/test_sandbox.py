@@ -33,7 +33,10 @@ from recipe_arena.rewards.sandbox import UID_BASE, Limits, isolation_mode, run_h
 from recipe_arena.rewards.sandbox_split import split_tests
 
 FULL = isolation_mode() == "bwrap"
-needs_full = pytest.mark.skipif(not FULL, reason="needs root and bubblewrap (make setup)")
+# In CI (root, after `make setup`) the full mode is what the README documents: there a
+# missing bubblewrap fails these tests instead of skipping them.
+IN_CI = os.environ.get("CI") == "true"
+needs_full = pytest.mark.skipif(not FULL and not IN_CI, reason="needs root and bubblewrap")
 ADD = ["assert add(2, 3) == 5", "assert add(-1, 1) == 0", "assert add(10, 20) == 30"]
 MARK = uuid.uuid4().hex[:12]
 HOST_DIR = (
@@ -559,6 +562,12 @@ def test_hostile_suite_every_attack_is_contained(scorer, host_listeners) -> None
     assert elapsed < 120.0
     good = scorer.score([_row(tuple(ADD))], [fenced("def add(a, b):\n    return a + b")])
     assert good[0].score == 1.0, good[0].reason
+
+
+@pytest.mark.skipif(not IN_CI, reason="checks CI's set-up")
+def test_ci_runs_the_full_sandbox() -> None:
+    """CI runs as root after `make setup` (which installs bubblewrap): the full mode."""
+    assert isolation_mode() == "bwrap"
 
 
 def test_expected_values_never_reach_the_program_side() -> None:
