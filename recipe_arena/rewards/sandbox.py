@@ -55,7 +55,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 _HERE = Path(__file__).parent
-HARNESS = (_HERE / "sandbox_split.py").read_text() + (_HERE / "sandbox_harness.py").read_text()
+HARNESS = (_HERE / "sandbox_split.py").read_text() + (
+    _HERE / "sandbox_harness.py"
+).read_text().replace("from __future__ import annotations\n", "", 1)  # allowed once, at the top
 HARNESS_INSIDE = "/harness.pyc"
 UID_BASE = 1_500_000_000
 """Sandbox uids start here: far above any login or container-mapped uid."""
@@ -376,7 +378,7 @@ def _harness_file() -> str:
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             src = Path(tmp) / "harness.py"
             src.write_text(HARNESS)
-            built = py_compile.compile(str(src), cfile=str(Path(tmp) / "h.pyc"), doraise=True)
+            built = str(py_compile.compile(str(src), cfile=str(Path(tmp) / "h.pyc"), doraise=True))
             os.chmod(built, 0o644)
             os.replace(built, pyc)  # atomic: workers racing here all end with one file
     return str(pyc)

@@ -19,11 +19,16 @@ side. Every value the checks compare crossed a pipe as data. For stdin/stdout te
 ("io") the launcher becomes the program itself with the verifier's pipes.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import resource
 import sys
-from typing import IO, Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 _type, _repr = type, repr
 _ATOMS = (int, float, bool, str, type(None))
