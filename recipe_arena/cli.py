@@ -59,10 +59,18 @@ def _dry_run(cfg: Any) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    """A bad row costs only itself (an ``error:`` reason); a bad file exits 2 in one line."""
     cfg = load_config(args.overrides)
-    from recipe_arena.rewards.verify import verify_jsonl
+    from recipe_arena.config_checks import check_judge
+    from recipe_arena.rewards.verify import VerifyError, verify_jsonl
 
-    summary = verify_jsonl(args.input, args.output, cfg.rewards)
+    check_judge(cfg.rewards)
+
+    try:
+        summary = verify_jsonl(args.input, args.output, cfg.rewards)
+    except VerifyError as e:
+        print(f"recipe-arena: verify: {e}", file=sys.stderr)
+        return EXIT_CONFIG
     print(json.dumps(summary), file=sys.stderr)
     return 0
 

@@ -7,17 +7,27 @@ and the allowed values. Unknown keys fail the same way (``extra="forbid"``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain
 from recipe_arena.models.factory import TinyModelSpec
 
+SEED_MAX = 2**32 - 1
+"""Largest seed every generator accepts (NumPy's limit)."""
+NonNegative = Annotated[float, Field(ge=0)]
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    """Every config model: unknown keys fail, and no float anywhere may be NaN or
+    infinite (a timeout of inf never fires, a temperature of inf gives NaN losses)."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 # ----------------------------------------------------------------------------- world
@@ -32,7 +42,7 @@ class WorldConfig(Strict):
     """Shape of the micro model (ignored for pretrained worlds)."""
     checkpoint: str | None = None
     """Path of a starting checkpoint directory (safetensors); None builds one (micro)."""
-    data_seed: int = Field(1234, ge=0)
+    data_seed: int = Field(1234, ge=0, le=SEED_MAX)
     """Seed of the procedural task generators (fixed across runs, so splits are stable)."""
     train_per_domain: int = Field(2000, ge=1)
     """Training prompts generated per domain."""
@@ -83,7 +93,7 @@ class BaseTrainConfig(Strict):
     )
     """Generated train-split problems (with reference responses) per domain in the base
     corpus; math weighted up so that the base model already solves some math."""
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
     """Initialisation and batch-order seed; fixed across run seeds, like one shared
     pretrained checkpoint."""
     evaluate: bool = True
@@ -132,6 +142,7 @@ class EngineConfig(Strict):
     forward; admitted prompts beyond it are prefilled in further forwards. Bounds the
     activation memory of a prefill."""
     device: str = "cpu"
+    """torch device string (cpu, cuda, cuda:1, ...); must exist on this machine."""
     num_threads: int | None = Field(None, ge=1)
     """torch intra-op threads; None keeps torch's default."""
 
@@ -191,7 +202,7 @@ class RLConfig(Strict):
     active_sampling: bool = True
     max_resample_factor: int = Field(8, ge=1)
     """Give up filling a batch after drawing this many times its N prompts."""
-    domain_weights: dict[Domain, float] = Field(
+    domain_weights: dict[Domain, NonNegative] = Field(
         default={"math": 0.9, "code": 0.0, "ifeval": 0.1, "chat": 0.0}
     )
     """Sampling weight per domain; a domain at 0 is neither filtered nor trained (OLMo 3
@@ -217,6 +228,13 @@ class RLConfig(Strict):
     The gradient is the same as one forward over the batch; None does that."""
     grad_clip: float = Field(1.0, gt=0)
     """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
+
+    @field_validator("domain_weights")
+    @classmethod
+    def _some_domain_weighted(cls, v: dict[str, float]) -> dict[str, float]:
+        if not any(w > 0 for w in v.values()):
+            raise ValueError("at least one domain needs a weight above 0")
+        return v
 
 
 class PromptFilterConfig(Strict):
@@ -284,7 +302,13 @@ class RewardsConfig(Strict):
     code_cpu_s: int = Field(10, ge=1)
     """RLIMIT_CPU of a sandboxed program, seconds."""
     code_memory_mb: int = Field(1024, ge=64)
-    """RLIMIT_AS of a sandboxed program, MiB."""
+    """RLIMIT_AS of a sandboxed program, MiB; with the process count capped at one
+    (rewards/sandbox.py), also its total memory."""
+    allow_weak_sandbox: bool = False
+    """Run code checks even where the sandbox is weaker than its full mode (root with
+    bubblewrap; see rewards/sandbox.py for what each mode lacks). Off: such a machine
+    refuses every code check with a line saying what is missing, because a program that
+    can see the host can find the expected values."""
     judge_mode: Literal["auto", "reference", "open"] = "auto"
     """Judge prompt: 'reference' compares with the row's reference answer, 'open' rates
     the answer alone; 'auto' uses 'reference' when the row has one."""
@@ -380,8 +404,9 @@ class BudgetConfig(Strict):
 class RunConfig(Strict):
     recipe: str = "olmo3_think"
     name: str | None = None
-    """Run directory name under out_dir; default <recipe>-<budget>-s<seed>."""
-    seed: int = Field(0, ge=0)
+    """Run directory name under out_dir (a name, not a path: letters, digits, ``_.=+-``,
+    not starting with a dot); default <recipe>-<budget>-s<seed>."""
+    seed: int = Field(0, ge=0, le=SEED_MAX)
     out_dir: str = "runs"
     resume: bool = False
     world: WorldConfig = WorldConfig()
@@ -399,6 +424,16 @@ class RunConfig(Strict):
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()
+
+    @field_validator("name")
+    @classmethod
+    def _a_name_not_a_path(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}", v):
+            raise ValueError(
+                "must be a name, not a path: up to 128 letters, digits and _.=+-, "
+                "not starting with a dot"
+            )
+        return v
 
     @property
     def run_name(self) -> str:

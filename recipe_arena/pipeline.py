@@ -18,7 +18,7 @@ from rich.console import Console
 
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rundir import RunDir
+from recipe_arena.rundir import RunDir, RunLock
 
 console = Console(stderr=True)
 
@@ -156,10 +156,14 @@ def _load_world(cfg: RunConfig) -> World:
 
 
 def _prepare_dir(cfg: RunConfig) -> Path:
+    """The run's directory under out_dir (``name`` is a plain name: config.py); an
+    earlier run there moves to ``<name>.prev`` unless resuming. Call with the RunLock held."""
     path = Path(cfg.out_dir) / cfg.run_name
-    if path.exists() and not cfg.resume:
+    if (path.exists() or path.is_symlink()) and not cfg.resume:
         previous = path.with_name(path.name + ".prev")
-        if previous.exists():
+        if previous.is_symlink() or previous.is_file():
+            previous.unlink()
+        elif previous.exists():
             shutil.rmtree(previous)
         path.rename(previous)
         console.print(f"[yellow]moved the previous run to {previous} (resume=true continues a run)")
@@ -167,9 +171,17 @@ def _prepare_dir(cfg: RunConfig) -> Path:
 
 
 def run_pipeline(cfg: RunConfig) -> Path:
-    """Run every stage of ``cfg.pipeline.stages``; return the run directory."""
+    """Run every stage of ``cfg.pipeline.stages``; return the run directory. A config
+    this machine cannot run raises ConfigError before the run directory is touched."""
+    from recipe_arena.config_checks import check_runnable
     from recipe_arena.eval.report import write_report
 
+    check_runnable(cfg)
+    with RunLock(cfg.out_dir, cfg.run_name):  # held until the report is written
+        return _run_locked(cfg, write_report)
+
+
+def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
     run = RunDir(cfg, _prepare_dir(cfg))
     state = PipelineState.load(run) if cfg.resume else PipelineState()
     world = _load_world(cfg)

@@ -123,12 +123,14 @@ def run_rlvr(
         set_rng_state(state["rng"])
         start_step = int(state["step"])
         ledger.truncate_after(start_step)
+        run.truncate_logs("rlvr", start_step)  # steps after the checkpoint run again
         print(
             f"rlvr: resumed from {resumed.name} (step {start_step}, version {learner.version})",
             file=sys.stderr,
         )
     else:
         ledger.reset()
+        run.truncate_logs("rlvr", -1)
     settings = loop_settings(cfg, int(tok.pad_token_id))
     held = list(heldout_rows)
     final = root / "final"
