@@ -60,8 +60,7 @@ def test_humaneval_tests_rename_candidate_and_keep_setup():
         "assert inc(2) == 3",
     ]
     loop = "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x + 1\n"
-    tests = humaneval_tests(loop, "inc")
-    assert tests[-1] == "assert __humaneval_check()" and "check(inc)" in tests[-2]
+    assert humaneval_tests(loop, "inc") == ["for x in range(3):\n    assert inc(x) == x + 1"]
 
 
 def _canonical(task_index: int) -> tuple[dict, str]:
@@ -75,7 +74,8 @@ def _canonical(task_index: int) -> tuple[dict, str]:
 @pytest.mark.parametrize("task_index", [0, 32, 129])
 def test_humaneval_reference_solutions_pass_and_wrong_ones_fail(task_index):
     """The reference solution (prompt + canonical body) scores 1 under the sandboxed code
-    verifier, through both test forms (0: asserts; 32 and 129: check run whole); a
+    verifier, through both test forms (0: asserts only; 32 and 129: loops that build
+    inputs, run at top level); a
     function that returns None scores 0."""
     from recipe_arena.rewards.code import check_code
 
