@@ -3,7 +3,8 @@
     recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job]
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
-    recipe-arena report RUN_DIR
+    recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
+    recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
 
 A bad recipe, option, key or value exits with status 2 and one line that names it and
 what is allowed, before any work starts.
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import yaml
 
@@ -75,8 +77,17 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from recipe_arena.eval.report import write_report
 
-    print(write_report(args.run_dir))
+    print(write_report(*args.run_dirs))
     return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from recipe_arena.compare import run_comparison
+
+    try:
+        return run_comparison(args.items)
+    except KeyboardInterrupt:
+        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,10 +112,34 @@ def _parser() -> argparse.ArgumentParser:
     aud.add_argument("--out", help="write the full report (per task and hack) as JSON")
     aud.add_argument("overrides", nargs="*")
     aud.set_defaults(fn=_cmd_audit)
-    rep = sub.add_parser("report", help="(re)write report.md and report.html of a run directory")
-    rep.add_argument("run_dir")
+    rep = sub.add_parser(
+        "report",
+        help="(re)write report.md and report.html of a run directory; of several runs or a "
+        "comparison directory, the comparative report",
+    )
+    rep.add_argument("run_dirs", nargs="+")
     rep.set_defaults(fn=_cmd_report)
+    _add_compare(sub)
     return p
+
+
+def _add_compare(sub: Any) -> None:
+    from recipe_arena.compare import __doc__ as compare_doc
+
+    cmp = sub.add_parser(
+        "compare",
+        help="arms x seeds in a paired design, then the comparative report",
+        description=compare_doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmp.add_argument(
+        "items",
+        nargs="*",
+        metavar="key=value",
+        help="recipe=, axis=, arms=[...], seeds=N|[..], aa=true, baseline=, jobs=, out_dir=, "
+        "name=; anything else (budget=smoke, rl.steps=40) applies to every arm",
+    )
+    cmp.set_defaults(fn=_cmd_compare)
 
 
 def main(argv: list[str] | None = None) -> int:

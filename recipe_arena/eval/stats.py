@@ -259,9 +259,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 # ----------------------------------------------------------------------------- compute curves
-def scaling_curve(
-    compute: np.ndarray, r0: float, a: float, b: float, c_mid: float
-) -> np.ndarray:
+def scaling_curve(compute: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
     """ScaleRL's R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B); R(0) = R0."""
     c = np.asarray(compute, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore"):  # C = 0: (C_mid / C)^B = inf, R = R0
