@@ -5,6 +5,7 @@
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
     recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
+    recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
 
 A bad recipe, option, key or value exits with status 2 and one line that names it and
 what is allowed, before any work starts.
@@ -120,7 +121,46 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", nargs="+")
     rep.set_defaults(fn=_cmd_report)
     _add_compare(sub)
+    _add_lm_eval(sub)
     return p
+
+
+def _cmd_lm_eval(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from recipe_arena.eval.harness import evaluate_target
+
+    if args.k < 1 or (args.limit is not None and args.limit < 1):
+        raise ConfigError(f"--k={args.k} --limit={args.limit}: both must be positive")
+    extra = [t for t in args.tasks.split(",") if t]
+    with tempfile.TemporaryDirectory(prefix="recipe-arena-tasks-") as tmp:
+        results = evaluate_target(args.target, args.overrides, args.k, args.limit, extra, tmp)
+    for task, metrics in results.items():
+        print(
+            task
+            + ": "
+            + ", ".join(f"{m.split(',')[0]} {v:.4f}" for m, v in sorted(metrics.items()))
+        )
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+        print(f"results written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _add_lm_eval(sub: Any) -> None:
+    lme = sub.add_parser(
+        "lm-eval",
+        help="evaluate a run's final checkpoint (or a checkpoint) through lm-evaluation-harness "
+        "on the world's held-out sets as local tasks: pass@1 and pass@k",
+    )
+    lme.add_argument("target", help="a run directory or a checkpoint directory")
+    lme.add_argument("--k", type=int, default=1, help="samples per question (pass@k; default 1)")
+    lme.add_argument("--limit", type=int, default=None, help="questions per task (default all)")
+    lme.add_argument("--tasks", default="", help="other lm-eval tasks to add (available offline)")
+    lme.add_argument("--out", help="write the results as JSON")
+    lme.add_argument("overrides", nargs="*", help="config overrides for a checkpoint directory")
+    lme.set_defaults(fn=_cmd_lm_eval)
 
 
 def _add_compare(sub: Any) -> None:

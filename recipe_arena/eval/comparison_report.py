@@ -88,7 +88,7 @@ def _body(arms: list[ArmData], out: Path) -> list[str]:
     md += _compute_table(ready)
     md += _curve_section(ready, cols, out)
     md += _rl_curves(ready, out)
-    md += _runs_table(ready)
+    md += _runs_table(ready, out)
     return md
 
 
@@ -163,8 +163,10 @@ def _verdict(c: Comparison) -> str:
 def _test_row(c: Comparison, with_holm: bool = True) -> str:
     t = c.test
     holm = f" {c.p_holm:.3g} |" if with_holm else ""
+    # scores lie in [0, 1], so a difference lies in [-1, 1]: the interval is cut there
+    diff = stats.Estimate(t.diff.value, max(-1.0, t.diff.lo), min(1.0, t.diff.hi))
     return (
-        f"| {c.arm} | {c.domain} | {t.diff.fmt(signed=True)} | {t.p:.3g} |{holm} "
+        f"| {c.arm} | {c.domain} | {diff.fmt(signed=True)} | {t.p:.3g} |{holm} "
         f"{t.mde:.3f} | {t.seeds} x {t.units} | {_verdict(c)} |"
     )
 
@@ -176,8 +178,8 @@ def _paired_table(comps: list[Comparison], arms: list[ArmData]) -> list[str]:
     md += [
         "Per question and seed: arm score minus baseline score (same seed, same question). "
         "The interval and p-value come from a two-way (seed x question) variance "
-        "decomposition and Student's t on the seeds' degrees of freedom; questions asked "
-        "twice count once. p (Holm) corrects for the number of arms compared; MDE is the "
+        "decomposition and Student's t on the seeds' degrees of freedom (cut to the "
+        "possible range [-1, 1]); questions asked twice count once. p (Holm) corrects for the number of arms compared; MDE is the "
         "smallest true difference this design finds with 80% power at the 5% level.",
         "",
         "| arm | domain | difference [95% interval] | p | p (Holm) | MDE | seeds x questions | verdict |",
@@ -291,11 +293,15 @@ def _rl_curves(arms: list[ArmData], out: Path) -> list[str]:
     ]
 
 
-def _runs_table(arms: list[ArmData]) -> list[str]:
+def _runs_table(arms: list[ArmData], out: Path) -> list[str]:
     md = ["## Runs", "", "| arm | seed | run directory | report |", "|---|---|---|---|"]
     for a in arms:
         for r in a.runs:
-            md.append(f"| {a.name} | {r.seed} | {r.path} | {r.path / 'report.html'} |")
+            try:
+                where = r.path.resolve().relative_to(out.resolve())
+            except ValueError:
+                where = r.path
+            md.append(f"| {a.name} | {r.seed} | {where} | [report]({where}/report.html) |")
     return md + [""]
 
 
