@@ -185,3 +185,32 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     assert "<table>" in html and "|---|" not in html
     assert html.count('src="data:image/png;base64,') >= 3
     assert "http://" not in html and "https://" not in html
+
+
+@pytest.mark.slow
+def test_smoke_comparison_end_to_end(tmp_path: Path) -> None:
+    """The acceptance command through the real entry point: 2 arms x 2 seeds of real
+    smoke runs, then the same command again, which runs nothing (every run finished)
+    and rewrites the same report. The report shows both arms with intervals, the
+    paired test and a settings table where only staleness.name differs."""
+    import subprocess
+    import sys
+
+    cmd = [
+        sys.executable, "-m", "recipe_arena.cli", "compare", "recipe=olmo3_think",
+        "axis=staleness", "arms=[tis,none]", "seeds=2", "budget=smoke", f"out_dir={tmp_path}",
+    ]  # fmt: skip
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=3000)
+    assert first.returncode == 0, first.stderr[-3000:]
+    root = tmp_path / "compare-olmo3_think-staleness-smoke"
+    md = (root / "report.md").read_text()
+    assert "| staleness.name | tis | none |" in md
+    settings = md.split("## Settings that differ between arms")[1].split("##")[0]
+    assert settings.count("\n| ") == 2
+    for arm in ("tis", "none"):
+        assert f"| {arm} | 2 | " in md  # pass@1 row: 2 seeds, then intervals
+    assert "| none | mean | " in md and "p (Holm)" in md
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0
+    assert second.stderr.count("finished earlier, not run again") == 4
+    assert "started" not in second.stderr
