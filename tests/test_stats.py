@@ -34,8 +34,8 @@ def test_aa_comparisons_are_flagged_at_about_the_nominal_rate(
     Over 1,500 repetitions the binomial standard error of that rate is
     sqrt(0.05 * 0.95 / 1500) = 0.0056. The test uses the seed term's S - 1 degrees of
     freedom, which is exact when questions add no noise and conservative otherwise
-    (simulated: 2.5% to 5.4% over ten settings), so the band is [0.02, 0.065]: the
-    upper end 2.7 standard errors above nominal, the lower one allowing conservatism."""
+    (benchmarks/stats_calibration.py), so the band is [0.02, 0.065]: the upper end 2.7
+    standard errors above nominal, the lower one allowing conservatism."""
     rng = np.random.default_rng(1234 + seeds)
     flagged = 0
     reps = 1500
