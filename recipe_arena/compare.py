@@ -252,7 +252,7 @@ def run_finished(run_dir: Path) -> bool:
         cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     except (OSError, ValueError):
         return False
-    return set(cfg["pipeline"]["stages"]) <= set(done)
+    return bool(set(cfg["pipeline"]["stages"]) <= set(done))
 
 
 @dataclass
@@ -275,7 +275,7 @@ def _last_progress(log: Path) -> str:
     lines = [s.strip("─ ") for s in re.split(r"[\r\n]", tail)]
     for line in reversed(lines):
         if line.startswith(PROGRESS_PREFIXES):
-            return line[:60]
+            return str(line)[:60]
     return "starting"
 
 
@@ -291,7 +291,9 @@ def execute(jobs: list[_Job], parallel: int, first_alone: bool) -> list[str]:
     if parallel > 1:
         threads = str(max(1, (os.cpu_count() or 1) // parallel))
         env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    waiting, running, failed = list(jobs), [], []
+    waiting = list(jobs)
+    running: list[_Job] = []
+    failed: list[str] = []
     done = 0
     last_report = time.monotonic()
     try:

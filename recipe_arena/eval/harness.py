@@ -65,7 +65,7 @@ def _lm_class() -> type:
             from recipe_arena.models.factory import load_checkpoint
 
             model, tok = load_checkpoint(checkpoint)
-            model.eval()
+            model.train(False)
             super().__init__(
                 pretrained=model,
                 tokenizer=tok,

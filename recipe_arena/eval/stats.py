@@ -175,7 +175,7 @@ def paired_test(
     arm_SQ: np.ndarray,
     base_SQ: np.ndarray,
     clusters_Q: Sequence[str] | None = None,
-    weights_Q: Sequence[float] | None = None,
+    weights_Q: Sequence[float] | np.ndarray | None = None,
     alpha: float = ALPHA,
     power: float = POWER,
 ) -> PairedTest:
@@ -275,7 +275,10 @@ class CurveFit:
 
 
 def fit_compute_curve(
-    compute: Sequence[float], reward: Sequence[float], r0: float, bounds_a: tuple[float, float]
+    compute: Sequence[float] | np.ndarray,
+    reward: Sequence[float] | np.ndarray,
+    r0: float,
+    bounds_a: tuple[float, float],
 ) -> CurveFit | None:
     """Least-squares fit of A, B, C_mid (R0 fixed) to points with compute > 0; None when
     there are fewer than three such points or the fit does not converge. C_mid is
