@@ -52,7 +52,7 @@ def test_lm_eval_runs_a_micro_checkpoint_on_a_local_task_offline(
     from recipe_arena.engines import build_engine
     from recipe_arena.eval.evaluate import evaluate_rows, generate_responses
 
-    cfg = load_config(["budget=smoke", "eval.max_new_tokens=12"])
+    cfg = load_config(["budget=smoke", "eval.max_new_tokens=12", "rewards.workers=1"])
     model, tok = build_micro(seed=3)
     ckpt = save_checkpoint(model, tok, tmp_path / "ckpt")
     rows = build_world(cfg.world)["heldout"]["math"][:3]

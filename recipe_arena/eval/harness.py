@@ -214,8 +214,11 @@ def run_harness(
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    os.environ["RECIPE_ARENA_TASK_DIR"] = str(Path(task_dir).resolve())
-    manager = TaskManager(include_path=str(Path(task_dir).resolve()))
+    task_dir = Path(task_dir).resolve()
+    os.environ["RECIPE_ARENA_TASK_DIR"] = str(task_dir)
+    ours = {p.stem for p in task_dir.glob("*.yaml")}
+    # indexing lm-eval's own catalogue (thousands of YAML files) only when it is used
+    manager = TaskManager(include_path=str(task_dir), include_defaults=not set(tasks) <= ours)
     out = lm_eval.simple_evaluate(
         model=make_lm(checkpoint, batch_size),
         tasks=list(tasks),
