@@ -148,7 +148,9 @@ def parse(items: list[str]) -> tuple[Plan, Options]:
     arms = []
     for v in values:
         if axis:
-            arms.append(Arm(_label(v), [f"{axis}={v}"], seeds))
+            # a key path's arms read as lr_0, lr_1e-4; a group's as its option names
+            name = f"{axis.rsplit('.', 1)[-1]}_{v}" if "." in axis else v
+            arms.append(Arm(_label(name), [f"{axis}={v}"], seeds))
         else:
             arms.append(Arm(_label(v), [f"recipe={v}"], seeds))
     names = [a.name for a in arms]
@@ -296,6 +298,11 @@ def execute(jobs: list[_Job], parallel: int, first_alone: bool) -> list[str]:
     failed: list[str] = []
     done = 0
     last_report = time.monotonic()
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # stop the children too, as on Ctrl-C
+
+    previous = signal.signal(signal.SIGTERM, on_term)
     try:
         while waiting or running:
             limit = 1 if first_alone and done == 0 and not failed else parallel
@@ -340,6 +347,8 @@ def execute(jobs: list[_Job], parallel: int, first_alone: bool) -> list[str]:
                 job.proc.wait()
         _say("interrupted; run the same command again to resume")
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return failed
 
 
