@@ -244,7 +244,7 @@ def _curve_section(arms: list[ArmData], cols: Columns, out: Path) -> list[str]:
         "gain; intervals from 200 bootstrap refits over seeds and questions. A (whole "
         "run) is the asymptote fitted on every evaluation.",
         "",
-        "| arm | R0 | A [95%] | B [95%] | C_mid [95%] | RMSE on the rest [95%] | A (whole run) [95%] | points fit / scored |",
+        "| arm | R0 [95%] | A [95%] | B [95%] | C_mid [95%] | RMSE on the rest [95%] | A (whole run) [95%] | points fit / scored |",
         "|---|---|---|---|---|---|---|---|",
     ]
     fits: dict[str, tuple[Any, Any, list[int]]] = {}
@@ -259,7 +259,7 @@ def _curve_section(arms: list[ArmData], cols: Columns, out: Path) -> list[str]:
             md.append(f"| {a.name} | - | - | - | - | - | - | - |")
             continue
         md.append(
-            f"| {a.name} | {res.r0:.3f} | {res.a.fmt()} | {res.b.fmt(2)} | "
+            f"| {a.name} | {res.r0.fmt()} | {res.a.fmt()} | {res.b.fmt(2)} | "
             f"{_sci(res.c_mid)} | {res.rmse_rest.fmt()} | {res.full_a.fmt()} | "
             f"{res.fit_points} / {res.rest_points} |"
         )
@@ -345,7 +345,7 @@ def _plot_compute(fits: dict[str, tuple[Any, Any, list[int]]], path: Path) -> No
         if res is not None:
             split = c_T[res.fit_points - 1]
             grid = np.linspace(0, c_T[-1], 200)
-            pred = stats.scaling_curve(grid, res.r0, res.fit.a, res.fit.b, res.fit.c_mid)
+            pred = stats.scaling_curve(grid, res.fit.r0, res.fit.a, res.fit.b, res.fit.c_mid)
             ax.plot(grid[grid <= split], pred[grid <= split], "-", color=color)
             ax.plot(grid[grid >= split], pred[grid >= split], "--", color=color)
     ax.set_xlabel("learner tokens", fontsize=8)

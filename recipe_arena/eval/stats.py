@@ -317,7 +317,8 @@ class CurveAnalysis:
     predicts the rest, and the fit on the whole run; intervals from a crossed
     bootstrap over seeds and questions (percentiles of the refitted parameters)."""
 
-    r0: float
+    r0: Estimate
+    """The pass rate at the RL start (fixed in the fit), with its bootstrap interval."""
     a: Estimate
     b: Estimate
     c_mid: Estimate
@@ -399,7 +400,7 @@ def curve_analysis(
         if bfull is not None:
             draws["full_a"].append(bfull.a)
     return CurveAnalysis(
-        r0=fit.r0,
+        r0=_percentile([float(v) for v in boot_r[:, 0]], fit.r0, level),
         a=_percentile(draws["a"], fit.a, level),
         b=_percentile(draws["b"], fit.b, level),
         c_mid=_percentile(draws["c"], fit.c_mid, level),
