@@ -95,33 +95,36 @@ def forced_length(seed: int, index: int, cap: int) -> int:
 
 class ShapedEngine:
     """Wraps the actor's engine: each request's G samples become G requests of forced
-    lengths (ids ``<id>#<i>``, mapped back on the way out); with ``in_flight=False`` a
-    weight update first stops new admissions and waits until nothing is decoding. The
-    decode counters are kept when the engine closes, for MBU."""
+    lengths (ids ``<id>#<i>``, mapped back on the way out). With ``in_flight=False`` a
+    weight update drains the engine first: requests submitted meanwhile are held back
+    (the actor keeps collecting completions), the update waits until nothing is
+    decoding, then the held requests go in. The decode counters are kept when the
+    engine closes, for MBU."""
 
     def __init__(self, inner: Any, cap: int, in_flight: bool) -> None:
         self.inner = inner
         self.cap = cap
         self.in_flight = in_flight
         self.final_stats: Any = None
-        self._open = threading.Event()
-        self._open.set()
-        self._busy = 0
         self._lock = threading.Lock()
+        self._busy = 0
+        self._draining = False
+        self._held: list[GenerationRequest] = []
 
     def submit(self, request: GenerationRequest) -> None:
-        self._open.wait()
         s = request.sampling
         for i in range(s.n):
             length = forced_length(s.seed or 0, i, self.cap)
             sub = dataclasses.replace(
                 s, n=1, max_new_tokens=length, ignore_eos=True, seed=(s.seed or 0) * 1009 + i
             )
+            req = GenerationRequest(f"{request.request_id}#{i}", request.prompt_tokens, sub)
             with self._lock:
                 self._busy += 1
-            self.inner.submit(
-                GenerationRequest(f"{request.request_id}#{i}", request.prompt_tokens, sub)
-            )
+                if self._draining:
+                    self._held.append(req)
+                    continue
+            self.inner.submit(req)
 
     def get(self, timeout: float | None = None) -> Completion | None:
         c = self.inner.get(timeout=timeout)
@@ -133,17 +136,21 @@ class ShapedEngine:
         return dataclasses.replace(c, request_id=rid, sample_index=int(i))
 
     def update_weights(self, state_dict: Any, version: int) -> None:
-        if not self.in_flight:
-            self._open.clear()  # drain: admit nothing new until the update is in
-            while True:
-                with self._lock:
-                    if self._busy == 0:
-                        break
-                time.sleep(0.002)
-        try:
+        if self.in_flight:
             self.inner.update_weights(state_dict, version)
-        finally:
-            self._open.set()
+            return
+        with self._lock:
+            self._draining = True
+        while True:  # wait until every request admitted before the update is done
+            with self._lock:
+                if self._busy == len(self._held):
+                    break
+            time.sleep(0.002)
+        self.inner.update_weights(state_dict, version)
+        with self._lock:
+            held, self._held, self._draining = self._held, [], False
+        for req in held:
+            self.inner.submit(req)
 
     def close(self) -> None:
         self.final_stats = self.inner.stats()
