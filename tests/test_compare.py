@@ -187,6 +187,26 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     assert "http://" not in html and "https://" not in html
 
 
+def test_report_of_loose_run_directories_groups_them_into_arms(tmp_path: Path) -> None:
+    """Four run directories, two with staleness=tis (seeds 0, 1) and two with
+    staleness=none: two arms, the first path's the baseline, the other named by the
+    setting where it differs; an unfinished run is listed as not finished, not used.
+    The report goes to comparison/ beside the runs."""
+    paths = []
+    for name, override in (("a0", "tis"), ("b0", "none"), ("a1", "tis"), ("b1", "none")):
+        seed = int(name[1])
+        scores = [float(i < 10) for i in range(30)]
+        paths.append(
+            _write_run(tmp_path, ["budget=smoke", f"staleness={override}"], name, seed, scores)
+        )
+    paths.append(_write_run(tmp_path, ["budget=smoke"], "c0", 0, [], done=False))
+    md = write_report(*paths).read_text()
+    assert (tmp_path / "comparison" / "report.html").exists()
+    assert "| baseline | baseline | 0, 1 | c0 |" in md
+    assert "| staleness.name=none | arm | 0, 1 | - |" in md
+    assert "| staleness.name=none | math | +0.000" in md
+
+
 @pytest.mark.slow
 def test_smoke_comparison_end_to_end(tmp_path: Path) -> None:
     """The acceptance command through the real entry point: 2 arms x 2 seeds of real
