@@ -9,9 +9,10 @@ infrastructure change is added, in one run.
     + in-flight updates       the update lands between two decode steps, nothing drains
                               (OLMo 3, this project's default)
 
-Every row runs the same RL loop (``core.loop.train``) for the same steps of N prompts x
-G rollouts on the same model, prompts and verifiers, with zero-gradient filtering off so
-that every row trains the same number of groups. Response lengths are fixed per sample
+Every row runs the same RL loop (``core.loop.train``) with the OLMo 3 recipe's settings
+(``stages.rlvr`` builds them from the config, as a run does) for the same steps of N
+prompts x G rollouts on the same model, prompts and verifiers, with zero-gradient
+filtering off so that every row trains the same number of groups. Response lengths are fixed per sample
 (``ignore_eos``) from a long-tailed distribution shaped like OLMo 3's (log-normal,
 capped at ``--tokens``, capped mean 45% of the cap as 14.6K is of 32K): the same
 workload in every row, and a random-weight model needs no training to produce it. The
@@ -45,15 +46,16 @@ import torch
 from batching_waste import lognormal_mu  # type: ignore[import-not-found]
 from scipy import stats
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.backends import ActorSpec, LocalBackend
-from recipe_arena.core.learner import Learner, LearnerSettings
-from recipe_arena.core.loop import LoopSettings, train
+from recipe_arena.compose import load_config
+from recipe_arena.config import RunConfig
+from recipe_arena.core.backends import LocalBackend
+from recipe_arena.core.learner import Learner
+from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.engines.base import Completion, GenerationRequest
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
+from recipe_arena.stages.rlvr import actor_spec, learner_settings, loop_settings
 
 MODELS = {
     "micro": TinyModelSpec(),
@@ -160,47 +162,44 @@ class ShapedEngine:
         return getattr(self.inner, name)
 
 
+def row_config(row: Row, a: argparse.Namespace) -> RunConfig:
+    """The recipe's config with the row's batching and pipelining and the benchmark's
+    workload; every group trained (zero-gradient filtering and active sampling off)."""
+    return load_config(
+        [
+            f"rl.steps={a.steps}",
+            f"rl.prompts_per_step={a.prompts}",
+            f"rl.group_size={a.group}",
+            f"rl.max_new_tokens={a.tokens}",
+            f"rl.pipeline_depth={row.depth}",
+            f"rl.max_staleness={row.staleness}",
+            "rl.zero_gradient_filter=false",
+            "rl.active_sampling=false",
+            f"engine.mode={row.mode}",
+            f"engine.max_batch_size={a.prompts * a.group}",
+            "rewards.workers=1",
+        ]
+    )
+
+
 def run_row(row: Row, init: Path, threads: int, a: argparse.Namespace) -> dict[str, float]:
     torch.set_num_threads(threads)
+    cfg = row_config(row, a)
     rows = generate_split("math", "train", 400, seed=0)
     model, tok = load_checkpoint(init)
-    learner = Learner(model, LearnerSettings(lr=1e-4, temperature=1.0))
-    spec = ActorSpec(
-        str(init),
-        "torch",
-        EngineConfig(max_batch_size=a.prompts * a.group, mode=row.mode),
-        RewardsConfig(workers=1),
-        LengthControlConfig(),
-        ActorSettings(
-            group_size=a.group,
-            temperature=1.0,
-            max_new_tokens=a.tokens,
-            max_groups_in_engine=a.prompts,
-        ),
-    )
-    settings = LoopSettings(
-        steps=a.steps,
-        prompts_per_step=a.prompts,
-        max_staleness=row.staleness,
-        pipeline_depth=row.depth,
-        zero_gradient_filter=False,
-        active_sampling=False,
-        seed=0,
-        pad_id=int(tok.pad_token_id),
-    )
-    backend = LocalBackend(spec)
+    learner = Learner(model, learner_settings(cfg))
+    backend = LocalBackend(actor_spec(cfg, init, 0))
     actor = backend.actors[0]
     shaped = ShapedEngine(actor.engine, a.tokens, row.in_flight)
     actor.engine = shaped
+    source = PromptSource(rows, {"math": 1.0}, seed=0)
     t0 = time.perf_counter()
-    records = train(learner, backend, PromptSource(rows, {"math": 1.0}, seed=0), settings)
+    records = train(learner, backend, source, loop_settings(cfg, int(tok.pad_token_id)))
     wall = time.perf_counter() - t0
     st = shaped.final_stats
     weight_bytes = sum(p.numel() * p.element_size() for p in shaped.inner.model.parameters())
-    read = (
-        st.extra["steps"] * weight_bytes
-        + st.extra["kv_positions_read"] * shaped.inner.runner.kv_bytes_per_position()
-    )
+    kv_bytes = st.extra["kv_positions_read"] * shaped.inner.runner.kv_bytes_per_position()
+    read = st.extra["steps"] * weight_bytes + kv_bytes
     return {
         "wall": wall,
         "tokens": float(records[-1].metrics["throughput/actor_tokens"]),
@@ -245,6 +244,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         model, tok = build_micro(MODELS[a.model], seed=0)
         init = save_checkpoint(model, tok, Path(d) / "init")
+        # warm-up (not reported): the verifier worker pool and first-call costs are paid
+        # once per process, and would otherwise fall on the first row
+        run_row(ROWS[0], init, a.sync_threads, argparse.Namespace(**{**vars(a), "steps": 1}))
         for row in ROWS:
             threads = a.sync_threads if row.depth == 1 else a.async_threads
             r = run_row(row, init, threads, a)

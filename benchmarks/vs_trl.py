@@ -35,62 +35,48 @@ from typing import Any
 
 import torch
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.backends import ActorSpec, LocalBackend
-from recipe_arena.core.learner import Learner, LearnerSettings
-from recipe_arena.core.loop import LoopSettings, train
+from recipe_arena.compose import load_config
+from recipe_arena.config import RewardsConfig, RunConfig
+from recipe_arena.core.backends import LocalBackend
+from recipe_arena.core.learner import Learner
+from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.models.factory import build_micro, load_checkpoint, save_checkpoint
 from recipe_arena.rewards import build_scorer
+from recipe_arena.stages.rlvr import actor_spec, learner_settings, loop_settings
 
 LR = 1e-4
 
 
+def our_config(a: argparse.Namespace) -> RunConfig:
+    """The OLMo 3 recipe's loss with TRL's matching choices (module docstring)."""
+    return load_config(
+        [
+            f"rl.steps={a.steps}",
+            f"rl.prompts_per_step={a.prompts}",
+            f"rl.group_size={a.group}",
+            f"rl.max_new_tokens={a.tokens}",
+            f"rl.lr={LR}",
+            "rl.temperature=1.0",
+            "rl.zero_gradient_filter=false",
+            "rl.active_sampling=false",
+            "staleness=none",
+            f"engine.max_batch_size={a.prompts * a.group}",
+            "rewards.workers=1",
+        ]
+    )
+
+
 def ours(init: Path, rows: list[PromptRow], a: argparse.Namespace) -> dict[str, float]:
+    cfg = our_config(a)
     model, tok = load_checkpoint(init)
-    learner = Learner(
-        model,
-        LearnerSettings(
-            lr=LR,
-            temperature=1.0,
-            clip_low=0.2,
-            clip_high=0.272,
-            normalisation="token",
-            kl_beta=0.0,
-            staleness="none",
-            constant_len=a.tokens,
-        ),
-    )
-    spec = ActorSpec(
-        str(init),
-        "torch",
-        EngineConfig(max_batch_size=a.prompts * a.group),
-        RewardsConfig(workers=1),
-        LengthControlConfig(),
-        ActorSettings(
-            group_size=a.group,
-            temperature=1.0,
-            max_new_tokens=a.tokens,
-            max_groups_in_engine=a.prompts,
-        ),
-    )
-    settings = LoopSettings(
-        steps=a.steps,
-        prompts_per_step=a.prompts,
-        max_staleness=1,
-        pipeline_depth=2,
-        zero_gradient_filter=False,
-        active_sampling=False,
-        advantage="centered",
-        seed=0,
-        pad_id=int(tok.pad_token_id),
-    )
-    backend = LocalBackend(spec)
+    learner = Learner(model, learner_settings(cfg))
+    backend = LocalBackend(actor_spec(cfg, init, 0))
+    source = PromptSource(rows, {"math": 1.0}, seed=0)
     t0 = time.perf_counter()
-    records = train(learner, backend, PromptSource(rows, {"math": 1.0}, seed=0), settings)
+    records = train(learner, backend, source, loop_settings(cfg, int(tok.pad_token_id)))
     wall = time.perf_counter() - t0
     trained = sum(len(r.trained) for r in records) * a.group
     lengths = [r.metrics["length/mean"] for r in records if "length/mean" in r.metrics]
@@ -144,6 +130,9 @@ def trl(init: Path, rows: list[PromptRow], a: argparse.Namespace, out: Path) -> 
     trainer = GRPOTrainer(
         model=model, reward_funcs=math_reward, args=cfg, train_dataset=ds, processing_class=tok
     )
+    math_reward(
+        [], ["\\boxed{1}"], [rows[0].model_dump_json()]
+    )  # start the verifier pool before timing
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
@@ -191,6 +180,9 @@ def main() -> None:
             f"micro model {n_params / 1e6:.2f}M params (random weights); {a.steps} steps x "
             f"{a.prompts} prompts x G={a.group}, {a.tokens}-token cap"
         )
+        # warm-up (not reported): the verifier worker pool and first-call costs are paid
+        # once per process, and would otherwise fall on whichever side runs first
+        ours(init, rows, argparse.Namespace(**{**vars(a), "steps": 1}))
         runs = []
         for threads in sorted({int(t) for t in a.trl_threads.split(",")}):
             torch.set_num_threads(threads)

@@ -94,6 +94,19 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
     )
 
 
+def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
+    """What each actor builds itself from."""
+    return ActorSpec(
+        checkpoint=str(checkpoint),
+        engine_name=cfg.engine.name,
+        engine_cfg=cfg.engine,
+        rewards_cfg=cfg.rewards,
+        length_cfg=cfg.length_control,
+        settings=actor_settings(cfg),
+        version=version,
+    )
+
+
 def run_rlvr(
     cfg: RunConfig,
     run: RunDir,
@@ -178,15 +191,7 @@ def run_rlvr(
                 prune(root, keep=2)
             _progress(rec, cfg.rl.steps, time.perf_counter() - t0)
 
-        spec = ActorSpec(
-            checkpoint=str(start_model),
-            engine_name=cfg.engine.name,
-            engine_cfg=cfg.engine,
-            rewards_cfg=cfg.rewards,
-            length_cfg=cfg.length_control,
-            settings=actor_settings(cfg),
-            version=learner.version,
-        )
+        spec = actor_spec(cfg, start_model, learner.version)
         backend = make_backend(
             cfg.cluster.backend, spec, cfg.rl.num_actors, cfg.cluster.address, cfg.cluster.num_cpus
         )
