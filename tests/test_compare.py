@@ -234,3 +234,29 @@ def test_smoke_comparison_end_to_end(tmp_path: Path) -> None:
     assert second.returncode == 0
     assert second.stderr.count("finished earlier, not run again") == 4
     assert "started" not in second.stderr
+
+
+@pytest.mark.slow
+def test_a_learning_rate_of_zero_freezes_the_policy(tmp_path: Path) -> None:
+    """rl.lr=0, the control arm that cannot learn: a smoke run through the real entry
+    point trains its RL steps (at least one group trained, per the ledger; the same
+    smoke run at the default rate moves the weights, test_recipe_smoke), and AdamW
+    steps with lr 0 change nothing: the final weights equal those RL started from, bit
+    for bit."""
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    cmd = [
+        sys.executable, "-m", "recipe_arena.cli", "run", "budget=smoke", "rl.lr=0",
+        f"out_dir={tmp_path}", "name=frozen",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stages = json.loads((tmp_path / "frozen" / "stages.json").read_text())
+    ledger = (tmp_path / "frozen" / "rlvr_ledger.jsonl").read_text().splitlines()
+    assert sum(len(json.loads(line)["trained"]) for line in ledger) > 0
+    start = load_file(str(Path(stages["inputs"]["rlvr"]) / "model.safetensors"))
+    final = load_file(str(Path(stages["checkpoint"]) / "model.safetensors"))
+    assert all((start[k] == final[k]).all() for k in final)
