@@ -183,8 +183,9 @@ class RLConfig(Strict):
     temperature: float = Field(1.0, gt=0)
     max_new_tokens: int = Field(96, ge=1)
     """Response cap (32K in OLMo 3)."""
-    lr: float = Field(1e-4, gt=0, le=1)
-    """Peak AdamW learning rate (constant by default, ``lr_schedule``). 1e-4 on the micro
+    lr: float = Field(1e-4, ge=0, le=1)
+    """Peak AdamW learning rate (constant by default, ``lr_schedule``); 0 freezes the
+    policy, the control arm of a comparison that cannot learn. 1e-4 on the micro
     model: at 2e-4 its held-out math fell by half within 10 steps (and still fell with 20
     warm-up steps and a decaying rate), at 1e-3 (its SFT peak) every reward collapsed, 5e-5
     gained 5 points in 150 steps instead of 4-8, 3e-5 was stable but slow; OLMo 3 7B used

@@ -116,13 +116,13 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 
 
 def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
-    from recipe_arena.eval.final import evaluate_checkpoint
+    from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
+    from recipe_arena.eval.scores import log_eval_scores
 
-    result = evaluate_checkpoint(
-        cfg, Path(_require_checkpoint(state, "eval")), world.heldout
-    ).metrics
-    run.write_json("eval.json", result)
-    run.log("eval", 0, result)
+    evaluation = evaluate_checkpoint(cfg, Path(_require_checkpoint(state, "eval")), world.heldout)
+    log_eval_scores(run.path, "eval", 0, eval_rows(cfg, world.heldout), evaluation.scores)
+    run.write_json("eval.json", evaluation.metrics)
+    run.log("eval", 0, evaluation.metrics)
 
 
 STAGES: dict[str, StageFn] = {
