@@ -3,7 +3,7 @@
 Nothing is downloaded: each loader reads a data file from an installed package (found
 through ``importlib``) and returns ``schema.PromptRow`` rows that the project's
 verifiers score, so any held-out mechanism (the run's own evaluation, local lm-eval
-tasks in ``eval.lm_eval_tasks``) can use them.
+tasks in ``eval.harness``) can use them.
 
 What the packages really ship (checked file by file, recorded in the README too):
 

@@ -112,7 +112,7 @@ def write_tasks(
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if rows is None:
-        from recipe_arena.data.micro import build_world
+        from recipe_arena.data.worlds import build_world
 
         heldout = [r for by_domain in build_world(cfg.world)["heldout"].values() for r in by_domain]
         rows = eval_rows(cfg, heldout)
