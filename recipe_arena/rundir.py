@@ -3,19 +3,71 @@
 Metric names are stable and namespaced (``reward/…``, ``loss/…``, ``staleness/…``,
 ``length/…``, ``throughput/…``, ``eval/…``); reports and benchmarks read only these
 files. Every line is flushed and fsynced so a crash loses at most the line in flight.
+
+``RunLock`` holds a run directory for one run at a time (an flock on a file beside it,
+taken before the directory is touched and held until the run ends); a second run of
+the same name exits 2 naming the holder. On resume, ``truncate_logs`` cuts what the
+resumed stage logged after its checkpoint, as the ledger is cut, so no step is logged
+twice.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
+
+
+class RunDirBusy(ConfigError):
+    """Another run holds the run directory; the message names it."""
+
+
+class RunLock:
+    """An exclusive lock on ``out_dir/.<name>.lock`` for the life of a run."""
+
+    def __init__(self, out_dir: str | Path, name: str) -> None:
+        self.run_path = Path(out_dir) / name
+        self.path = Path(out_dir) / f".{name}.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise RunDirBusy(
+                f"run directory {self.run_path} is in use by {holder}; wait for that run "
+                "to end or choose another name="
+            ) from None
+        os.ftruncate(fd, 0)
+        since = time.strftime("%Y-%m-%d %H:%M:%S")
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class RunDir:
@@ -60,6 +112,24 @@ class RunDir:
     def log_rollouts(self, records: list[dict[str, Any]]) -> None:
         for r in records:
             _append_jsonl(self.path / "rollouts.jsonl", r)
+
+    def truncate_logs(self, stage: str, step: int) -> None:
+        """Drop ``stage``'s records of steps after ``step`` from metrics.jsonl and
+        rollouts.jsonl (atomically rewritten; a torn last line goes too)."""
+        for path in (self.metrics_path, self.path / "rollouts.jsonl"):
+            if not path.exists():
+                continue
+            keep = [
+                r
+                for r in read_metrics(path)
+                if not (r.get("stage") == stage and int(r.get("step", 0)) > step)
+            ]
+            tmp = path.with_name(path.name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(r) + "\n" for r in keep)
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(path)
 
     def write_json(self, name: str, obj: Any) -> Path:
         p = self.path / name

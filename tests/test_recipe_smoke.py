@@ -63,6 +63,17 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     for d in ("math", "code", "ifeval", "chat"):
         change = last_eval[f"eval/{d}/pass@1"] - start_eval[f"eval/{d}/pass@1"]
         assert last_eval[f"eval/{d}/fixed"] - last_eval[f"eval/{d}/broken"] == pytest.approx(change)
+    # Per-question scores of every evaluation: the RL start, its last evaluation and the
+    # eval stage's; each domain's mean is the pass@1 the metrics report.
+    from recipe_arena.eval.scores import final_scores, read_eval_scores, rl_evaluations
+
+    scored = read_eval_scores(run)
+    assert [r.step for r in rl_evaluations(scored)] == [0, last_eval["step"]]
+    final = final_scores(scored)
+    assert final is not None and final.stage == "eval"
+    for d in ("math", "code", "ifeval", "chat"):
+        mine = [s for s, dom in zip(final.scores, final.domains, strict=True) if dom == d]
+        assert sum(mine) / len(mine) == pytest.approx(evals[f"eval/{d}/pass@1"])
     # RL moved the weights away from its starting (SFT) checkpoint.
     start = load_file(str(Path(stages["inputs"]["rlvr"]) / "model.safetensors"))
     final = load_file(str(Path(stages["checkpoint"]) / "model.safetensors"))

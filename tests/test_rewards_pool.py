@@ -88,3 +88,31 @@ def test_workers_started_by_a_thread_that_has_exited_keep_working() -> None:
         out = pool.run([Task("sleep", (30.0,), 1.0), Task("sleep", (0.0,), 10.0)])
         assert out[0].error == "timeout"
         assert out[1].ok and out[1].value == 0.0
+
+
+def test_a_slow_caller_does_not_stall_another() -> None:
+    """Thread A sends 8 calls that hang (sleep 60 s, limit 4 s) to a 2-worker pool; while
+    both workers are stuck, thread B sends 50 calls of 1 ms. B must not wait for A: a
+    serialised pool would give B its first worker after A's 8 / 2 * 4 = 16 s; here B gets
+    a warm spare at once and finishes before A's first timeout (4 s)."""
+    with WorkerPool(2, preload=("sleep",), spares=1) as pool:
+        pool.run([Task("sleep", (0.0,), 30.0)])
+        deadline = time.monotonic() + 60
+        while not (pool._spares and pool._spares[0].ready) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got: dict[str, float] = {}
+
+        def call(name: str, tasks: list[Task]) -> None:
+            t0 = time.monotonic()
+            out = pool.run(tasks)
+            got[name] = time.monotonic() - t0
+            got[name + "_ok"] = sum(o.ok for o in out)
+
+        a = threading.Thread(target=call, args=("a", [Task("sleep", (60.0,), 4.0)] * 8))
+        a.start()
+        time.sleep(0.3)  # A holds both workers
+        call("b", [Task("sleep", (0.001,), 10.0)] * 50)
+        assert got["b_ok"] == 50
+        assert got["b"] < 4.0, got
+        a.join(timeout=120)
+        assert got["a_ok"] == 0

@@ -48,7 +48,27 @@ def test_report_has_tables_and_plots(tmp_path: Path) -> None:
     assert "| reward/mean | 0.4 | 4 |" in md
     assert (tmp_path / "plot_rlvr.png").stat().st_size > 1000
     html = (tmp_path / "report.html").read_text()
-    assert '<img src="plot_rlvr.png">' in html and "eval/math/pass@1" in html
+    assert "eval/math/pass@1" in html
+    # tables are HTML tables, not pipe-separated text; plots are embedded, nothing is
+    # fetched from anywhere (no file, no network)
+    assert "<td>eval/math/pass@1</td>" in html and "|---|" not in html
+    assert 'src="data:image/png;base64,' in html and 'src="plot_' not in html
+
+
+def test_metric_plots_wrap_into_rows_that_fit_the_page(tmp_path: Path) -> None:
+    """Ten plotted metrics of one stage: at most 4 panels per row (3.2 in each at 90
+    dpi), so the figure is at most 4 * 3.2 * 90 = 1,152 px wide and has 3 rows
+    (ceil(10 / 4)), each 2.5 in: 3 * 2.5 * 90 = 675 px high."""
+    from matplotlib.image import imread
+
+    metrics = [
+        {"stage": "sft", "step": s, **{f"loss/m{i}": float(i * s) for i in range(10)}}
+        for s in range(1, 4)
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    write_report(tmp_path)
+    height, width = imread(tmp_path / "plot_sft.png").shape[:2]
+    assert width <= 1152 and height == 675
 
 
 def test_report_rl_curves_table_and_figure(tmp_path: Path) -> None:

@@ -6,6 +6,11 @@ still in flight, RNG states). It is built under ``step_<n>.tmp`` and renamed, th
 ``latest`` (a one-line file) is replaced: a kill -9 at any moment leaves either the
 previous checkpoint or the new one, never half of one.
 
+Every file of a checkpoint is fsynced (model files too) and listed with its SHA-256 in
+``checksums.json``, written last; loading verifies them. A checkpoint whose files do not
+match (a disk error, a partial copy, bytes overwritten) is reported by path and the
+newest earlier checkpoint that verifies is used instead.
+
 The ledger (one JSON line per step: trained, zero-variance and stale prompt ids) is the
 record of what each step consumed; on resume, lines after the checkpoint's step are cut,
 because those steps are trained again.
@@ -13,10 +18,12 @@ because those steps are trained again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +55,61 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+CHECKSUMS = "checksums.json"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS)
+
+
+def seal(folder: Path) -> None:
+    """fsync every file and folder under ``folder``, then write its checksums (fsynced)."""
+    sums = {}
+    for p in _files(folder):
+        sums[str(p.relative_to(folder))] = _sha256(p)
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    with open(folder / CHECKSUMS, "w", encoding="utf-8") as f:
+        json.dump(sums, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    for d in sorted({p.parent for p in _files(folder)} | {folder}):
+        _fsync_dir(d)
+
+
+def verify(folder: Path) -> str | None:
+    """None when every file listed in ``checksums.json`` is there and matches; else why not."""
+    try:
+        sums = json.loads((folder / CHECKSUMS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"{CHECKSUMS} missing or unreadable"
+    if not isinstance(sums, dict) or not sums:
+        return f"{CHECKSUMS} is malformed"
+    for rel, digest in sums.items():
+        p = folder / rel
+        if not p.is_file():
+            return f"{rel} is missing"
+        if _sha256(p) != digest:
+            return f"{rel} does not match its checksum"
+    return None
+
+
 def save_training_state(
     root: Path, step: int, model: Any, tokenizer: Any, state: dict[str, Any]
 ) -> Path:
-    """Write ``root/step_<step>`` atomically and point ``root/latest`` at it."""
+    """Write ``root/step_<step>`` atomically (sealed: fsynced, with checksums) and point
+    ``root/latest`` at it."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:06d}"
     tmp = root / f"step_{step:06d}.tmp"
@@ -61,8 +119,7 @@ def save_training_state(
     save_checkpoint(model, tokenizer, tmp / "model")
     with open(tmp / "state.pt", "wb") as f:
         torch.save({**state, "step": step, "rng": rng_state()}, f)
-        f.flush()
-        os.fsync(f.fileno())
+    seal(tmp)
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
@@ -77,12 +134,22 @@ def save_training_state(
 
 
 def latest_training_state(root: Path) -> Path | None:
-    """The directory ``latest`` names, or None when there is no finished checkpoint."""
+    """The newest finished checkpoint whose files verify, or None. A newer one that does
+    not verify is reported on stderr by path (and left on disk for inspection)."""
     pointer = root / "latest"
-    if not pointer.exists():
-        return None
-    path = root / pointer.read_text().strip()
-    return path if (path / "state.pt").exists() else None
+    named = root / pointer.read_text().strip() if pointer.exists() else None
+    done = sorted(
+        (p for p in root.glob("step_*") if p.is_dir() and not p.name.endswith(".tmp")),
+        reverse=True,
+    )
+    if named is not None and named in done:  # ``latest`` first, then older ones
+        done = [named] + [p for p in done if p.name < named.name]
+    for path in done:
+        problem = verify(path)
+        if problem is None and (path / "state.pt").exists():
+            return path
+        print(f"checkpoint {path} is corrupt ({problem}); trying an earlier one", file=sys.stderr)
+    return None
 
 
 def load_training_state(path: Path) -> dict[str, Any]:
@@ -92,7 +159,8 @@ def load_training_state(path: Path) -> dict[str, Any]:
 
 def prune(root: Path, keep: int) -> None:
     """Keep the newest ``keep`` finished checkpoints (never the one ``latest`` names)."""
-    latest = latest_training_state(root)
+    pointer = root / "latest"
+    latest = root / pointer.read_text().strip() if pointer.exists() else None
     done = sorted(p for p in root.glob("step_*") if p.is_dir() and not p.name.endswith(".tmp"))
     for p in done[:-keep]:
         if latest is None or p != latest:

@@ -235,29 +235,53 @@ def sample_tokens(
     each row's randomness is its own.
     """
     logits_BV = logits_BV.float()
-    B = logits_BV.shape[0]
     temps_B = torch.tensor([t if t > 0 else 1.0 for t in temperatures], device=logits_BV.device)
-    logp_BV = torch.log_softmax(logits_BV / temps_B[:, None], dim=-1)
     greedy = [t == 0 for t in temperatures]
-    tokens_B = logp_BV.argmax(dim=-1)
-    if not all(greedy):
-        sample_logp_BV = logp_BV
-        if any(p < 1.0 for p in top_ps):
-            sample_logp_BV = _nucleus(logp_BV, torch.tensor(top_ps, device=logp_BV.device))
-        probs_BV = sample_logp_BV.exp()
-        cdf_BV = probs_BV.cumsum(dim=-1)
-        # below 1 in float32 too, so u * total never reaches the end of the cdf
-        u_B = torch.tensor(uniforms, dtype=cdf_BV.dtype, device=logp_BV.device).clamp(
-            max=1 - 2**-23
-        )
-        # right=True: the first index whose cdf exceeds u*total has non-zero probability.
-        drawn_B = torch.searchsorted(cdf_BV, (u_B * cdf_BV[:, -1])[:, None], right=True)[:, 0]
-        drawn_B = drawn_B.clamp(max=logp_BV.shape[-1] - 1)
-        greedy_B = torch.tensor(greedy, device=logp_BV.device)
-        tokens_B = torch.where(greedy_B, tokens_B, drawn_B)
-        logp_BV = torch.where(greedy_B[:, None], logp_BV, sample_logp_BV)
-    lp_B = logp_BV.gather(-1, tokens_B[:, None])[:, 0]
-    return tokens_B.tolist()[:B], lp_B.tolist()
+    if not all(greedy) and any(p < 1.0 for p in top_ps):
+        return _sample_nucleus(logits_BV / temps_B[:, None], greedy, top_ps, uniforms)
+    # One pass for the normaliser, one for the CDF: no full log-softmax tensor is kept.
+    scaled_BV = logits_BV / temps_B[:, None]
+    lse_B = torch.logsumexp(scaled_BV, dim=-1)
+    if all(greedy):
+        tokens_B = scaled_BV.argmax(dim=-1)
+    else:
+        cdf_BV = (scaled_BV - lse_B[:, None]).exp_().cumsum_(dim=-1)
+        tokens_B = _inverse_cdf(cdf_BV, uniforms)
+        if any(greedy):
+            greedy_B = torch.tensor(greedy, device=logits_BV.device)
+            tokens_B = torch.where(greedy_B, scaled_BV.argmax(dim=-1), tokens_B)
+    lp_B = scaled_BV.gather(-1, tokens_B[:, None])[:, 0] - lse_B
+    return tokens_B.tolist(), lp_B.tolist()
+
+
+def _inverse_cdf(cdf_BV: torch.Tensor, uniforms: Sequence[float]) -> torch.Tensor:
+    """Row b's token: the first index whose cdf exceeds uniforms[b] * total (right=True
+    skips zero-probability entries)."""
+    # below 1 in float32 too, so u * total never reaches the end of the cdf
+    u_B = torch.tensor(uniforms, dtype=cdf_BV.dtype, device=cdf_BV.device).clamp(max=1 - 2**-23)
+    drawn_B = torch.searchsorted(cdf_BV, (u_B * cdf_BV[:, -1])[:, None], right=True)[:, 0]
+    return drawn_B.clamp(max=cdf_BV.shape[-1] - 1)
+
+
+def _sample_nucleus(
+    scaled_BV: torch.Tensor,
+    greedy: Sequence[bool],
+    top_ps: Sequence[float],
+    uniforms: Sequence[float],
+) -> tuple[list[int], list[float]]:
+    """``sample_tokens`` when some row has top_p < 1: sampled rows draw from the
+    renormalised nucleus and report their logprob under it."""
+    logp_BV = torch.log_softmax(scaled_BV, dim=-1)
+    sample_logp_BV = _nucleus(logp_BV, torch.tensor(top_ps, device=logp_BV.device))
+    tokens_B = _inverse_cdf(sample_logp_BV.exp().cumsum(dim=-1), uniforms)
+    greedy_B = torch.tensor(list(greedy), device=logp_BV.device)
+    tokens_B = torch.where(greedy_B, logp_BV.argmax(dim=-1), tokens_B)
+    lp_B = torch.where(
+        greedy_B,
+        logp_BV.gather(-1, tokens_B[:, None])[:, 0],
+        sample_logp_BV.gather(-1, tokens_B[:, None])[:, 0],
+    )
+    return tokens_B.tolist(), lp_B.tolist()
 
 
 def _nucleus(logp_BV: torch.Tensor, top_p_B: torch.Tensor) -> torch.Tensor:

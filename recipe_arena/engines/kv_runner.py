@@ -8,12 +8,25 @@ and values at positions 0..len_s-1, and a mask hides the rest. Active sequences
 occupy slots 0..B-1; a finished sequence's slot is refilled by moving the last one in
 (one slot copy, not a re-pack).
 
+Prefill runs every admitted prompt in one forward (right-padded to the longest: with
+a causal mask a real token never attends a padding position after it, and the padding
+positions a slot holds beyond its prompt are overwritten by decoding before any query
+reaches them). Decode folds grouped-query heads into the query axis (the g query heads
+of one KV head attend its keys as g queries), so grouped keys and values are read
+once, never expanded.
+
+Hooks for other strategies stay in one place each: ``_mlp`` is the only MLP call of a
+layer (an MoE variant replaces it), and engines copy weights in through
+``TorchEngine.load_weights`` (a state-dict transform, such as fake quantisation, goes
+there).
+
 Supported: model types whose decoder layer is pre-norm attention + MLP with
 q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k norms).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -22,6 +35,8 @@ import torch.nn.functional as F
 from recipe_arena.engines.common import HFCausalLM
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+REFINE_TOP = 64
+"""Logits per row recomputed in float32 when the engine runs in bfloat16."""
 
 
 def check_supported(model: HFCausalLM) -> None:
@@ -55,6 +70,8 @@ class SlotKVRunner:
         self.capacity = 0
         self.kv_positions_read = 0
         """Sum over decode steps and rows of the positions attended (for bandwidth accounting)."""
+        self.prefill_forwards = 0
+        """Batched prefill forwards run so far."""
         self.k_cache: list[torch.Tensor] = []
         self.v_cache: list[torch.Tensor] = []
         self._ensure_capacity(min(context, 128))
@@ -85,6 +102,22 @@ class SlotKVRunner:
         mlp = self.layers[i].mlp
         gate, up = F.linear(h_BTd, self._fused[i][2]).chunk(2, dim=-1)
         return mlp.down_proj(mlp.act_fn(gate) * up)
+
+    def _logits(self, x_BD: torch.Tensor) -> torch.Tensor:
+        """logits_BV from the last residual states (float32). In bfloat16 the logits
+        themselves are rounded (a spacing of 0.125 between 16 and 32): the
+        ``REFINE_TOP`` largest of each row, where nearly all the probability lies, are
+        recomputed in float32 from the float32 normed state, and tokens are sampled
+        from the refined logits."""
+        norm = self.model.model.norm
+        if self.dtype == torch.float32:
+            return self.model.lm_head(self._norm(norm, x_BD))
+        eps = getattr(norm, "variance_epsilon", None) or norm.eps
+        h_BD = F.rms_norm(x_BD, (x_BD.shape[-1],), weight=norm.weight.float(), eps=eps)
+        logits_BV = self.model.lm_head(h_BD.to(self.dtype)).float()
+        top_BK = logits_BV.topk(min(REFINE_TOP, logits_BV.shape[-1]), dim=-1).indices
+        w_BKD = self.model.lm_head.weight[top_BK].float()
+        return logits_BV.scatter_(-1, top_BK, torch.einsum("bkd,bd->bk", w_BKD, h_BD))
 
     @property
     def device(self) -> torch.device:
@@ -126,10 +159,15 @@ class SlotKVRunner:
 
     @staticmethod
     def _norm(module: Any, x: torch.Tensor) -> torch.Tensor:
-        """transformers' RMSNorm (statistics in float32, weight applied in the input
-        dtype) with one fused kernel for the statistics instead of five ops."""
+        """transformers' RMSNorm with one fused kernel instead of five ops: in float32
+        the weight goes into the kernel; in bfloat16 the statistics and the weight are
+        applied in float32 and the result rounded once to bfloat16."""
         eps = getattr(module, "variance_epsilon", None) or module.eps
-        return module.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
+        if module.weight.dtype == torch.float32:
+            return F.rms_norm(x, (x.shape[-1],), weight=module.weight, eps=eps)
+        # a float32 residual in, the weights' dtype out (the input of the next matmul)
+        normed = F.rms_norm(x.float(), (x.shape[-1],), eps=eps) * module.weight.float()
+        return normed.to(module.weight.dtype)
 
     def _qkv(
         self, i: int, h_BTd: torch.Tensor, cos_BTD: torch.Tensor, sin_BTD: torch.Tensor
@@ -154,70 +192,143 @@ class SlotKVRunner:
         return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     @torch.no_grad()
-    def prefill(self, tokens: list[int], slots: list[int]) -> torch.Tensor:
-        """Run ``tokens`` (one prompt) causally, write its KV into every slot in
-        ``slots`` (samples of one prompt share the prefill), return last-position logits_V."""
-        P = len(tokens)
-        self._ensure_capacity(P + 1)
-        ids_1P = torch.tensor([tokens], device=self.device)
-        x = self.model.model.embed_tokens(ids_1P)
-        cos, sin = self.model.model.rotary_emb(x, torch.arange(P, device=self.device)[None])
-        slot_idx = torch.tensor(slots, device=self.device)
-        for i, layer in enumerate(self.layers):
-            attn = layer.self_attn
-            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
-            self.k_cache[i][slot_idx, :, :P] = k
-            self.v_cache[i][slot_idx, :, :P] = v
-            o = F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, scale=attn.scaling, enable_gqa=self.n_q != self.n_kv
-            )
-            x = x + attn.o_proj(o.transpose(1, 2).reshape(1, P, -1))
-            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
-        h = self._norm(self.model.model.norm, x[:, -1])
-        return self.model.lm_head(h)[0]
+    def prefill(
+        self, prompts: Sequence[Sequence[int]], slots: Sequence[Sequence[int]]
+    ) -> torch.Tensor:
+        """Run ``prompts`` causally in one forward, right-padded to the longest; write
+        prompt n's keys and values into every slot of ``slots[n]`` (the samples of one
+        prompt share its prefill); return each prompt's last-position logits_NV."""
+        self.prefill_forwards += 1
+        return self._forward([], [], prompts, slots)
 
     @torch.no_grad()
-    def decode(self, tokens_B: list[int], positions_B: list[int]) -> torch.Tensor:
-        """One token for each of slots 0..B-1 at its own position; returns logits_BV."""
-        B = len(tokens_B)
-        T = max(positions_B) + 1
-        self._ensure_capacity(T)
-        self.kv_positions_read += sum(positions_B) + B
-        ids_B1 = torch.tensor(tokens_B, device=self.device)[:, None]
-        pos_B = torch.tensor(positions_B, device=self.device)
-        x = self.model.model.embed_tokens(ids_B1)
-        cos, sin = self.model.model.rotary_emb(x, pos_B[:, None])
+    def decode(
+        self,
+        tokens_B: list[int],
+        positions_B: list[int],
+        prompts: Sequence[Sequence[int]] = (),
+        slots: Sequence[Sequence[int]] = (),
+    ) -> torch.Tensor:
+        """One token for each of slots 0..B-1 at its own position and, in the same
+        forward, the prefill of ``prompts`` into ``slots`` (all >= B): every weight is
+        read once for both. Returns logits of the B decode rows, then of each prompt's
+        last position: logits_(B+N)V."""
+        return self._forward(tokens_B, positions_B, prompts, slots)
+
+    def _forward(
+        self,
+        tokens_B: Sequence[int],
+        positions_B: Sequence[int],
+        prompts: Sequence[Sequence[int]],
+        slots: Sequence[Sequence[int]],
+    ) -> torch.Tensor:
+        """Decode rows and right-padded prompts as one flat sequence of M = B + N x P
+        tokens through every matmul; attention splits into the decode part (against
+        the cache) and the prefill part (causal within each prompt)."""
+        dev = self.device
+        B, N = len(tokens_B), len(prompts)
+        lengths_N = [len(p) for p in prompts]
+        P = max(lengths_N, default=0)
+        T = max(positions_B, default=-1) + 1
+        self._ensure_capacity(max(T, P + 1))
+        ids_NP = torch.zeros((N, P), dtype=torch.long)
+        for n, p in enumerate(prompts):
+            ids_NP[n, : len(p)] = torch.as_tensor(list(p))
+        pos_B = torch.tensor(list(positions_B), dtype=torch.long)
+        ids_M = torch.cat([torch.tensor(list(tokens_B), dtype=torch.long), ids_NP.reshape(-1)])
+        pos_M = torch.cat([pos_B, torch.arange(P).repeat(N)]).to(dev)
+        x = self.model.model.embed_tokens(ids_M.to(dev)[None]).float()  # residual: float32
+        cos, sin = (t.to(self.dtype) for t in self.model.model.rotary_emb(x, pos_M[None]))
+        dec = self._decode_plan(pos_B.to(dev), T) if B else None
+        dst = torch.tensor([s for group in slots for s in group], device=dev)
+        src = torch.tensor([n for n, group in enumerate(slots) for _ in group], device=dev)
+        for i, layer in enumerate(self.layers):
+            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
+            parts = []
+            if dec is not None:
+                parts.append(self._attend_cache(i, q[0, :, :B], k[0, :, :B], v[0, :, :B], *dec))
+            if N:
+                parts.append(
+                    self._attend_prompts(i, q[0, :, B:], k[0, :, B:], v[0, :, B:], N, P, dst, src)
+                )
+            o_MD = torch.cat(parts) if len(parts) > 1 else parts[0]
+            x = x + layer.self_attn.o_proj(o_MD)[None]
+            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
+        last = [B + n * P + length - 1 for n, length in enumerate(lengths_N)]
+        return self._logits(x[0, list(range(B)) + last])
+
+    def _decode_plan(self, pos_B: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Cache rows the decode tokens write and the additive mask they attend with."""
+        B = pos_B.shape[0]
+        self.kv_positions_read += int(pos_B.sum()) + B
         # Flat row of (slot b, head h, position pos_b) in a cache viewed as (S*H*cap, D):
         # index_copy_ there is ~1000x faster on CPU than advanced-index assignment.
         heads_H = torch.arange(self.n_kv, device=self.device)
         rows_BH = (
             torch.arange(B, device=self.device)[:, None] * self.n_kv + heads_H
         ) * self.capacity + pos_B[:, None]
-        rows = rows_BH.reshape(-1)
         # valid key positions: 0..pos_b inclusive (the new token attends to itself). An
         # additive float mask: SDPA on CPU is several times slower with a boolean one.
         valid_BT = torch.arange(T, device=self.device)[None, :] <= pos_B[:, None]
-        mask_B11T = torch.zeros(valid_BT.shape, dtype=self.dtype, device=self.device)
-        mask_B11T = mask_B11T.masked_fill(~valid_BT, float("-inf"))[:, None, None]
-        for i, layer in enumerate(self.layers):
-            attn = layer.self_attn
-            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
-            k_cache, v_cache = self.k_cache[i], self.v_cache[i]
-            k_cache.view(-1, self.head_dim).index_copy_(
-                0, rows, k[:, :, 0].reshape(-1, self.head_dim)
-            )
-            v_cache.view(-1, self.head_dim).index_copy_(
-                0, rows, v[:, :, 0].reshape(-1, self.head_dim)
-            )
-            o = F.scaled_dot_product_attention(
-                q,
-                k_cache[:B, :, :T],
-                v_cache[:B, :, :T],
-                attn_mask=mask_B11T,
-                scale=attn.scaling,
-                enable_gqa=self.n_q != self.n_kv,
-            )
-            x = x + attn.o_proj(o.transpose(1, 2).reshape(B, 1, -1))
-            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
-        h = self._norm(self.model.model.norm, x[:, 0])
-        return self.model.lm_head(h)
+        mask_BT = torch.zeros(valid_BT.shape, dtype=self.dtype, device=self.device)
+        return rows_BH.reshape(-1), mask_BT.masked_fill(~valid_BT, float("-inf")), T
+
+    def _attend_cache(
+        self,
+        i: int,
+        q_HBD: torch.Tensor,
+        k_HBD: torch.Tensor,
+        v_HBD: torch.Tensor,
+        rows: torch.Tensor,
+        mask_BT: torch.Tensor,
+        T: int,
+    ) -> torch.Tensor:
+        """Decode attention of layer i: write the B new keys/values into the cache, attend
+        positions 0..pos_b of each slot; returns o (B, n_q x D)."""
+        B = q_HBD.shape[1]
+        k_cache, v_cache = self.k_cache[i], self.v_cache[i]
+        k_cache.view(-1, self.head_dim).index_copy_(
+            0, rows, k_HBD.transpose(0, 1).reshape(-1, self.head_dim)
+        )
+        v_cache.view(-1, self.head_dim).index_copy_(
+            0, rows, v_HBD.transpose(0, 1).reshape(-1, self.head_dim)
+        )
+        # query head h uses KV head h // g: the g query heads of a KV head become g queries
+        q_BKGD = q_HBD.transpose(0, 1).reshape(B, self.n_kv, self.n_q // self.n_kv, self.head_dim)
+        o = F.scaled_dot_product_attention(
+            q_BKGD,
+            k_cache[:B, :, :T],
+            v_cache[:B, :, :T],
+            attn_mask=mask_BT[:, None, None],
+            scale=self.layers[i].self_attn.scaling,
+        )
+        return o.reshape(B, -1)
+
+    def _attend_prompts(
+        self,
+        i: int,
+        q_HMD: torch.Tensor,
+        k_HMD: torch.Tensor,
+        v_HMD: torch.Tensor,
+        N: int,
+        P: int,
+        dst: torch.Tensor,
+        src: torch.Tensor,
+    ) -> torch.Tensor:
+        """Prefill attention of layer i: causal within each right-padded prompt; its keys
+        and values go to the prompt's slots. Returns o (N x P, n_q x D)."""
+        q, k, v = (
+            t.reshape(t.shape[0], N, P, self.head_dim).transpose(0, 1)
+            for t in (q_HMD, k_HMD, v_HMD)
+        )
+        self.k_cache[i][dst, :, :P] = k[src]
+        self.v_cache[i][dst, :, :P] = v[src]
+        o = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            is_causal=True,
+            scale=self.layers[i].self_attn.scaling,
+            enable_gqa=self.n_q != self.n_kv,
+        )
+        return o.transpose(1, 2).reshape(N * P, -1)

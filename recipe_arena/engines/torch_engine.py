@@ -1,8 +1,9 @@
 """The embedded torch engine: continuous batching over a slot KV cache.
 
 A background thread runs the loop: apply a pending weight update, admit waiting
-samples into free slots (one prefill per prompt, shared by its samples), run one
-batched decode step for every running sequence, hand back those that finished. In
+samples into free slots (one batched prefill forward for the admitted prompts, each
+prompt's keys and values shared by its samples), run one batched decode step for every
+running sequence, hand back those that finished. In
 ``continuous`` mode arrivals join at every step; in ``static`` mode a batch is admitted
 only when the previous one has fully finished (the batch waits for its longest member).
 
@@ -98,7 +99,8 @@ class TorchEngine(OutboxEngine):
         if self.cfg.num_threads:
             torch.set_num_threads(self.cfg.num_threads)
         dtype = getattr(torch, self.cfg.dtype)
-        # A private copy: the learner keeps training its own model object.
+        # A private copy in the engine's dtype (the learner keeps training its own model
+        # object); its weights are then set through load_weights like every update.
         self.model = copy.deepcopy(model).to(device=self.cfg.device, dtype=dtype).eval()
         self.model.requires_grad_(False)
         self.context = context or self.model.config.max_position_embeddings
@@ -107,6 +109,7 @@ class TorchEngine(OutboxEngine):
         self.runner = SlotKVRunner(self.model, self.cfg.max_batch_size, self.context)
         # after the runner: it re-points parameters into fused matrices
         self._params = self.model.state_dict()
+        self.load_weights(model.state_dict())
         self.version = version
         self._rng = random.Random(seed)
         self._cv = threading.Condition()
@@ -145,6 +148,14 @@ class TorchEngine(OutboxEngine):
                 stream = UniformStream(s.seed, i, self._rng)
                 self._waiting.append(_Sample(request, i, stream, max_new, stop, now))
             self._cv.notify_all()
+
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Copy ``state_dict`` into the engine's weights (cast to its dtype). Every weight
+        the engine serves passes through here, at start and at each update; a transform of
+        the weights (fake quantisation) belongs here. Decode thread or before it starts."""
+        with torch.no_grad():
+            for k, t in state_dict.items():
+                self._params[k].copy_(t)
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Copy ``state_dict`` (a subset of the model's keys is allowed) into the engine's
@@ -208,6 +219,7 @@ class TorchEngine(OutboxEngine):
                     "steps": float(self._steps),
                     "last_update_ms": self._last_update_ms,
                     "kv_positions_read": float(self.runner.kv_positions_read),
+                    "prefill_forwards": float(self.runner.prefill_forwards),
                 },
             )
 
@@ -245,10 +257,7 @@ class TorchEngine(OutboxEngine):
                     self._busy = True
                 if update is not None:
                     self._apply_update(update)
-                for group in admit:
-                    self._prefill(group)
-                if running and self._running:
-                    self._decode_step()
+                self._forward(admit, running)
                 with self._cv:
                     self._busy = False
                     self._cv.notify_all()
@@ -277,17 +286,42 @@ class TorchEngine(OutboxEngine):
             free -= 1
         return groups
 
-    def _prefill(self, group: list[_Sample]) -> None:
-        slots = list(range(len(self._running), len(self._running) + len(group)))
-        self._running.extend(group)
-        logits_V = self.runner.prefill(list(group[0].request.prompt_tokens), slots)
-        self._append_tokens(group, logits_V.expand(len(group), -1))
+    def _forward(self, admit: list[list[_Sample]], running: bool) -> None:
+        """One loop iteration's forwards: the admitted prompts ride along with the decode
+        step of the running sequences (one weight read for both) when they fit one
+        prefill chunk; otherwise they are prefilled in chunks of at most
+        ``max_prefill_tokens`` padded tokens first (at least one prompt per forward)."""
+        chunks = _prefill_chunks(admit, self.cfg.max_prefill_tokens) if admit else []
+        decoding = running and bool(self._running)
+        if decoding and len(chunks) == 1:
+            self._decode_step(chunks[0])
+            return
+        for chunk in chunks:
+            prompts, slots = self._place(chunk)
+            logits_NV = self.runner.prefill(prompts, slots)
+            self._append_tokens([s for g in chunk for s in g], _rows(logits_NV, 0, chunk))
+        if decoding:
+            self._decode_step([])
 
-    def _decode_step(self) -> None:
-        tokens_B = [s.tokens[-1] for s in self._running]
-        positions_B = [s.cached for s in self._running]
-        logits_BV = self.runner.decode(tokens_B, positions_B)
-        self._append_tokens(self._running, logits_BV)
+    def _place(self, chunk: list[list[_Sample]]) -> tuple[list[tuple[int, ...]], list[list[int]]]:
+        """Give the chunk's samples the slots after the running ones; its prompts and slots."""
+        slots: list[list[int]] = []
+        for group in chunk:
+            start = len(self._running)
+            slots.append(list(range(start, start + len(group))))
+            self._running.extend(group)
+        return [g[0].request.prompt_tokens for g in chunk], slots
+
+    def _decode_step(self, chunk: list[list[_Sample]]) -> None:
+        running = list(self._running)
+        tokens_B = [s.tokens[-1] for s in running]
+        positions_B = [s.cached for s in running]
+        prompts, slots = self._place(chunk)
+        logits = self.runner.decode(tokens_B, positions_B, prompts, slots)
+        B = len(running)
+        if chunk:
+            logits = torch.cat([logits[:B], _rows(logits, B, chunk)])
+        self._append_tokens(running + [s for g in chunk for s in g], logits)
         self._steps += 1
 
     def _append_tokens(self, samples: list[_Sample], logits_BV: torch.Tensor) -> None:
@@ -352,20 +386,42 @@ class TorchEngine(OutboxEngine):
     def _apply_update(self, upd: _Update) -> None:
         t0 = time.perf_counter()
         try:
-            with torch.no_grad():
-                for k, t in upd.state_dict.items():
-                    self._params[k].copy_(t)
+            self.load_weights(upd.state_dict)
             self.version = upd.version
-            if not self.cfg.keep_kv_on_update:
+            if not self.cfg.keep_kv_on_update and self._running:
                 # recompute every cached prefix under the new weights (logits unused)
-                for slot, s in enumerate(self._running):
-                    seq = list(s.request.prompt_tokens) + s.tokens[:-1]
-                    self.runner.prefill(seq, [slot])
+                seqs = [list(s.request.prompt_tokens) + s.tokens[:-1] for s in self._running]
+                longest = max(len(q) for q in seqs)
+                step = max(1, self.cfg.max_prefill_tokens // longest)
+                for lo in range(0, len(seqs), step):
+                    part = seqs[lo : lo + step]
+                    self.runner.prefill(part, [[lo + j] for j in range(len(part))])
         except BaseException as exc:  # noqa: BLE001
             upd.error = exc
         finally:
             self._last_update_ms = 1000 * (time.perf_counter() - t0)
             upd.done.set()
+
+
+def _rows(logits: torch.Tensor, offset: int, chunk: list[list[_Sample]]) -> torch.Tensor:
+    """Each sample of the chunk gets its prompt's row (rows from ``offset`` on)."""
+    return logits[torch.tensor([offset + n for n, g in enumerate(chunk) for _ in g])]
+
+
+def _prefill_chunks(groups: list[list[_Sample]], max_tokens: int) -> list[list[list[_Sample]]]:
+    """Consecutive runs of ``groups`` whose padded size (prompts x longest prompt) stays
+    within ``max_tokens``; a prompt longer than that gets a forward of its own."""
+    chunks: list[list[list[_Sample]]] = []
+    longest = 0
+    for g in groups:
+        n = len(g[0].request.prompt_tokens)
+        if chunks and (len(chunks[-1]) + 1) * max(longest, n) <= max_tokens:
+            chunks[-1].append(g)
+            longest = max(longest, n)
+        else:
+            chunks.append([g])
+            longest = n
+    return chunks
 
 
 def _eos_ids(tokenizer: PreTrainedTokenizerBase, model: HFCausalLM) -> frozenset[int]:

@@ -1,13 +1,14 @@
 """report.md and report.html for one run, drawn only from its artifacts.
 
-Reads ``metrics.jsonl`` (and ``eval.json`` when present), plots every ``loss/``,
-``reward/`` and ``eval/`` series per stage, and writes a Markdown and an HTML page that
-show the same tables and plots.
+Reads ``metrics.jsonl`` (and ``eval.json`` and ``eval_scores.jsonl`` when present),
+plots every ``loss/``, ``reward/`` and ``eval/`` series per stage, and writes
+``report.md`` and ``report.html``: the same tables and plots, the HTML page
+self-contained (``eval.html``). ``write_report`` on a comparison directory (or several
+run directories) writes the comparative report instead (``eval.comparison``).
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any
 from recipe_arena.rundir import read_metrics
 
 PLOTTED_PREFIXES = ("loss/", "reward/", "eval/")
+PLOTS_PER_ROW = 4
+"""Metric plots of one stage are laid out in rows of this many panels."""
 COLORS = {"math": "C0", "code": "C1", "ifeval": "C2", "chat": "C3", "mean": "black"}
 """One colour per domain in every plot (the mean over domains in black)."""
 
@@ -39,8 +42,12 @@ def _plot(stage: str, metrics: dict[str, list[tuple[int, float]]], path: Path) -
     names = [m for m, pts in sorted(metrics.items()) if len(pts) >= 2]
     if not names:
         return False
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 2.6), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
+    cols = min(PLOTS_PER_ROW, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.5 * rows), squeeze=False)
+    for ax in axes.flat[len(names) :]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names, strict=False):
         xs, ys = zip(*metrics[name], strict=True)
         ax.plot(xs, ys, marker="." if len(xs) < 30 else None)
         ax.set_title(name, fontsize=8)
@@ -53,7 +60,17 @@ def _plot(stage: str, metrics: dict[str, list[tuple[int, float]]], path: Path) -
     return True
 
 
-def write_report(run_path: str | Path) -> Path:
+def write_report(*paths: str | Path) -> Path:
+    """report.md and report.html of one run directory; of a comparison directory or of
+    several run directories, the comparative report. Returns the report.md written."""
+    if len(paths) != 1 or (Path(paths[0]) / "comparison.json").exists():
+        from recipe_arena.eval.comparison_report import write_comparison_report
+
+        return write_comparison_report([Path(p) for p in paths])
+    return write_run_report(paths[0])
+
+
+def write_run_report(run_path: str | Path) -> Path:
     run_path = Path(run_path)
     records = read_metrics(run_path) if (run_path / "metrics.jsonl").exists() else []
     series = _series(records)
@@ -75,6 +92,7 @@ def write_report(run_path: str | Path) -> Path:
             if isinstance(v, int | float)
         ]
         md.append("")
+    md += _final_intervals(run_path)
     if "rlvr" in series:
         md += _rl_curves(series["rlvr"], run_path)
         md += _length_curve(series["rlvr"], run_path)
@@ -86,9 +104,42 @@ def write_report(run_path: str | Path) -> Path:
         if _plot(stage, metrics, png):
             md += ["", f"![{stage}]({png.name})"]
         md.append("")
-    (run_path / "report.md").write_text("\n".join(md) + "\n")
-    (run_path / "report.html").write_text(_to_html(run_path.name, md))
+    write_pages(run_path, f"Run report: {run_path.name}", md)
     return run_path / "report.md"
+
+
+def write_pages(out_dir: Path, title: str, md: list[str]) -> None:
+    """report.md and its self-contained report.html in ``out_dir``."""
+    from recipe_arena.eval.html import markdown_to_html
+
+    text = "\n".join(md) + "\n"
+    (out_dir / "report.md").write_text(text)
+    (out_dir / "report.html").write_text(markdown_to_html(title, text, out_dir))
+
+
+def _final_intervals(run_path: Path) -> list[str]:
+    """Held-out pass@1 of the final checkpoint per domain with a 95% bootstrap interval
+    over its questions (one run: the interval shows question noise only; seed-to-seed
+    noise needs `recipe-arena compare`)."""
+    import numpy as np
+
+    from recipe_arena.eval.scores import final_scores, read_eval_scores
+    from recipe_arena.eval.stats import bootstrap_mean
+
+    final = final_scores(read_eval_scores(run_path))
+    if final is None:
+        return []
+    md = [
+        "## Held-out pass@1 with 95% intervals (questions resampled)",
+        "",
+        "| domain | pass@1 [95% interval] | questions |",
+        "|---|---|---|",
+    ]
+    for domain in sorted(set(final.domains)):
+        y = np.array([[s for s, d in zip(final.scores, final.domains, strict=True) if d == domain]])
+        md.append(f"| {domain} | {bootstrap_mean(y).fmt()} | {y.shape[1]} |")
+    md.append("")
+    return md
 
 
 def _rl_curves(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -> list[str]:
@@ -202,21 +253,3 @@ def _length_curve(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -
 def _last(metrics: dict[str, list[tuple[int, float]]], name: str, sign: str) -> str:
     series = metrics.get(name)
     return f"{sign}{series[-1][1]:.3f}" if series else ""
-
-
-def _to_html(title: str, md_lines: list[str]) -> str:
-    """The Markdown's blocks as HTML: headings, tables as preformatted text, plots inline."""
-    parts = [f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title>"]
-    for block in "\n".join(md_lines).split("\n\n"):
-        block = block.strip()
-        if not block:
-            continue
-        if block.startswith("!["):
-            src = block[block.index("(") + 1 : -1]
-            parts.append(f'<img src="{html.escape(src)}">')
-        elif block.startswith("#"):
-            level = len(block) - len(block.lstrip("#"))
-            parts.append(f"<h{level}>{html.escape(block.lstrip('# '))}</h{level}>")
-        else:
-            parts.append(f"<pre>{html.escape(block)}</pre>")
-    return "\n".join(parts) + "\n"

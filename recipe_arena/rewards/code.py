@@ -1,75 +1,39 @@
 """Code verifier: run the response's last fenced Python block against the row's tests.
 
-Ground truth is a list of ``assert`` statements (the OLMo 3 code-data form) or a
-list of ``{"stdin": ..., "stdout": ...}`` pairs.
+Ground truth is a list of ``assert`` statements (the OLMo 3 code-data form, with any
+setup statements among them) or a list of ``{"stdin": ..., "stdout": ...}`` pairs.
 
-How an assert test is judged without trusting the program: each assert is split,
-outside the sandbox, into *probes* (the smallest sub-expressions that touch a name
-the program defines, e.g. ``f(3)``) and a *check* (the rest, e.g.
-``__p0 == [1, 2]``). Only the probes run in the sandbox; their values come back
-as plain builtin data and the checks are evaluated here, with a restricted set of
-builtins. So the expected values never enter the sandbox, and the program cannot
-pass by exiting early, patching ``assert``/builtins/``__eq__`` or printing a fake
-summary. Statements that are not asserts run in the sandbox as setup.
+Assert tests: nothing of the row is evaluated in the verifier. The program and the
+tests go into one sandbox (sandbox.py) whose launcher splits it into a program side
+and a check side, two processes under two unused uids (sandbox_harness.py): the check
+side runs the tests, and every sub-expression that touches the program (``f(3)``) is
+sent to the program side as a probe, whose value comes back as plain data
+(sandbox_split.py). Expected values stay on the check side, so exiting early,
+patching ``assert``, builtins or ``__eq__``, reading the tests' globals or printing a
+fake summary earns nothing. The verifier only counts the check side's per-assert
+verdicts.
 
-For stdin/stdout pairs every pair runs in a fresh sandbox; stdout is compared
-after stripping trailing whitespace on each line and trailing blank lines.
+For stdin/stdout pairs every pair runs in a fresh sandbox; its stdout is compared with
+the expected one (a string comparison of data) after stripping trailing whitespace on
+each line and trailing blank lines.
 """
 
 from __future__ import annotations
 
-import ast
 import json
-import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from recipe_arena.rewards.sandbox import Limits, run_python
+from recipe_arena.rewards.sandbox import Limits, SandboxRefused, run_harness
 from recipe_arena.rewards.text import answer_text
 
 _FENCE_RE = re.compile(
     r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE
 )
-_HARNESS = (Path(__file__).parent / "sandbox_harness.py").read_text()
-
-# Names a check may use outside the sandbox (pure functions of plain data).
-SAFE_BUILTINS: dict[str, Any] = {
-    name: __builtins__[name] if isinstance(__builtins__, dict) else getattr(__builtins__, name)
-    for name in [
-        "abs",
-        "all",
-        "any",
-        "bool",
-        "dict",
-        "divmod",
-        "enumerate",
-        "float",
-        "frozenset",
-        "int",
-        "isinstance",
-        "len",
-        "list",
-        "max",
-        "min",
-        "range",
-        "repr",
-        "reversed",
-        "round",
-        "set",
-        "sorted",
-        "str",
-        "sum",
-        "tuple",
-        "zip",
-        "True",
-        "False",
-        "None",
-    ]
-}
-SAFE_NAMES = {**SAFE_BUILTINS, "math": math}
+MAX_TESTS_CHARS = 1 << 20
+"""Longest ground truth (all tests together) that is run at all."""
+_REPORT_RE = re.compile(r"^(T|R|N|E) ?(.*)$")
 
 
 def extract_code(response: str) -> str | None:
@@ -78,118 +42,44 @@ def extract_code(response: str) -> str | None:
     return blocks[-1] if blocks else None
 
 
-@dataclass(frozen=True)
-class CompiledAssert:
-    check: str  # expression over __p0.. and SAFE_NAMES
-    probes: tuple[str, ...]
-
-
-class _Splitter(ast.NodeTransformer):
-    """Replace every maximal candidate-dependent sub-expression by a probe name."""
-
-    def __init__(self, first_index: int) -> None:
-        self.probes: list[str] = []
-        self.first = first_index
-
-    def _pure(self, node: ast.AST) -> bool:
-        return all(
-            not isinstance(n, ast.Name) or n.id in SAFE_NAMES for n in ast.walk(node)
-        ) and not any(isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in ast.walk(node))
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        if isinstance(node, ast.expr) and not self._pure(node):
-            keep_outside = (
-                ast.Compare, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List,
-                ast.Set, ast.Dict, ast.IfExp,
-            )  # fmt: skip
-            safe_call = (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in SAFE_BUILTINS
-            )
-            if not (isinstance(node, keep_outside) or safe_call):
-                name = f"__p{self.first + len(self.probes)}"
-                self.probes.append(ast.unparse(node))
-                return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
-        return super().generic_visit(node)
-
-
-def compile_tests(tests: Sequence[str]) -> tuple[list[str], list[CompiledAssert]]:
-    """(setup statements, compiled asserts). Raises ValueError on unparsable tests."""
-    setup: list[str] = []
-    asserts: list[CompiledAssert] = []
-    n_probes = 0
-    for t in tests:
-        try:
-            mod = ast.parse(t)
-        except SyntaxError as e:
-            raise ValueError(f"test is not valid Python: {t[:80]!r} ({e.msg})") from None
-        for stmt in mod.body:
-            if isinstance(stmt, ast.Assert):
-                sp = _Splitter(n_probes)
-                check = sp.visit(stmt.test)
-                n_probes += len(sp.probes)
-                asserts.append(CompiledAssert(ast.unparse(check), tuple(sp.probes)))
-            else:
-                setup.append(ast.unparse(stmt))
-    return setup, asserts
-
-
-def _decode(enc: dict[str, Any]) -> Any:
-    if "a" in enc:
-        return enc["a"]
-    if "r" in enc:
-        r = enc["r"]
-        specials = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-        return specials[r] if r in specials else ast.literal_eval(r)
-    if "dict" in enc:
-        return {_decode(k): _decode(v) for k, v in enc["dict"]}
-    for kind, ctor in (("list", list), ("tuple", tuple), ("set", set)):
-        if kind in enc:
-            return ctor(_decode(x) for x in enc[kind])
-    raise ValueError("bad probe encoding")
-
-
-def _parse_probe_lines(stdout: bytes) -> tuple[dict[int, Any], str]:
-    """Probe index -> value (first answer per index wins; errors recorded as absent)."""
-    values: dict[int, Any] = {}
+def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
+    """(number of asserts or None, indices that passed, note) from the check side's
+    report lines; an assert passes only on an ``R i 1`` and no ``R i 0``."""
+    total: int | None = None
+    passed: set[int] = set()
+    failed: set[int] = set()
     note = ""
-    for line in stdout.decode("utf-8", "replace").splitlines():
-        try:
-            msg = json.loads(line)
-            if "load_error" in msg:
-                note = "program failed: " + str(msg["load_error"])
-            elif "v" in msg and isinstance(msg["i"], int) and msg["i"] not in values:
-                values[msg["i"]] = _decode(msg["v"])
-            elif "err" in msg and not note:
-                note = "test raised " + str(msg["err"])
-        except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
+    for raw in stdout.decode("utf-8", "replace").splitlines():
+        m = _REPORT_RE.match(raw)
+        if not m:
             continue
-    return values, note
+        kind, rest = m.groups()
+        if kind == "T" and total is None and rest.isdigit() and len(rest) < 9:
+            total = int(rest)
+        elif kind == "R":
+            parts = rest.split()
+            if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) < 9:
+                (passed if parts[1] == "1" else failed).add(int(parts[0]))
+        elif kind in ("N", "E") and not note:
+            note = ("error: " if kind == "E" else "") + rest[:300]
+    return total, passed - failed, note
 
 
 def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int, str]:
-    """(passed, total, note) for assert-style tests."""
-    setup, asserts = compile_tests(tests)
-    probes = [p for a in asserts for p in a.probes]
-    req = json.dumps({"code": code, "setup": setup, "probes": probes}).encode()
-    run = run_python(["-c", _HARNESS], req, lim)
-    values, note = _parse_probe_lines(run.stdout)
+    """(passed, total, note) for assert-style tests; total 0 with an ``error:`` note
+    when the tests do not parse."""
+    req = json.dumps({"code": code, "tests": list(tests)})  # ASCII: lone surrogates escaped
+    run = run_harness("asserts", req.encode(), lim)
+    total, passed, note = parse_report(run.stdout)
+    if total is None:
+        if note.startswith("error:"):
+            return 0, 0, note
+        why = f"timed out after {lim.wall_s:g}s" if run.timed_out else "sandbox failed"
+        tail = run.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        return 0, 0, f"error: {why}" + (f" ({tail[0][:200]})" if tail else "")
     if run.timed_out:
         note = f"timed out after {lim.wall_s:g}s"
-    passed = 0
-    for a in asserts:
-        names = [n.id for n in ast.walk(ast.parse(a.check, mode="eval")) if isinstance(n, ast.Name)]
-        idx = [int(n[3:]) for n in names if n.startswith("__p")]
-        if any(i not in values for i in idx):
-            continue
-        scope = {"__builtins__": {}, **SAFE_NAMES, **{f"__p{i}": values[i] for i in idx}}
-        try:
-            if eval(a.check, scope):  # noqa: S307 - test data, plain values, no builtins
-                passed += 1
-        except Exception:
-            continue
-    return passed, len(asserts), note
+    return len({i for i in passed if 0 <= i < total}), total, note
 
 
 def _norm_out(s: str) -> str:
@@ -200,7 +90,9 @@ def run_io(code: str, pairs: Sequence[dict[str, str]], lim: Limits) -> tuple[int
     """(passed, total, note) for stdin/stdout pairs, one fresh sandbox per pair."""
     passed, note = 0, ""
     for p in pairs:
-        run = run_python(["-c", code], str(p["stdin"]).encode(), lim)
+        program = code.encode("utf-8", "surrogatepass")
+        stdin = str(p["stdin"]).encode("utf-8", "surrogatepass")
+        run = run_harness("io", len(program).to_bytes(8, "big") + program + stdin, lim)
         if run.timed_out:
             note = f"timed out after {lim.wall_s:g}s"
         elif run.returncode != 0:
@@ -217,6 +109,8 @@ def check_code(
     lim = limits or Limits()
     if not isinstance(tests, list) or not tests:
         return 0.0, "error: code ground_truth must be a non-empty list of tests"
+    if sum(len(str(t)) for t in tests) > MAX_TESTS_CHARS:
+        return 0.0, f"error: code tests longer than {MAX_TESTS_CHARS} characters"
     code = extract_code(response)
     if code is None:
         return 0.0, "no fenced python block"
@@ -227,10 +121,12 @@ def check_code(
             passed, total, note = run_io(code, tests, lim)
         else:
             return 0.0, "error: code tests must all be assert strings or all {stdin, stdout}"
-    except ValueError as e:
+    except SandboxRefused as e:
         return 0.0, f"error: {e}"
     if total == 0:
-        return 0.0, "error: no assert statements in the tests"
+        return 0.0, note if note.startswith(
+            "error:"
+        ) else "error: no assert statements in the tests"
     score = float(passed == total) if all_pass else passed / total
     tail = f"; {note}" if note and passed < total else ""
     return score, f"passed {passed}/{total}{tail}"

@@ -67,15 +67,22 @@ class EngineGenerator:
     ) -> list[str | None]:
         from recipe_arena.engines.base import GenerationRequest, SamplingParams
 
-        sp = SamplingParams(max_new_tokens=max_new_tokens or self.max_new_tokens, temperature=0.0)
-        reqs = []
-        for p in prompts:
+        cap = max_new_tokens or self.max_new_tokens
+        sp = SamplingParams(max_new_tokens=cap, temperature=0.0)
+        context = getattr(self.engine, "context", None)
+        reqs, where = [], []
+        for k, p in enumerate(prompts):
             ids = self.tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True)
             ids = ids["input_ids"] if not isinstance(ids, list) else ids
+            if context is not None and len(ids) + 1 > context:
+                continue  # longer than the judge's context: a failed verdict, not a crash
             self._n += 1
             reqs.append(GenerationRequest(f"judge-{self._n}", tuple(int(t) for t in ids), sp))
-        outs = self.engine.generate(reqs)
-        return [self.tok.decode(list(c.tokens), skip_special_tokens=True) for c in outs]
+            where.append(k)
+        out: list[str | None] = [None] * len(prompts)
+        for k, c in zip(where, self.engine.generate(reqs) if reqs else [], strict=True):
+            out[k] = self.tok.decode(list(c.tokens), skip_special_tokens=True)
+        return out
 
     def close(self) -> None:
         self.engine.close()
@@ -212,7 +219,7 @@ class Judge:
             self.counts["chat/judged"] += 1
             if reply is None:
                 self.counts["chat/judge_failed"] += 1
-                out[i] = RewardResult(0.0, "judge failed (timeout or error)")
+                out[i] = RewardResult(0.0, "judge failed (timeout, error or a prompt too long)")
                 continue
             s = parse_score(reply)
             if s is None:

@@ -13,8 +13,8 @@ may hold threads and torch state; not ``multiprocessing`` spawn either: it re-ru
 the parent's ``__main__``, which would import torch into every worker or fail in
 an unguarded script). They talk over two pipes with ``multiprocessing.connection``
 framing, import their task modules once at start-up, and are reused across calls.
-A worker exits when its parent process dies (it watches its parent pid). Thread-safe: concurrent
-``run`` calls are serialised by a lock.
+A worker exits when its parent process dies (it watches its parent pid). Thread-safe:
+concurrent ``run`` calls are served at the same time (see ``WorkerPool``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,7 @@ class _Worker:
         self.conn = Connection(from_child_r, writable=False)
         self.ready = False
         self.job: int | None = None
+        self.batch: _Batch | None = None
         self.deadline = 0.0
 
     def kill(self) -> None:
@@ -150,6 +151,21 @@ class _Worker:
         self.proc.wait(timeout=5)
         self.conn.close()
         self.send_conn.close()
+
+
+@dataclass
+class _Batch:
+    """One ``run`` call: its tasks, what is still queued and running, its results."""
+
+    tasks: Sequence[Task]
+    results: list[Outcome | None]
+    pending: deque[int]
+    running: int = 0
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def finished(self) -> bool:
+        return not self.pending and self.running == 0
 
 
 class WorkerPool:
@@ -161,6 +177,12 @@ class WorkerPool:
     ``spares`` warm standby workers take over at once when one is killed (a fresh
     worker needs seconds to import SymPy and the checkers), so a burst of hostile
     inputs does not leave the pool without workers.
+
+    Concurrent callers (RL actors, evaluation) are served at the same time, not in turn:
+    one dispatcher thread owns the workers and hands the next free worker to the caller
+    with the fewest tasks running. A caller that finds every worker busy with other
+    callers' tasks gets a ready spare as an extra worker (up to ``n + spares`` at once),
+    so a batch of slow or hostile inputs never stalls another caller's batch.
     """
 
     def __init__(
@@ -169,13 +191,153 @@ class WorkerPool:
         if n < 1 or spares < 0:
             raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)
+        self._n = n
         self._workers = [_Worker(self._preload) for _ in range(n)]
         # Spares start once the first workers are ready, so they do not slow start-up.
         self._n_spares = spares
         self._spares: list[_Worker] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _batches and _closed only
+        self._batches: list[_Batch] = []
         self.replaced = 0  # workers killed and restarted (timeouts, crashes)
-        self._closed = False
+        self._closed = False  # no new calls (close(), or the dispatcher failed)
+        self._shut = False  # close() ran
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._dispatch, daemon=True, name="verifier-pool")
+        self._thread.start()
+
+    def run(self, tasks: Sequence[Task]) -> list[Outcome]:
+        batch = _Batch(tasks, [None] * len(tasks), deque(range(len(tasks))))
+        if not tasks:
+            return []
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("WorkerPool.run called after close()")
+            self._batches.append(batch)
+        self._wake()
+        batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+        return [r if r is not None else Outcome(False, error="lost") for r in batch.results]
+
+    # ------------------------------------------------------------------ dispatcher
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def _dispatch(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if self._closed:
+                        break
+                    batches = list(self._batches)
+                self._step(batches)
+        except BaseException as e:  # a worker that cannot start: every caller hears it
+            with self._lock:
+                self._closed = True
+                waiting, self._batches = self._batches, []
+            for b in waiting:
+                b.error = e
+                b.done.set()
+        finally:
+            for b in self._finish_all():
+                b.done.set()
+
+    def _finish_all(self) -> list[_Batch]:
+        with self._lock:
+            waiting, self._batches = self._batches, []
+        for b in waiting:
+            b.error = b.error or RuntimeError("WorkerPool closed while a call was waiting")
+        return waiting
+
+    def _step(self, batches: list[_Batch]) -> None:
+        if len(self._spares) < self._n_spares and all(w.ready for w in self._workers):
+            self._spares.append(_Worker(self._preload))
+        self._assign(batches)
+        busy = [w.deadline for w in self._workers if w.job is not None]
+        wait_s = max(0.0, min(busy) - time.monotonic()) if busy else 1.0
+        conns: list[Any] = [w.conn for w in self._workers]
+        conns += [w.conn for w in self._spares if not w.ready]
+        ready_conns = wait([*conns, self._wake_r], timeout=wait_s)
+        if self._wake_r in ready_conns:
+            os.read(self._wake_r, 4096)
+        self._poll_spares(ready_conns)
+        for i, w in enumerate(list(self._workers)):
+            if w.conn in ready_conns:
+                self._receive(i, w)
+            elif w.job is not None and time.monotonic() >= w.deadline:
+                self._replace(i)  # first, so a caller woken by the outcome sees it counted
+                self._finish(w, Outcome(False, error="timeout"))
+        self._shrink(batches)
+
+    def _assign(self, batches: list[_Batch]) -> None:
+        """Hand free workers to the callers with the fewest tasks running."""
+        while True:
+            waiting = [b for b in batches if b.pending]
+            if not waiting:
+                return
+            b = min(waiting, key=lambda x: x.running)
+            free = [w for w in self._workers if w.ready and w.job is None]
+            if not free and b.running == 0:
+                ready = [k for k, s in enumerate(self._spares) if s.ready]
+                if not ready:
+                    return
+                self._workers.append(self._spares.pop(ready[0]))  # burst: an extra worker
+                free = [self._workers[-1]]
+            if not free:
+                return
+            w, j = free[0], b.pending.popleft()
+            w.job, w.batch, w.deadline = j, b, time.monotonic() + b.tasks[j].timeout_s
+            b.running += 1
+            try:
+                w.send_conn.send((b.tasks[j].name, b.tasks[j].args))
+            except OSError:  # it died between calls: the task is reported, the worker replaced
+                self._replace(self._workers.index(w))
+                self._finish(w, Outcome(False, error="worker_died"))
+
+    def _finish(self, w: _Worker, outcome: Outcome) -> None:
+        b = w.batch
+        assert b is not None and w.job is not None
+        b.results[w.job] = outcome
+        b.running -= 1
+        w.job, w.batch = None, None
+        if b.finished():
+            with self._lock:
+                if b in self._batches:
+                    self._batches.remove(b)
+            b.done.set()
+
+    def _receive(self, i: int, w: _Worker) -> None:
+        try:
+            kind, payload = w.conn.recv()
+        except (EOFError, OSError):
+            if not w.ready:
+                raise RuntimeError(
+                    "a verifier worker died while starting (import error?); "
+                    "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
+                ) from None
+            self._replace(i)
+            if w.job is not None:
+                self._finish(w, Outcome(False, error="worker_died"))
+            return
+        if kind == "ready":
+            w.ready = True
+        elif w.job is not None:
+            ok = kind == "ok"
+            self._finish(w, Outcome(ok, payload if ok else None, "" if ok else payload))
+
+    def _shrink(self, batches: list[_Batch]) -> None:
+        """Back to ``n`` workers once the burst is over (extra ones become spares again)."""
+        if len(self._workers) <= self._n or any(b.pending for b in batches):
+            return
+        for k, w in enumerate(self._workers):
+            if w.job is None and len(self._workers) > self._n:
+                extra = self._workers.pop(k)
+                if len(self._spares) < self._n_spares:
+                    self._spares.append(extra)
+                else:
+                    extra.kill()
+                return
 
     def _replace(self, i: int) -> None:
         self._workers[i].kill()
@@ -199,57 +361,14 @@ class WorkerPool:
                         "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
                     ) from None
 
-    def run(self, tasks: Sequence[Task]) -> list[Outcome]:
-        if self._closed:
-            raise RuntimeError("WorkerPool.run called after close()")
-        with self._lock:
-            return self._run(tasks)
-
-    def _run(self, tasks: Sequence[Task]) -> list[Outcome]:
-        results: list[Outcome | None] = [None] * len(tasks)
-        pending = deque(range(len(tasks)))
-        while pending or any(w.job is not None for w in self._workers):
-            if len(self._spares) < self._n_spares and all(w.ready for w in self._workers):
-                self._spares.append(_Worker(self._preload))
-            for w in self._workers:
-                if w.ready and w.job is None and pending:
-                    j = pending.popleft()
-                    w.send_conn.send((tasks[j].name, tasks[j].args))
-                    w.job, w.deadline = j, time.monotonic() + tasks[j].timeout_s
-            busy = [w.deadline for w in self._workers if w.job is not None]
-            wait_s = max(0.0, min(busy) - time.monotonic()) if busy else 1.0
-            conns = [w.conn for w in self._workers] + [w.conn for w in self._spares if not w.ready]
-            ready_conns = wait(conns, timeout=wait_s)
-            self._poll_spares(ready_conns)
-            for i, w in enumerate(list(self._workers)):
-                if w.conn in ready_conns:
-                    try:
-                        kind, payload = w.conn.recv()
-                    except (EOFError, OSError):
-                        if not w.ready:
-                            raise RuntimeError(
-                                "a verifier worker died while starting (import error?); "
-                                "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
-                            ) from None
-                        if w.job is not None:
-                            results[w.job] = Outcome(False, error="worker_died")
-                        self._replace(i)
-                        continue
-                    if kind == "ready":
-                        w.ready = True
-                    elif w.job is not None:
-                        ok = kind == "ok"
-                        results[w.job] = Outcome(ok, payload if ok else None, "" if ok else payload)
-                        w.job = None
-                elif w.job is not None and time.monotonic() >= w.deadline:
-                    results[w.job] = Outcome(False, error="timeout")
-                    self._replace(i)
-        return [r if r is not None else Outcome(False, error="lost") for r in results]
-
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:
+            if self._shut:
+                return
+            self._shut = self._closed = True
+        self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=30)
         everyone = self._workers + self._spares
         for w in everyone:
             with contextlib.suppress(OSError):
@@ -257,7 +376,11 @@ class WorkerPool:
         for w in everyone:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.proc.wait(timeout=2)
-            w.kill()
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                w.kill()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def __enter__(self) -> WorkerPool:
         return self

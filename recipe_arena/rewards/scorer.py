@@ -32,7 +32,12 @@ POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
             row.ground_truth,
             resp,
             cfg.code_reward == "all_pass",
-            Limits(wall_s=cfg.code_wall_s, cpu_s=cfg.code_cpu_s, memory_mb=cfg.code_memory_mb),
+            Limits(
+                wall_s=cfg.code_wall_s,
+                cpu_s=cfg.code_cpu_s,
+                memory_mb=cfg.code_memory_mb,
+                allow_weak=cfg.allow_weak_sandbox,
+            ),
         ),
         # stdin/stdout rows run one program per pair; leave room for all of them.
         cfg.code_wall_s * max(1, len(row.ground_truth) if isinstance(row.ground_truth, list) else 1)
@@ -115,10 +120,25 @@ class Scorer:
     def _score_chat(
         self, rows: Sequence[PromptRow], responses: Sequence[str]
     ) -> list[RewardResult]:
+        """The judge's verdicts; when a batch fails, each row is judged alone so that
+        one bad row gets an ``error:`` reason and the others their scores."""
         with self.judge.lock:  # scorers sharing a judge take turns
-            results: list[RewardResult] = self.judge.score(rows, responses)
+            try:
+                results: list[RewardResult] = self.judge.score(rows, responses)
+            except Exception:
+                results = [self._judge_one(r, x) for r, x in zip(rows, responses, strict=True)]
             self.counts.update(self.judge.take_counts())
         return results
+
+    def _judge_one(self, row: PromptRow, response: str) -> RewardResult:
+        try:
+            result: RewardResult = self.judge.score([row], [response])[0]
+        except Exception as e:
+            self.counts["chat/errors"] += 1
+            return RewardResult(
+                0.0, f"error: judge failed on this row ({type(e).__name__}: {e})"[:200]
+            )
+        return result
 
     # ------------------------------------------------------------------ api
     def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
@@ -135,7 +155,11 @@ class Scorer:
                     0.0, f"error: response must be a string, got {type(resp).__name__}"
                 )
             elif row.domain in POOLED:
-                tasks.append(POOLED[row.domain](row, resp, self.cfg))
+                try:
+                    tasks.append(POOLED[row.domain](row, resp, self.cfg))
+                except Exception as e:  # a malformed row costs itself only
+                    out[i] = RewardResult(0.0, f"error: bad row ({type(e).__name__}: {e})"[:200])
+                    continue
                 where.append(i)
             elif row.domain == "chat":
                 chat.append(i)

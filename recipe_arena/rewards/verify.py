@@ -3,15 +3,27 @@
 Input: one JSON object per line with ``domain``, ``response`` and ``ground_truth``;
 optional ``id``, ``messages`` (chat list) or ``prompt`` (string), ``effort``,
 ``token_budget``. Output: the same objects with ``score`` (float in [0, 1], or null
-when the row itself is malformed) and ``reason`` added. A malformed line yields a
-per-row ``error:`` reason; the batch goes on. Rows are written as they are scored
-(in chunks), so a crash loses at most one chunk.
+when the row could not be scored) and ``reason`` added.
+
+The input is other people's data: whatever a line holds (not UTF-8, not JSON, nested
+200,000 deep, a 5,000-digit number, a lone surrogate, NaN, no user message, malformed
+ground truth) costs that row only: it gets ``score: null`` and an ``error:`` reason,
+counts under ``errors`` and stays out of the averages. Problems with the files
+themselves (no input, a folder, an output that cannot be written, is not a regular
+file, is a symlink or is the input) raise VerifyError (one line; the CLI exits 2)
+before anything is scored. The output is written to a temporary file beside it and
+renamed over it only when complete; nothing else is ever replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
+import stat
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +33,41 @@ from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import DOMAINS, PromptRow
 
 CHUNK = 256
+MAX_LINE_BYTES = 64 << 20
+"""Longer input lines are skipped as errors without being parsed."""
+
+
+NOT_SCORED = ("error:", "judge failed")
+"""Reasons of rows that could not be scored (malformed ground truth, no verdict)."""
+
+
+class VerifyError(ValueError):
+    """A problem with the input or output file; the message is one line."""
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_line(raw: bytes, lineno: int) -> tuple[Any, str]:
+    """(record, "") or (None, "error: ...") for one input line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, f"error: line {lineno} is not UTF-8 (byte {raw[e.start]:#04x} at {e.start})"
+    try:
+        rec = json.loads(text, parse_constant=_no_constants)
+    except RecursionError:
+        return None, f"error: line {lineno} is nested too deeply to parse"
+    except (ValueError, MemoryError) as e:
+        return None, f"error: line {lineno} is not valid JSON ({str(e).splitlines()[0][:120]})"
+    try:
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return None, f"error: line {lineno} holds a lone surrogate (not Unicode text)"
+    except (ValueError, RecursionError):
+        return None, f"error: line {lineno} cannot be written back as JSON"
+    return rec, ""
 
 
 def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
@@ -31,34 +78,104 @@ def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
     if missing:
         return None, f"error: missing field(s) {', '.join(missing)}"
     if rec["domain"] not in DOMAINS:
-        return None, f"error: domain {rec['domain']!r} not one of {', '.join(DOMAINS)}"
+        return None, f"error: domain {str(rec['domain'])[:40]!r} not one of {', '.join(DOMAINS)}"
     if not isinstance(rec["response"], str):
         return None, "error: response must be a string"
     messages = rec.get("messages") or [{"role": "user", "content": str(rec.get("prompt", ""))}]
     try:
         row = PromptRow(
-            id=str(rec.get("id", f"line{lineno}")),
+            id=str(rec.get("id", f"line{lineno}"))[:200],
             messages=messages,
             ground_truth=rec.get("ground_truth"),
             domain=rec["domain"],
             effort=rec.get("effort"),
             token_budget=rec.get("token_budget"),
         )
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         first = str(e).splitlines()[1:2] or [str(e)]
         return None, f"error: bad row ({first[0].strip()[:120]})"
+    if row.domain in ("chat", "ifeval") and not any(m.role == "user" for m in row.messages):
+        return None, f"error: a {row.domain} row needs a user message (messages or prompt)"
     return row, ""
 
 
 def _records(path: Path) -> Iterator[tuple[int, Any, str]]:
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
+    with open(path, "rb") as f:
+        lineno = 0
+        while True:
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                while (more := f.readline(1 << 20)) and not more.endswith(b"\n"):
+                    pass
+                yield (
+                    lineno,
+                    {"line": lineno},
+                    f"error: line {lineno} is longer than {MAX_LINE_BYTES} bytes",
+                )
                 continue
-            try:
-                yield lineno, json.loads(line), ""
-            except json.JSONDecodeError as e:
-                yield lineno, {"line": lineno}, f"error: line {lineno} is not valid JSON ({e.msg})"
+            if not raw.strip():
+                continue
+            rec, err = parse_line(raw, lineno)
+            yield lineno, {"line": lineno} if err else rec, err
+
+
+def check_paths(in_path: Path, out_path: Path | None) -> None:
+    """Raise VerifyError (one line) for an input or output that must not be used."""
+    try:
+        st_in = in_path.stat()
+    except FileNotFoundError:
+        raise VerifyError(f"no such input file: {in_path}") from None
+    except OSError as e:
+        raise VerifyError(f"cannot read input {in_path}: {e.strerror}") from None
+    if stat.S_ISDIR(st_in.st_mode):
+        raise VerifyError(f"input {in_path} is a directory, not a JSONL file")
+    if not os.access(in_path, os.R_OK):
+        raise VerifyError(f"cannot read input {in_path}: permission denied")
+    if out_path is None:
+        return
+    try:
+        st_out = os.lstat(out_path)
+    except FileNotFoundError:
+        st_out = None
+    except OSError as e:
+        raise VerifyError(f"cannot use output {out_path}: {e.strerror}") from None
+    if st_out is not None:
+        if stat.S_ISLNK(st_out.st_mode):
+            raise VerifyError(f"output {out_path} is a symlink; refusing to replace it")
+        if not stat.S_ISREG(st_out.st_mode):
+            raise VerifyError(f"output {out_path} is not a regular file; refusing to replace it")
+        if (st_out.st_dev, st_out.st_ino) == (st_in.st_dev, st_in.st_ino):
+            raise VerifyError(f"output {out_path} is the input file; write the scores elsewhere")
+    parent = out_path.parent if str(out_path.parent) else Path(".")
+    if not parent.is_dir():
+        raise VerifyError(f"output folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise VerifyError(f"output folder {parent} is not writable")
+
+
+@contextlib.contextmanager
+def _atomic_output(out_path: Path | None) -> Iterator[IO[str]]:
+    """stdout, or a temporary file beside ``out_path`` renamed over it on success."""
+    if out_path is None:
+        yield sys.stdout
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
+    except OSError as e:
+        raise VerifyError(f"cannot write output {out_path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def verify_jsonl(
@@ -66,75 +183,65 @@ def verify_jsonl(
 ) -> dict[str, float]:
     """Score every line of ``in_path``; write to ``out_path`` (stdout if None).
 
-    Returns a summary: ``rows``, ``errors`` (malformed rows), ``score/<domain>``
-    (mean) and ``count/<domain>``. Progress goes to stderr.
+    Returns a summary: ``rows``, ``errors`` (rows not scored), ``score/<domain>``
+    (mean over scored rows) and ``count/<domain>``. Progress goes to stderr.
     """
     from recipe_arena.rewards.scorer import build_scorer
 
     in_path = Path(in_path)
-    if not in_path.exists():
-        raise FileNotFoundError(f"verify: no such input file {in_path}")
-    out: IO[str]
-    tmp: Path | None = None
-    if out_path is None:
-        out = sys.stdout
-    else:
-        tmp = Path(str(out_path) + ".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        out = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
-    sums: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    n = errors = 0
-    try:
-        with build_scorer(cfg or RewardsConfig()) as scorer:
-            chunk: list[tuple[Any, PromptRow | None, str]] = []
-            for lineno, rec, err in _records(in_path):
-                row, why = (None, err) if err else row_from_record(rec, lineno)
-                chunk.append((rec, row, why))
-                if len(chunk) >= CHUNK:
-                    n, errors = _flush(scorer, chunk, out, sums, counts, n, errors)
-                    chunk = []
-            n, errors = _flush(scorer, chunk, out, sums, counts, n, errors)
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if tmp is not None:
-        tmp.replace(Path(out_path))  # type: ignore[arg-type]
-    summary: dict[str, float] = {"rows": float(n), "errors": float(errors)}
-    for d in sorted(counts):
-        summary[f"score/{d}"] = sums[d] / counts[d]
-        summary[f"count/{d}"] = float(counts[d])
-    return summary
+    out = Path(out_path) if out_path is not None else None
+    check_paths(in_path, out)
+    tally = _Tally()
+    with _atomic_output(out) as f, build_scorer(cfg or RewardsConfig()) as scorer:
+        chunk: list[tuple[Any, PromptRow | None, str]] = []
+        for lineno, rec, err in _records(in_path):
+            row, why = (None, err) if err else row_from_record(rec, lineno)
+            chunk.append((rec, row, why))
+            if len(chunk) >= CHUNK:
+                tally.flush(scorer, chunk, f)
+                chunk = []
+        tally.flush(scorer, chunk, f)
+    return tally.summary()
 
 
-def _flush(
-    scorer: Any,
-    chunk: list[tuple[Any, PromptRow | None, str]],
-    out: IO[str],
-    sums: dict[str, float],
-    counts: dict[str, int],
-    n: int,
-    errors: int,
-) -> tuple[int, int]:
-    good = [(i, row) for i, (_, row, _) in enumerate(chunk) if row is not None]
-    results = (
-        scorer.score([r for _, r in good], [chunk[i][0]["response"] for i, _ in good])
-        if good
-        else []
-    )
-    by_index = {i: res for (i, _), res in zip(good, results, strict=True)}
-    for i, (rec, row, why) in enumerate(chunk):
-        rec = dict(rec) if isinstance(rec, dict) else {"value": rec}
-        if i in by_index and row is not None:
-            rec["score"], rec["reason"] = by_index[i].score, by_index[i].reason
-            sums[row.domain] += by_index[i].score
-            counts[row.domain] += 1
-        else:
-            rec["score"], rec["reason"] = None, why
-            errors += 1
-        out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    out.flush()
-    n += len(chunk)
-    if chunk:
-        print(f"verify: {n} rows scored ({errors} malformed)", file=sys.stderr)
-    return n, errors
+class _Tally:
+    """Running sums per domain and the count of rows not scored."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = defaultdict(float)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.n = self.errors = 0
+
+    def flush(
+        self, scorer: Any, chunk: list[tuple[Any, PromptRow | None, str]], out: IO[str]
+    ) -> None:
+        good = [(i, row) for i, (_, row, _) in enumerate(chunk) if row is not None]
+        rows = [r for _, r in good]
+        results = scorer.score(rows, [chunk[i][0]["response"] for i, _ in good]) if good else []
+        by_index = dict(zip((i for i, _ in good), results, strict=True))
+        for i, (rec, row, why) in enumerate(chunk):
+            rec = dict(rec) if isinstance(rec, dict) else {"line": i}
+            res = by_index.get(i)
+            score: float | None = None if res is None else res.score
+            reason = why if res is None else res.reason
+            if score is not None and (reason.startswith(NOT_SCORED) or not math.isfinite(score)):
+                score, reason = None, reason if reason.startswith("error:") else f"error: {reason}"
+            if score is None or row is None:
+                rec["score"], rec["reason"] = None, reason
+                self.errors += 1
+            else:
+                rec["score"], rec["reason"] = score, reason
+                self.sums[row.domain] += score
+                self.counts[row.domain] += 1
+            out.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+        out.flush()
+        self.n += len(chunk)
+        if chunk:
+            print(f"verify: {self.n} rows scored ({self.errors} errors)", file=sys.stderr)
+
+    def summary(self) -> dict[str, float]:
+        out: dict[str, float] = {"rows": float(self.n), "errors": float(self.errors)}
+        for d in sorted(self.counts):
+            out[f"score/{d}"] = self.sums[d] / self.counts[d]
+            out[f"count/{d}"] = float(self.counts[d])
+        return out

@@ -37,6 +37,7 @@ from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation, churn
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint, evaluate_model
+from recipe_arena.eval.scores import log_eval_scores
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
 from recipe_arena.staleness import StalenessParams
@@ -93,6 +94,19 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
     )
 
 
+def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
+    """What each actor builds itself from."""
+    return ActorSpec(
+        checkpoint=str(checkpoint),
+        engine_name=cfg.engine.name,
+        engine_cfg=cfg.engine,
+        rewards_cfg=cfg.rewards,
+        length_cfg=cfg.length_control,
+        settings=actor_settings(cfg),
+        version=version,
+    )
+
+
 def run_rlvr(
     cfg: RunConfig,
     run: RunDir,
@@ -123,12 +137,14 @@ def run_rlvr(
         set_rng_state(state["rng"])
         start_step = int(state["step"])
         ledger.truncate_after(start_step)
+        run.truncate_logs("rlvr", start_step)  # steps after the checkpoint run again
         print(
             f"rlvr: resumed from {resumed.name} (step {start_step}, version {learner.version})",
             file=sys.stderr,
         )
     else:
         ledger.reset()
+        run.truncate_logs("rlvr", -1)
     settings = loop_settings(cfg, int(tok.pad_token_id))
     held = list(heldout_rows)
     final = root / "final"
@@ -137,12 +153,16 @@ def run_rlvr(
     try:
         # cached when the previous stage evaluated ``init`` (and on resume: this stage did)
         start = evaluate_checkpoint(cfg, Path(init), held, scorer) if held else None
+        held_rows = eval_rows(cfg, held)
+        held_domains = [r.domain for r in held_rows]
         if start is not None and start_step == 0:
             run.log("rlvr", 0, start.metrics)
-        held_domains = [r.domain for r in eval_rows(cfg, held)]
+            log_eval_scores(run.path, "rlvr", 0, held_rows, start.scores)
 
-        def held_out(result: Evaluation) -> dict[str, float]:
-            """The evaluation's metrics and, per domain, its churn against the RL start."""
+        def held_out(result: Evaluation, step: int) -> dict[str, float]:
+            """The evaluation's metrics and, per domain, its churn against the RL start;
+            its per-row scores go to eval_scores.jsonl."""
+            log_eval_scores(run.path, "rlvr", step, held_rows, result.scores)
             if start is None:
                 return result.metrics
             return {**result.metrics, **churn(held_domains, start.scores, result.scores)}
@@ -161,9 +181,10 @@ def run_rlvr(
             if last:  # the eval stage then finds this checkpoint's evaluation cached
                 save_checkpoint(learner.model, tok, final)
             if held and last:
-                metrics.update(held_out(evaluate_checkpoint(cfg, final, held, scorer)))
+                metrics.update(held_out(evaluate_checkpoint(cfg, final, held, scorer), rec.step))
             elif held and rec.step % cfg.rl.eval_every == 0:
-                metrics.update(held_out(evaluate_model(cfg, learner.model, tok, held, scorer)))
+                result = evaluate_model(cfg, learner.model, tok, held, scorer)
+                metrics.update(held_out(result, rec.step))
             run.log("rlvr", rec.step, metrics)
             run.log_rollouts(_sample_rollouts(rec))
             if rec.step % cfg.rl.checkpoint_every == 0 or last:
@@ -172,15 +193,7 @@ def run_rlvr(
                 prune(root, keep=2)
             _progress(rec, cfg.rl.steps, time.perf_counter() - t0)
 
-        spec = ActorSpec(
-            checkpoint=str(start_model),
-            engine_name=cfg.engine.name,
-            engine_cfg=cfg.engine,
-            rewards_cfg=cfg.rewards,
-            length_cfg=cfg.length_control,
-            settings=actor_settings(cfg),
-            version=learner.version,
-        )
+        spec = actor_spec(cfg, start_model, learner.version)
         backend = make_backend(
             cfg.cluster.backend, spec, cfg.rl.num_actors, cfg.cluster.address, cfg.cluster.num_cpus
         )

@@ -1,0 +1,136 @@
+"""Start-up checks of a validated RunConfig against this machine and across fields.
+
+pydantic (config.py) checks each value alone: types, ranges, finiteness, names. What it
+cannot see is checked here, before any work and before a run directory exists: paths
+that must exist or be writable (all path checks live in ``check_paths``), the device,
+stages that need a checkpoint nobody provides, a prompt filter that can keep nothing,
+and a code sandbox weaker than allowed. Each failure raises ConfigError with one line
+naming the key, the value and what would work; the CLI exits 2.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import urllib.parse
+from pathlib import Path
+
+from recipe_arena.compose import ConfigError
+from recipe_arena.config import RewardsConfig, RunConfig
+
+NEEDS_CHECKPOINT = ("sft", "prompt_filter", "rlvr", "eval")
+
+
+def check_runnable(cfg: RunConfig) -> None:
+    """Everything a run needs from this machine; raises ConfigError (one line)."""
+    check_device(cfg.engine.device)
+    check_paths(cfg)
+    check_sandbox(cfg.rewards)
+    check_stages(cfg)
+    check_prompt_filter(cfg)
+
+
+def check_device(device: str) -> None:
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ConfigError(
+            f"engine.device={device!r} is not a torch device; use cpu, cuda or cuda:N"
+        ) from None
+    if dev.type == "cpu":
+        return
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (dev.index or 0) < n:
+            return
+        raise ConfigError(f"engine.device={device!r}: this machine has {n} CUDA device(s); use cpu")
+    if dev.type == "mps" and torch.backends.mps.is_available():
+        return
+    raise ConfigError(f"engine.device={device!r} is not available here; use cpu or cuda")
+
+
+def _writable_dir(key: str, value: str) -> None:
+    """Create ``value`` if needed and write a file in it; ConfigError if that fails."""
+    try:
+        Path(value).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=value):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{key}={value!r} is not a writable folder ({e.strerror})") from None
+
+
+def _checkpoint_dir(key: str, value: str) -> None:
+    p = Path(value)
+    if not p.is_dir():
+        raise ConfigError(f"{key}={value!r}: no such checkpoint directory")
+    if not (p / "config.json").is_file():
+        raise ConfigError(f"{key}={value!r}: not a checkpoint (no config.json in it)")
+
+
+def check_judge(rewards: RewardsConfig) -> None:
+    """rewards.judge_model: 'smol', an http(s) URL with a host, or a checkpoint folder."""
+    name = rewards.judge_model
+    if name == "smol":
+        return
+    if name.startswith(("http://", "https://")):
+        if not urllib.parse.urlsplit(name).hostname:
+            raise ConfigError(f"rewards.judge_model={name!r}: the URL has no host")
+        return
+    if not Path(name).exists():
+        raise ConfigError(
+            f"rewards.judge_model={name!r}: not 'smol', an http(s) URL or an existing checkpoint"
+        )
+    _checkpoint_dir("rewards.judge_model", name)
+
+
+def check_paths(cfg: RunConfig) -> None:
+    """Every path of the config: the ones read must exist, the ones written must be
+    writable."""
+    if cfg.world.checkpoint is not None:
+        _checkpoint_dir("world.checkpoint", cfg.world.checkpoint)
+    check_judge(cfg.rewards)
+    if cfg.world.cache_dir is not None:
+        _writable_dir("world.cache_dir", cfg.world.cache_dir)
+    _writable_dir("out_dir", cfg.out_dir)
+
+
+def check_stages(cfg: RunConfig) -> None:
+    """A stage that needs a checkpoint must come after 'base' or get world.checkpoint
+    (a resumed run may have one from its earlier stages)."""
+    if cfg.resume or cfg.world.checkpoint is not None:
+        return
+    stages = cfg.pipeline.stages
+    for stage in stages:
+        if stage == "base":
+            return
+        if stage == "prompt_filter" and not cfg.prompt_filter.enabled:
+            continue
+        if stage in NEEDS_CHECKPOINT:
+            raise ConfigError(
+                f"pipeline.stages={list(stages)}: stage '{stage}' needs a checkpoint; "
+                "put 'base' before it or set world.checkpoint"
+            )
+
+
+def check_prompt_filter(cfg: RunConfig) -> None:
+    """With k rollouts a pass rate is j/k; some j must lie in [min_pass_rate, max_pass_rate]."""
+    pf = cfg.prompt_filter
+    if "prompt_filter" not in cfg.pipeline.stages or not pf.enabled:
+        return
+    k = pf.rollouts
+    if not any(pf.min_pass_rate <= j / k <= pf.max_pass_rate for j in range(k + 1)):
+        raise ConfigError(
+            f"prompt_filter.min_pass_rate={pf.min_pass_rate} with max_pass_rate="
+            f"{pf.max_pass_rate} and {k} rollouts keeps no prompt (pass rates are j/{k})"
+        )
+
+
+def check_sandbox(rewards: RewardsConfig) -> None:
+    """Untrusted code runs only in the full sandbox unless allow_weak_sandbox is set."""
+    from recipe_arena.rewards.sandbox import SandboxRefused, require
+
+    try:
+        require(rewards.allow_weak_sandbox)
+    except SandboxRefused as e:
+        raise ConfigError(str(e)) from None

@@ -1,0 +1,277 @@
+"""The data of a comparison, read only from its runs' artifacts, and its analysis.
+
+A comparison directory (written by `recipe-arena compare`) names its arms and seeds in
+``comparison.json``; loose run directories are grouped into arms by their settings
+(runs whose configs differ only in seed, name and output place form one arm, named
+by the settings that set it apart). From each run: ``config.yaml``, ``stages.json``,
+``metrics.jsonl`` (compute: the learner's trained tokens per step) and
+``eval_scores.jsonl`` (per-question scores of every evaluation).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from recipe_arena.compare import PLAN_FILE, RUN_KEYS, Plan, flatten, run_finished
+from recipe_arena.eval import stats
+from recipe_arena.eval.scores import ScoreRecord, final_scores, read_eval_scores, rl_evaluations
+from recipe_arena.rundir import read_metrics
+
+
+@dataclass
+class RunData:
+    path: Path
+    seed: int
+    config: dict[str, Any]
+    """Flattened resolved config, without the per-run keys (seed, name, ...)."""
+    final: ScoreRecord
+    evals: list[ScoreRecord]
+    rl: list[dict[str, Any]]
+    """metrics.jsonl records of the RL stage, by step."""
+    seconds: float
+    """Wall time of all stages (stages.json)."""
+
+    def compute_at(self, step: int) -> float:
+        """Learner tokens trained up to and including ``step`` (0 at the RL start)."""
+        return float(
+            sum(r.get("throughput/trained_tokens", 0.0) for r in self.rl if 0 < r["step"] <= step)
+        )
+
+    @property
+    def learner_tokens(self) -> float:
+        return self.compute_at(max((r["step"] for r in self.rl), default=0))
+
+
+@dataclass
+class ArmData:
+    name: str
+    runs: list[RunData]
+    control: bool = False
+    missing: list[str] = field(default_factory=list)
+    """Run directories of this arm that are not (yet) finished."""
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r.seed for r in self.runs]
+
+    def final_SQ(self) -> np.ndarray:
+        return np.array([r.final.scores for r in self.runs], dtype=np.float64)
+
+
+def load_run(path: Path) -> RunData | None:
+    """A finished run's data; None when it is not finished or has no per-question
+    scores (runs from before eval_scores.jsonl existed)."""
+    if not run_finished(path):
+        return None
+    records = read_eval_scores(path)
+    final = final_scores(records)
+    if final is None:
+        return None
+    raw = yaml.safe_load((path / "config.yaml").read_text())
+    stages = json.loads((path / "stages.json").read_text())
+    rl = sorted(
+        (r for r in read_metrics(path) if r.get("stage") == "rlvr"), key=lambda r: r["step"]
+    )
+    config = {k: v for k, v in flatten(raw).items() if k not in RUN_KEYS}
+    return RunData(
+        path=path,
+        seed=int(raw["seed"]),
+        config=config,
+        final=final,
+        evals=rl_evaluations(records),
+        rl=rl,
+        seconds=float(sum(stages.get("done", {}).values())),
+    )
+
+
+def load_comparison(root: Path) -> tuple[Plan, list[ArmData]]:
+    plan = Plan.from_json(json.loads((root / PLAN_FILE).read_text()))
+    arms = []
+    for arm in plan.arms:
+        data = ArmData(arm.name, [], control=arm.control)
+        for seed in arm.seeds:
+            path = root / "runs" / f"{arm.name}-s{seed}"
+            run = load_run(path)
+            if run is None:
+                data.missing.append(path.name)
+            else:
+                data.runs.append(run)
+        arms.append(data)
+    baseline = next(a for a in arms if a.name == plan.baseline)
+    return plan, [baseline] + [a for a in arms if a is not baseline]
+
+
+def group_runs(paths: Sequence[Path]) -> list[ArmData]:
+    """Loose run directories as arms: runs with equal settings (but for seed, name and
+    output place) form one arm, named by the settings where it differs from the first
+    path's arm (the baseline); unfinished runs are left out."""
+    groups: list[tuple[dict[str, Any], list[RunData]]] = []
+    skipped = []
+    for p in paths:
+        run = load_run(Path(p))
+        if run is None:
+            skipped.append(Path(p).name)
+            continue
+        for cfg, runs in groups:
+            if cfg == run.config:
+                runs.append(run)
+                break
+        else:
+            groups.append((run.config, [run]))
+    if not groups:
+        raise ValueError(f"no finished run with eval_scores.jsonl among {[str(p) for p in paths]}")
+    base_cfg = groups[0][0]
+    arms = []
+    for i, (cfg, runs) in enumerate(groups):
+        diff = [
+            f"{k}={cfg.get(k)}"
+            for k in sorted(set(cfg) | set(base_cfg))
+            if cfg.get(k) != base_cfg.get(k)
+        ]
+        name = "baseline" if i == 0 else ",".join(diff)[:80]
+        arms.append(ArmData(name, sorted(runs, key=lambda r: r.seed)))
+    arms[0].missing = skipped
+    return arms
+
+
+def check_questions(arms: Sequence[ArmData]) -> ScoreRecord:
+    """The baseline's question list, after checking that every run was evaluated on the
+    same questions in the same order (what pairing needs)."""
+    ref = arms[0].runs[0].final
+    for arm in arms:
+        for run in arm.runs:
+            if run.final.ids != ref.ids:
+                raise ValueError(
+                    f"{run.path} was evaluated on other questions than {arms[0].runs[0].path}; "
+                    "runs of a comparison need the same world and eval settings"
+                )
+    return ref
+
+
+# ----------------------------------------------------------------------------- analysis
+@dataclass(frozen=True)
+class Columns:
+    """Which questions form each reported domain, and how they are weighted."""
+
+    domains: list[str]
+    index: dict[str, np.ndarray]
+    sources: list[str]
+    weights_Q: np.ndarray
+    """1 / (number of domains x questions of the question's domain), scaled to mean 1:
+    the weighted mean over all questions is the unweighted mean over domains."""
+
+
+MEAN = "mean"
+"""The pseudo-domain of the unweighted mean over domains."""
+
+
+def columns(ref: ScoreRecord) -> Columns:
+    domains = list(dict.fromkeys(ref.domains))
+    dom = np.array(ref.domains)
+    index = {d: np.flatnonzero(dom == d) for d in domains}
+    w = np.array([1.0 / (len(domains) * len(index[d])) for d in ref.domains])
+    return Columns(domains, index, list(ref.sources), w / w.mean())
+
+
+def arm_estimate(y_SQ: np.ndarray, cols: Columns, domain: str) -> stats.Estimate:
+    if domain == MEAN:
+        return stats.bootstrap_mean(y_SQ * cols.weights_Q[None, :])
+    return stats.bootstrap_mean(y_SQ[:, cols.index[domain]])
+
+
+def paired(arm: ArmData, base: ArmData) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(arm_SQ, base_SQ, seeds) paired by seed (the same seeds), or for the A/A control
+    by position (its seeds are a second set by design)."""
+    if arm.control:
+        n = min(len(arm.runs), len(base.runs))
+        a, b = arm.runs[:n], base.runs[:n]
+    else:
+        common = sorted(set(arm.seeds) & set(base.seeds))
+        a = [r for r in arm.runs if r.seed in common]
+        b = [r for r in base.runs if r.seed in common]
+    seeds = [r.seed for r in a]
+    return (
+        np.array([r.final.scores for r in a], dtype=np.float64),
+        np.array([r.final.scores for r in b], dtype=np.float64),
+        seeds,
+    )
+
+
+def domain_test(a_SQ: np.ndarray, b_SQ: np.ndarray, cols: Columns, domain: str) -> stats.PairedTest:
+    if domain == MEAN:
+        return stats.paired_test(a_SQ, b_SQ, clusters_Q=cols.sources, weights_Q=cols.weights_Q)
+    idx = cols.index[domain]
+    return stats.paired_test(a_SQ[:, idx], b_SQ[:, idx], clusters_Q=[cols.sources[i] for i in idx])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    arm: str
+    domain: str
+    test: stats.PairedTest
+    p_holm: float
+    control: bool
+
+
+def paired_comparisons(arms: Sequence[ArmData], cols: Columns) -> list[Comparison]:
+    """Every arm against the baseline (arms[0]), per domain and for the mean; Holm's
+    correction across the (non-control) arms within each domain. The A/A control is
+    tested alone (its p-value is not corrected: it is a check, not a finding)."""
+    base = arms[0]
+    out: list[Comparison] = []
+    for domain in [*cols.domains, MEAN]:
+        tests: list[tuple[ArmData, stats.PairedTest]] = []
+        for arm in arms[1:]:
+            a, b, seeds = paired(arm, base)
+            if seeds:
+                tests.append((arm, domain_test(a, b, cols, domain)))
+        regular = [(a, t) for a, t in tests if not a.control]
+        adjusted = dict(
+            zip([a.name for a, _ in regular], stats.holm([t.p for _, t in regular]), strict=True)
+        )
+        for arm, t in tests:
+            out.append(Comparison(arm.name, domain, t, adjusted.get(arm.name, t.p), arm.control))
+    return out
+
+
+def curve_data(arm: ArmData, cols: Columns) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
+    """(compute_ST, scores_STQ weighted for the mean over domains, steps) over the RL
+    evaluations that every run of the arm has; None when fewer than two."""
+    if not arm.runs:
+        return None
+    steps = sorted(set.intersection(*(set(e.step for e in r.evals) for r in arm.runs)))
+    if len(steps) < 2:
+        return None
+    compute = np.array([[r.compute_at(t) for t in steps] for r in arm.runs])
+    by_step = [{e.step: e.scores for e in r.evals} for r in arm.runs]
+    scores = np.array([[m[t] for t in steps] for m in by_step], dtype=np.float64)
+    return compute, scores * cols.weights_Q[None, None, :], steps
+
+
+def series(arm: ArmData, metric: str) -> tuple[list[int], np.ndarray] | None:
+    """(steps, values_SN) of an RL metric over the steps every run logged it."""
+    per_run = [{r["step"]: r[metric] for r in run.rl if metric in r} for run in arm.runs]
+    if not per_run or not all(per_run):
+        return None
+    steps = sorted(set.intersection(*(set(m) for m in per_run)))
+    if not steps:
+        return None
+    return steps, np.array([[m[t] for t in steps] for m in per_run], dtype=np.float64)
+
+
+def config_differences(arms: Sequence[ArmData]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Settings whose value is not the same in every arm: (keys, arm -> key -> value);
+    a key an arm does not have (a strategy's own parameter) is absent from its dict."""
+    configs = {a.name: a.runs[0].config for a in arms if a.runs and not a.control}
+    keys = sorted(set().union(*(set(c) for c in configs.values())))
+    differing = [
+        k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs.values()}) > 1
+    ]
+    return differing, {name: {k: c[k] for k in differing if k in c} for name, c in configs.items()}

@@ -1,0 +1,414 @@
+"""Statistics for comparisons: intervals, paired tests, detectable effects, compute curves.
+
+Scores come as a matrix ``scores_SQ``: one row per seed (a training run), one column
+per held-out question, the verifier's score of that question under that run. Two
+sources of noise make a difference between arms look larger or smaller than it is:
+which questions were asked (``Q`` of them) and which runs happened (``S`` seeds;
+published seed-to-seed spreads of RL results are as large as many claimed effects).
+Every interval here accounts for both.
+
+- ``bootstrap_mean``: an arm's mean with a 95% interval from a crossed bootstrap
+  (seeds and questions resampled independently, the percentile interval).
+- ``paired_test``: the paired per-question difference ``d_sq = arm_sq - base_sq`` (same
+  seed index, same question) under the two-way random-effects model
+  ``d_sq = delta + a_s + b_q + e_sq``. Its mean has variance
+  ``sigma_a^2/S + sigma_b^2/Q + sigma_e^2/(S Q)``, estimated from the two-way ANOVA mean
+  squares; the test is Student's t on the seed term's S - 1 degrees of freedom
+  (scipy.stats.t), so that with 2 or 3 seeds the interval widens as it must (one seed:
+  questions only, Q - 1, and the interval then ignores seed-to-seed noise). Questions that share a source (the same
+  prompt asked twice) are averaged into one unit first (clustering).
+- ``min_detectable_effect``: the true difference the test finds with probability
+  ``power`` at level ``alpha`` (noncentral t on the test's degrees of freedom), at this
+  number of seeds and questions and this noise.
+- ``holm``: Holm's step-down correction across arms (statsmodels).
+- ``fit_compute_curve``: ScaleRL's sigmoid in compute (Khatri et al. 2025, "The Art of
+  Scaling Reinforcement Learning Compute for LLMs"),
+  ``R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)``: A the asymptote, B the efficiency,
+  C_mid the compute at half the gain, R0 the pass rate at the start (fixed, measured).
+  Fitted by scipy.optimize.curve_fit.
+- ``pass_at_k``: the unbiased pass@k estimator from n samples with c correct (Chen et
+  al. 2021): ``1 - C(n - c, k) / C(n, k)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+from scipy import stats as sps
+from scipy.special import comb
+
+ALPHA = 0.05
+"""Two-sided level of every test and 1 - coverage of every interval (95%)."""
+POWER = 0.8
+"""Power at which the minimum detectable effect is stated (the usual 80%)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its 95% interval [lo, hi]."""
+
+    value: float
+    lo: float
+    hi: float
+
+    def fmt(self, digits: int = 3, signed: bool = False) -> str:
+        s = "+" if signed else ""
+        return f"{self.value:{s}.{digits}f} [{self.lo:{s}.{digits}f}, {self.hi:{s}.{digits}f}]"
+
+
+def _check_matrix(scores_SQ: np.ndarray, what: str) -> np.ndarray:
+    a = np.asarray(scores_SQ, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"{what}: expected a seeds x questions matrix, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{what}: scores must be finite")
+    return a
+
+
+def bootstrap_mean(
+    scores_SQ: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 1 - ALPHA
+) -> Estimate:
+    """Mean of ``scores_SQ`` with the percentile interval of a crossed bootstrap: each
+    replicate draws S seeds and Q questions with replacement, independently, and takes
+    the mean of the selected rows and columns (as multinomial counts: w_s^T Y w_q / SQ)."""
+    y = _check_matrix(scores_SQ, "bootstrap_mean")
+    s, q = y.shape
+    rng = np.random.default_rng(seed)
+    w_s = rng.multinomial(s, np.full(s, 1.0 / s), size=n_boot).astype(np.float64)
+    w_q = rng.multinomial(q, np.full(q, 1.0 / q), size=n_boot).astype(np.float64)
+    means = np.einsum("bs,sq,bq->b", w_s, y, w_q) / (s * q)
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return Estimate(float(y.mean()), float(lo), float(hi))
+
+
+def t_interval(values: Sequence[float], level: float = 1 - ALPHA) -> Estimate:
+    """Mean of a few per-seed figures (compute, wall time) with Student's t interval;
+    a single value has no spread to show (lo = hi = value)."""
+    x = np.asarray(values, dtype=np.float64)
+    m = float(x.mean())
+    if len(x) < 2:
+        return Estimate(m, m, m)
+    half = float(sps.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return Estimate(m, m - half, m + half)
+
+
+def cluster_means(scores_SQ: np.ndarray, clusters_Q: Sequence[str] | None) -> np.ndarray:
+    """Columns that share a cluster label averaged into one column (order of first
+    appearance); ``None`` or all-distinct labels return the matrix unchanged."""
+    y = np.asarray(scores_SQ, dtype=np.float64)
+    if clusters_Q is None:
+        return y
+    if len(clusters_Q) != y.shape[1]:
+        raise ValueError(f"cluster_means: {len(clusters_Q)} labels for {y.shape[1]} questions")
+    order: dict[str, list[int]] = {}
+    for i, c in enumerate(clusters_Q):
+        order.setdefault(c, []).append(i)
+    if len(order) == y.shape[1]:
+        return y
+    return np.stack([y[:, idx].mean(axis=1) for idx in order.values()], axis=1)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """The paired difference arm - baseline and what it takes to trust it."""
+
+    diff: Estimate
+    """Mean difference with its 95% t interval."""
+    se: float
+    df: float
+    """Degrees of freedom of the t reference distribution (S - 1; Q - 1 with one seed)."""
+    p: float
+    """Two-sided p-value (before any multiplicity correction)."""
+    mde: float
+    """Minimum detectable effect at ALPHA and POWER for these seeds, questions, noise."""
+    seeds: int
+    units: int
+    """Questions, or clusters of questions that share a source."""
+    sd_seed: float
+    """Estimated seed-to-seed standard deviation of the difference (sigma_a)."""
+
+
+def variance_components(d_SQ: np.ndarray) -> tuple[float, float, float, float, float]:
+    """Two-way random-effects decomposition of ``d_SQ`` (one observation per cell):
+    returns (variance of the grand mean, its degrees of freedom, sigma_a^2, sigma_b^2,
+    sigma_e^2).
+
+    Mean squares: MS_S = Q var_s(row means), MS_Q = S var_q(column means), MS_E the
+    residual of the additive fit; E[MS_S] = Q sa2 + se2, E[MS_Q] = S sb2 + se2,
+    E[MS_E] = se2, and the variance of the mean is sa2/S + sb2/Q + se2/(SQ)
+    = (E[MS_S] + E[MS_Q] - E[MS_E]) / (SQ). The estimate keeps the seed term whole,
+    var = (MS_S + max(0, MS_Q - MS_E)) / (SQ): MS_S/(SQ) alone is the variance of the
+    mean of the per-seed means (a t-test over seeds, exact when questions add
+    nothing), and the question term is added when the data show one. The seed term is
+    never dropped for looking small: with 2 or 3 seeds it often does by chance, and a
+    test that then trusts the questions alone flags noise far more often than its
+    level. The degrees of freedom are the seed term's, S - 1, which is slightly more
+    conservative than Satterthwaite's; both rates are in docs/results.md
+    (benchmarks/stats_calibration.py)."""
+    s, q = d_SQ.shape
+    grand = d_SQ.mean()
+    row = d_SQ.mean(axis=1)
+    col = d_SQ.mean(axis=0)
+    if q < 2:
+        raise ValueError("paired_test: needs at least 2 questions")
+    ms_q = s * float(((col - grand) ** 2).sum()) / (q - 1)
+    if s == 1:
+        # one seed: the seed term is not estimable; questions are the only unit
+        return ms_q / q, float(q - 1), 0.0, max(0.0, ms_q), 0.0
+    ms_s = q * float(((row - grand) ** 2).sum()) / (s - 1)
+    resid = d_SQ - row[:, None] - col[None, :] + grand
+    ms_e = float((resid**2).sum()) / ((s - 1) * (q - 1))
+    sa2 = max(0.0, (ms_s - ms_e) / q)
+    sb2 = max(0.0, (ms_q - ms_e) / s)
+    var = (ms_s + max(0.0, ms_q - ms_e)) / (s * q)
+    return var, float(s - 1), sa2, sb2, ms_e
+
+
+def paired_test(
+    arm_SQ: np.ndarray,
+    base_SQ: np.ndarray,
+    clusters_Q: Sequence[str] | None = None,
+    weights_Q: Sequence[float] | np.ndarray | None = None,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> PairedTest:
+    """Paired per-question test of ``mean(arm) - mean(base)``: rows paired by seed
+    index (the same seed, so the same data order), columns by question.
+
+    ``weights_Q`` re-weights questions (mean 1), e.g. so that each domain counts
+    equally in a mean over domains: the test then runs on ``w_q * d_sq``."""
+    a = _check_matrix(arm_SQ, "paired_test arm")
+    b = _check_matrix(base_SQ, "paired_test baseline")
+    if a.shape != b.shape:
+        raise ValueError(f"paired_test: arm {a.shape} and baseline {b.shape} are not paired")
+    d = a - b
+    if weights_Q is not None:
+        w = np.asarray(weights_Q, dtype=np.float64)
+        d = d * (w / w.mean())[None, :]
+    d = cluster_means(d, clusters_Q)
+    s, q = d.shape
+    var, df, sa2, _, _ = variance_components(d)
+    mean = float(d.mean())
+    se = math.sqrt(var)
+    if se == 0:
+        p = 1.0 if mean == 0 else 0.0
+        return PairedTest(Estimate(mean, mean, mean), 0.0, df, p, 0.0, s, q, 0.0)
+    tdist = sps.t(df)
+    half = float(tdist.ppf(1 - alpha / 2)) * se
+    p = float(2 * tdist.sf(abs(mean) / se))
+    return PairedTest(
+        diff=Estimate(mean, mean - half, mean + half),
+        se=se,
+        df=df,
+        p=p,
+        mde=min_detectable_effect(se, df, alpha, power),
+        seeds=s,
+        units=q,
+        sd_seed=math.sqrt(sa2),
+    )
+
+
+def min_detectable_effect(
+    se: float, df: float, alpha: float = ALPHA, power: float = POWER
+) -> float:
+    """Smallest true difference that a two-sided t-test at ``alpha`` on ``df`` degrees of
+    freedom, whose estimate has standard error ``se``, finds with probability ``power``:
+    ``lambda * se`` where the noncentral t with noncentrality lambda exceeds the
+    critical value (either sign) with probability ``power`` (scipy.stats.nct). For large
+    df this is the familiar (z_{1-alpha/2} + z_{power}) se = 2.80 se."""
+    return 0.0 if se == 0 else _noncentrality(float(df), alpha, power) * se
+
+
+@functools.lru_cache(maxsize=256)
+def _noncentrality(df: float, alpha: float, power: float) -> float:
+    crit = float(sps.t.ppf(1 - alpha / 2, df))
+
+    def shortfall(lam: float) -> float:
+        got = float(sps.nct.sf(crit, df, lam) + sps.nct.cdf(-crit, df, lam))
+        return (1.0 if math.isnan(got) else got) - power  # NaN far in the tail: power ~1
+
+    hi = crit + 3.0
+    while shortfall(hi) < 0:
+        hi *= 2
+    return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-9))
+
+
+def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
+    """Holm-adjusted p-values (statsmodels' multipletests), in the input order."""
+    if not pvalues:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    _, adjusted, _, _ = multipletests(list(pvalues), alpha=alpha, method="holm")
+    return [float(p) for p in adjusted]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples of which ``c`` passed (Chen et al. 2021):
+    1 - C(n-c, k) / C(n, k); needs k <= n."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass_at_k: need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    return float(1.0 - comb(n - c, k, exact=True) / comb(n, k, exact=True))
+
+
+# ----------------------------------------------------------------------------- compute curves
+def scaling_curve(compute: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
+    """ScaleRL's R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B); R(0) = R0."""
+    c = np.asarray(compute, dtype=np.float64)
+    with np.errstate(divide="ignore", over="ignore"):  # C = 0: (C_mid / C)^B = inf, R = R0
+        return r0 + (a - r0) / (1.0 + (c_mid / c) ** b)
+
+
+@dataclass(frozen=True)
+class CurveFit:
+    a: float
+    b: float
+    c_mid: float
+    r0: float
+
+
+def fit_compute_curve(
+    compute: Sequence[float] | np.ndarray,
+    reward: Sequence[float] | np.ndarray,
+    r0: float,
+    bounds_a: tuple[float, float],
+) -> CurveFit | None:
+    """Least-squares fit of A, B, C_mid (R0 fixed) to points with compute > 0; None when
+    there are fewer than three such points or the fit does not converge. C_mid is
+    fitted on a log scale (it spans orders of magnitude), B within (0.05, 20], A within
+    ``bounds_a`` (for pass rates [0, 1])."""
+    c = np.asarray(compute, dtype=np.float64)
+    r = np.asarray(reward, dtype=np.float64)
+    keep = c > 0
+    c, r = c[keep], r[keep]
+    if len(c) < 3:
+        return None
+    scale = float(np.max(c))
+
+    def model(x: np.ndarray, a: float, b: float, log_cm: float) -> np.ndarray:
+        return scaling_curve(x / scale, r0, a, b, math.exp(log_cm))
+
+    far = r[np.argmax(c)]
+    a0 = float(np.clip(far + (far - r0) * 0.2, bounds_a[0] + 1e-6, bounds_a[1] - 1e-6))
+    lo = [bounds_a[0], 0.05, math.log(1e-4)]
+    hi = [bounds_a[1], 20.0, math.log(1e3)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            popt, _ = optimize.curve_fit(
+                model, c, r, p0=[a0, 1.0, math.log(0.5)], bounds=(lo, hi), maxfev=5000
+            )
+    except (RuntimeError, ValueError):
+        return None
+    a, b, log_cm = (float(v) for v in popt)
+    return CurveFit(a=a, b=b, c_mid=math.exp(log_cm) * scale, r0=r0)
+
+
+@dataclass(frozen=True)
+class CurveAnalysis:
+    """One arm's compute curve: ScaleRL's fit on the first part of the run, how well it
+    predicts the rest, and the fit on the whole run; intervals from a crossed
+    bootstrap over seeds and questions (percentiles of the refitted parameters)."""
+
+    r0: Estimate
+    """The pass rate at the RL start (fixed in the fit), with its bootstrap interval."""
+    a: Estimate
+    b: Estimate
+    c_mid: Estimate
+    rmse_rest: Estimate
+    """Root-mean-square error of the first-part fit's prediction on the later points."""
+    full_a: Estimate
+    fit_points: int
+    rest_points: int
+    failed_boot: float
+    """Share of bootstrap replicates whose fit did not converge (left out)."""
+    fit: CurveFit
+    full: CurveFit | None
+
+
+def _percentile(values: list[float], point: float, level: float) -> Estimate:
+    if not values:
+        return Estimate(point, math.nan, math.nan)
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(np.asarray(values), [tail, 1 - tail])
+    return Estimate(point, float(lo), float(hi))
+
+
+def _fit_and_score(
+    c_T: np.ndarray, r_T: np.ndarray, n_fit: int, bounds_a: tuple[float, float]
+) -> tuple[CurveFit | None, float, CurveFit | None]:
+    fit = fit_compute_curve(c_T[:n_fit], r_T[:n_fit], float(r_T[0]), bounds_a)
+    rmse = math.nan
+    if fit is not None and n_fit < len(c_T):
+        pred = scaling_curve(c_T[n_fit:], fit.r0, fit.a, fit.b, fit.c_mid)
+        rmse = float(np.sqrt(np.mean((pred - r_T[n_fit:]) ** 2)))
+    full = fit_compute_curve(c_T, r_T, float(r_T[0]), bounds_a)
+    return fit, rmse, full
+
+
+def curve_analysis(
+    compute_ST: np.ndarray,
+    scores_STQ: np.ndarray,
+    fit_fraction: float = 0.5,
+    n_boot: int = 200,
+    seed: int = 0,
+    bounds_a: tuple[float, float] = (0.0, 1.0),
+    level: float = 1 - ALPHA,
+) -> CurveAnalysis | None:
+    """Fit R(C) to an arm's held-out pass rate against compute (learner tokens).
+
+    ``compute_ST[s, t]`` is seed s's cumulative compute at its t-th evaluation (the
+    first at compute 0: the RL start, which gives R0); ``scores_STQ`` the per-question
+    scores there. The curve is the mean over seeds and questions at each evaluation,
+    compute the mean over seeds. The fit uses the evaluations up to ``fit_fraction``
+    of the final compute and is scored (RMSE) on the rest. None when the first part
+    has fewer than three evaluations after the start."""
+    c = np.asarray(compute_ST, dtype=np.float64)
+    y = np.asarray(scores_STQ, dtype=np.float64)
+    s, t, q = y.shape
+    c_T, r_T = c.mean(axis=0), y.mean(axis=(0, 2))
+    n_fit = int(np.sum(c_T <= fit_fraction * c_T[-1]))
+    if n_fit < 4:
+        return None
+    fit, rmse, full = _fit_and_score(c_T, r_T, n_fit, bounds_a)
+    if fit is None:
+        return None
+    rng = np.random.default_rng(seed)
+    w_s = rng.multinomial(s, np.full(s, 1.0 / s), size=n_boot).astype(np.float64)
+    w_q = rng.multinomial(q, np.full(q, 1.0 / q), size=n_boot).astype(np.float64)
+    boot_r = np.einsum("bs,stq,bq->bt", w_s, y, w_q) / (s * q)
+    boot_c = w_s @ c / s
+    draws: dict[str, list[float]] = {"a": [], "b": [], "c": [], "rmse": [], "full_a": []}
+    failed = 0
+    for i in range(n_boot):
+        bf, brmse, bfull = _fit_and_score(boot_c[i], boot_r[i], n_fit, bounds_a)
+        if bf is None:
+            failed += 1
+            continue
+        draws["a"].append(bf.a)
+        draws["b"].append(bf.b)
+        draws["c"].append(bf.c_mid)
+        if not math.isnan(brmse):
+            draws["rmse"].append(brmse)
+        if bfull is not None:
+            draws["full_a"].append(bfull.a)
+    return CurveAnalysis(
+        r0=_percentile([float(v) for v in boot_r[:, 0]], fit.r0, level),
+        a=_percentile(draws["a"], fit.a, level),
+        b=_percentile(draws["b"], fit.b, level),
+        c_mid=_percentile(draws["c"], fit.c_mid, level),
+        rmse_rest=_percentile(draws["rmse"], rmse, level),
+        full_a=_percentile(draws["full_a"], full.a if full else math.nan, level),
+        fit_points=n_fit,
+        rest_points=t - n_fit,
+        failed_boot=failed / n_boot,
+        fit=fit,
+        full=full,
+    )

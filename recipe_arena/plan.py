@@ -1,0 +1,177 @@
+"""Dry run: validate a whole run configuration and lay out where each role runs.
+
+``recipe-arena run ... --dry-run`` composes and validates the configuration as a run
+would, then checks what a cluster launch needs beyond single-field ranges
+(``launch_problems``) and prints the RL settings that define the recipe and a
+placement plan (``placement_plan``): which node holds the learner's GPUs, each vLLM
+actor, the LM-judge service and the code-execution workers. Nothing is started and no
+GPU is needed.
+
+Placement, node by node in units of ``cluster.gpus_per_node``: the learner's
+``learner_gpus`` first, then ``rl.num_actors`` actors of ``gpus_per_actor`` GPUs packed
+onto the next nodes (never across two), then the judge's ``judge_gpus``; the
+``code_workers`` processes are spread over the actor nodes' CPUs, next to the actors
+whose rollouts they score.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from recipe_arena.config import RunConfig
+
+
+@dataclass(frozen=True)
+class Placement:
+    role: str
+    """learner, actor-<i>, judge or code."""
+    node: int
+    gpus: tuple[int, ...] = ()
+    """GPU indices on ``node``."""
+    cpus: int = 0
+    """CPU processes (code-execution workers)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    nodes: int
+    placements: tuple[Placement, ...]
+
+    def roles_on(self, node: int) -> list[Placement]:
+        return [p for p in self.placements if p.node == node]
+
+    def count(self, prefix: str) -> int:
+        """GPUs held by roles whose name starts with ``prefix``."""
+        return sum(len(p.gpus) for p in self.placements if p.role.startswith(prefix))
+
+
+def rl_settings(cfg: RunConfig) -> dict[str, Any]:
+    """The settings that define the RL recipe, under the names OLMo 3's report uses."""
+    rl, loss = cfg.rl, cfg.loss
+    return {
+        "prompts x samples per step": f"{rl.prompts_per_step} x {rl.group_size}",
+        "response length (tokens)": rl.max_new_tokens,
+        "pipeline depth": rl.pipeline_depth,
+        "max staleness (versions)": rl.max_staleness,
+        "importance sampling": cfg.staleness.name,
+        "TIS cap": cfg.staleness.tis_cap,
+        "ratio clip": f"[{1 - loss.clip_low:g}, {1 + loss.clip_high:g}]",
+        "clip-higher": loss.clip_high,
+        "learning rate": f"{rl.lr:g} {rl.lr_schedule}",
+        "temperature": rl.temperature,
+        "KL beta": loss.kl_beta,
+        "advantage": loss.advantage,
+        "loss normalisation": loss.normalisation,
+        "zero-gradient filter / active sampling": f"{rl.zero_gradient_filter} / {rl.active_sampling}",
+        "steps": rl.steps,
+        "engine": f"{cfg.engine.name} (keep KV on update: {cfg.engine.keep_kv_on_update})",
+        "domains": ", ".join(f"{d} {w:g}" for d, w in rl.domain_weights.items() if w > 0),
+        "judge": cfg.rewards.judge_model,
+        "code reward": cfg.rewards.code_reward,
+    }
+
+
+def launch_problems(cfg: RunConfig) -> list[str]:
+    """What stops this configuration from launching as laid out, one line each."""
+    c, out = cfg.cluster, []
+    gpus = c.gpus_per_actor or c.learner_gpus or c.judge_gpus
+    if gpus and c.backend != "ray":
+        out.append(f"cluster.backend={c.backend!r}: a GPU layout needs the 'ray' backend")
+    if c.gpus_per_actor and cfg.engine.name != "vllm":
+        out.append(f"engine.name={cfg.engine.name!r}: GPU actors serve with 'vllm'")
+    if c.gpus_per_actor > c.gpus_per_node or (
+        c.gpus_per_actor and c.gpus_per_node % c.gpus_per_actor
+    ):
+        out.append(
+            f"cluster.gpus_per_actor={c.gpus_per_actor}: must divide cluster.gpus_per_node="
+            f"{c.gpus_per_node} (an actor never spans two nodes)"
+        )
+    if c.gpus_per_actor and not c.learner_gpus:
+        out.append("cluster.learner_gpus=0: GPU actors need a GPU learner (set M >= 1)")
+    if cfg.world.name == "olmo3_7b":
+        for key in ("checkpoint", "train_path"):
+            if not getattr(cfg.world, key):
+                out.append(f"world.{key} is not set: the olmo3_7b world reads it from the cluster")
+    weights = cfg.rl.domain_weights
+    if (
+        weights.get("chat", 0) > 0
+        and c.judge_gpus
+        and not cfg.rewards.judge_model.startswith("http")
+    ):
+        out.append(
+            f"rewards.judge_model={cfg.rewards.judge_model!r}: with cluster.judge_gpus the "
+            "judge is a service; give its URL (http://HOST:PORT/v1)"
+        )
+    if weights.get("code", 0) > 0 and c.gpus_per_actor and not c.code_workers:
+        out.append("cluster.code_workers=0: GPU actors score code through the service; set >= 1")
+    if cfg.rl.max_staleness + 1 < cfg.rl.pipeline_depth:
+        out.append(
+            f"rl.max_staleness={cfg.rl.max_staleness} < rl.pipeline_depth - 1="
+            f"{cfg.rl.pipeline_depth - 1}: groups sampled that far ahead would be dropped as stale"
+        )
+    return out
+
+
+def _gpu_block(role: str, n: int, per_node: int, node: int) -> tuple[list[Placement], int]:
+    """``n`` GPUs of ``role`` from ``node`` on, filling whole nodes; (placements, next node)."""
+    out = []
+    for k in range(math.ceil(n / per_node)):
+        take = min(per_node, n - k * per_node)
+        out.append(Placement(role, node + k, tuple(range(take))))
+    return out, node + math.ceil(n / per_node)
+
+
+def placement_plan(cfg: RunConfig) -> Plan:
+    """Nodes and what runs on each (module docstring); needs ``launch_problems`` empty."""
+    c = cfg.cluster
+    out, node = _gpu_block("learner", c.learner_gpus, c.gpus_per_node, 0)
+    first_actor_node = node
+    if c.gpus_per_actor:
+        per_node = c.gpus_per_node // c.gpus_per_actor
+        for i in range(cfg.rl.num_actors):
+            n, slot = divmod(i, per_node)
+            gpus = tuple(range(slot * c.gpus_per_actor, (slot + 1) * c.gpus_per_actor))
+            out.append(Placement(f"actor-{i}", node + n, gpus))
+        node += math.ceil(cfg.rl.num_actors / per_node)
+    else:  # CPU actors: one node (this machine when nothing else is placed)
+        out += [Placement(f"actor-{i}", node) for i in range(cfg.rl.num_actors)]
+        node += 1
+    actor_nodes = list(range(first_actor_node, node))
+    judge, node = _gpu_block("judge", c.judge_gpus, c.gpus_per_node, node)
+    out += judge
+    for k, n in enumerate(actor_nodes):
+        share = c.code_workers // len(actor_nodes) + (k < c.code_workers % len(actor_nodes))
+        if share:
+            out.append(Placement("code", n, cpus=share))
+    return Plan(nodes=max(node, 1), placements=tuple(out))
+
+
+def format_plan(cfg: RunConfig, plan: Plan) -> str:
+    """The settings and the plan as the dry run prints them."""
+    lines = [f"recipe {cfg.recipe}, world {cfg.world.name}, budget {cfg.budget.name}", ""]
+    settings = rl_settings(cfg)
+    width = max(len(k) for k in settings)
+    lines += [f"  {k:<{width}}  {v}" for k, v in settings.items()]
+    lines += [
+        "",
+        f"placement: {plan.nodes} node(s) x {cfg.cluster.gpus_per_node} GPUs; learner "
+        f"{plan.count('learner')} GPUs, {cfg.rl.num_actors} vLLM actor(s) x "
+        f"{cfg.cluster.gpus_per_actor} GPU, judge {plan.count('judge')} GPUs, "
+        f"{cfg.cluster.code_workers} code worker(s)",
+    ]
+    for node in range(plan.nodes):
+        roles = plan.roles_on(node)
+        actors = [p for p in roles if p.role.startswith("actor-")]
+        parts = [
+            f"{p.role} GPUs {','.join(map(str, p.gpus))}"
+            for p in roles
+            if p.gpus and not p.role.startswith("actor-")
+        ]
+        if actors:
+            ids = [int(p.role.split("-")[1]) for p in actors]
+            parts.append(f"actors {min(ids)}-{max(ids)} ({len(actors)})")
+        parts += [f"code workers {p.cpus}" for p in roles if p.role == "code"]
+        lines.append(f"  node {node}: " + "; ".join(parts or ["(idle)"]))
+    return "\n".join(lines)

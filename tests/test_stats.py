@@ -1,0 +1,205 @@
+"""The comparison statistics on synthetic per-question scores with known truth.
+
+Scores are drawn as a user's runs would produce them: question q has a difficulty
+theta_q, run (seed) s of an arm a skill shift a_s ~ N(0, tau^2), and the verifier
+scores 1 with probability expit(theta_q + a_s + shift). An A/A comparison draws both
+arms from the same model (shift 0, independent seed shifts), so every "significant"
+verdict is a false positive.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from recipe_arena.eval import stats
+
+
+def _arm(
+    rng: np.random.Generator, theta_Q: np.ndarray, seeds: int, tau: float, shift: float
+) -> np.ndarray:
+    a_S = rng.normal(0.0, tau, seeds)
+    p_SQ = expit(theta_Q[None, :] + a_S[:, None] + shift)
+    return (rng.random(p_SQ.shape) < p_SQ).astype(np.float64)
+
+
+@pytest.mark.parametrize(("seeds", "questions", "tau"), [(3, 200, 0.3), (2, 300, 0.0)])
+def test_aa_comparisons_are_flagged_at_about_the_nominal_rate(
+    seeds: int, questions: int, tau: float
+) -> None:
+    """Under A/A the p-value is (at most) uniform, so P(p < 0.05) should be about 0.05.
+    Over 1,500 repetitions the binomial standard error of that rate is
+    sqrt(0.05 * 0.95 / 1500) = 0.0056. The test uses the seed term's S - 1 degrees of
+    freedom, which is exact when questions add no noise and conservative otherwise
+    (benchmarks/stats_calibration.py), so the band is [0.02, 0.065]: the upper end 2.7
+    standard errors above nominal, the lower one allowing conservatism."""
+    rng = np.random.default_rng(1234 + seeds)
+    flagged = 0
+    reps = 1500
+    for _ in range(reps):
+        theta = rng.normal(-0.5, 1.5, questions)
+        base = _arm(rng, theta, seeds, tau, 0.0)
+        other = _arm(rng, theta, seeds, tau, 0.0)
+        flagged += stats.paired_test(other, base).p < stats.ALPHA
+    assert 0.02 <= flagged / reps <= 0.065
+
+
+def test_a_planted_effect_well_above_the_mde_is_found() -> None:
+    """Shift the arm's logit by +1.0 (about +0.175 in pass rate at these difficulties);
+    4 seeds with a small seed effect (tau 0.05), 500 questions. The measured minimum
+    detectable effect must be well below the planted effect (under 0.175 / 2), the
+    test must find the effect in nearly every repetition (>= 95 of 100; at twice the
+    MDE the power is far above 80%), and the 95% interval must cover the true
+    difference E[expit(theta + 1) - expit(theta)] in about 95% of them (>= 88)."""
+    rng = np.random.default_rng(7)
+    found = covered = 0
+    mdes = []
+    for _ in range(100):
+        theta = rng.normal(-0.5, 1.5, 500)
+        truth = float(np.mean(expit(theta + 1.0) - expit(theta)))
+        res = stats.paired_test(_arm(rng, theta, 4, 0.05, 1.0), _arm(rng, theta, 4, 0.05, 0.0))
+        found += res.p < stats.ALPHA
+        covered += res.diff.lo <= truth <= res.diff.hi
+        mdes.append(res.mde)
+        assert res.diff.value > 0.1
+    assert float(np.median(mdes)) < 0.175 / 2
+    assert found >= 95
+    assert covered >= 88
+
+
+def test_the_mde_is_the_effect_found_with_80_percent_power() -> None:
+    """Normal model without question effects: d_sq = delta + a_s + e_sq, a_s ~ N(0,
+    0.02^2), e_sq ~ N(0, 0.5^2), S = 4, Q = 300. The mean's true standard error is
+    sqrt(0.02^2/4 + 0.25/1200) = 0.0245 with S - 1 = 3 degrees of freedom; planting
+    delta = min_detectable_effect(0.0245, 3) must be found in about 80% of 1,000
+    repetitions (binomial s.e. 0.013; the band [0.74, 0.87] also allows the small
+    conservatism of the question term the estimate may add)."""
+    rng = np.random.default_rng(11)
+    s, q = 4, 300
+    true_se = math.sqrt(0.02**2 / s + 0.25 / (s * q))
+    delta = stats.min_detectable_effect(true_se, s - 1)
+    found = 0
+    for _ in range(1000):
+        d = delta + rng.normal(0, 0.02, s)[:, None] + rng.normal(0, 0.5, (s, q))
+        found += stats.paired_test(d, np.zeros_like(d)).p < stats.ALPHA
+    assert 0.74 <= found / 1000 <= 0.87
+
+
+def test_min_detectable_effect_large_df_matches_the_normal_formula() -> None:
+    """With many degrees of freedom the noncentral t becomes the normal:
+    MDE = (z_0.975 + z_0.8) se = (1.95996 + 0.84162) se = 2.80158 se."""
+    assert stats.min_detectable_effect(0.01, 1e6) == pytest.approx(0.0280158, rel=1e-4)
+
+
+def test_variance_components_by_hand() -> None:
+    """d = [[1, 2, 3], [3, 4, 5]]: grand mean 3, row means (2, 4), column means
+    (2, 3, 4), residuals all 0. MS_S = Q sum (row - 3)^2 / (S-1) = 3 * 2 / 1 = 6,
+    MS_Q = S sum (col - 3)^2 / (Q-1) = 2 * 2 / 2 = 2, MS_E = 0. var = (6 + (2 - 0)) / 6
+    = 4/3 on S - 1 = 1 degree of freedom; sigma_a^2 = (6 - 0)/3 = 2, sigma_b^2 = 1."""
+    var, df, sa2, sb2, se2 = stats.variance_components(np.array([[1.0, 2, 3], [3, 4, 5]]))
+    assert var == pytest.approx(4 / 3)
+    assert df == 1
+    assert (sa2, sb2, se2) == pytest.approx((2.0, 1.0, 0.0))
+    res = stats.paired_test(np.array([[1.0, 2, 3], [3, 4, 5]]), np.zeros((2, 3)))
+    assert res.diff.value == 3.0
+    # t = 3 / sqrt(4/3) = 2.598 on 1 df: two-sided p = 0.2339; interval 3 +- 12.706 * 1.1547
+    assert res.p == pytest.approx(0.2339, abs=1e-3)
+    assert res.diff.hi == pytest.approx(3 + 12.7062 * math.sqrt(4 / 3), rel=1e-4)
+
+
+def test_clusters_average_questions_that_share_a_source() -> None:
+    """Columns labelled (x, y, x): x's two columns (values 1 and 3 per row) average to
+    2, so the matrix [[1, 5, 3]] becomes [[2, 5]]; the paired test then has 2 units."""
+    out = stats.cluster_means(np.array([[1.0, 5, 3]]), ["x", "y", "x"])
+    assert out.tolist() == [[2.0, 5.0]]
+    res = stats.paired_test(np.array([[1.0, 5, 3]]), np.zeros((1, 3)), clusters_Q=["x", "y", "x"])
+    assert res.units == 2
+    assert res.diff.value == 3.5
+
+
+def test_holm_by_hand() -> None:
+    """p = (0.01, 0.04, 0.03): sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04,
+    made monotone: 0.03, 0.06, 0.06; back in input order (0.03, 0.06, 0.06)."""
+    assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm([]) == []
+
+
+def test_pass_at_k_by_hand() -> None:
+    """n=2, c=1: pass@1 = 1 - C(1,1)/C(2,1) = 1/2, pass@2 = 1 - C(1,2)/C(2,2) = 1;
+    n=4, c=2, k=2: 1 - C(2,2)/C(4,2) = 1 - 1/6 = 5/6; no correct sample: 0."""
+    assert stats.pass_at_k(2, 1, 1) == 0.5
+    assert stats.pass_at_k(2, 1, 2) == 1.0
+    assert stats.pass_at_k(4, 2, 2) == pytest.approx(5 / 6)
+    assert stats.pass_at_k(8, 0, 4) == 0.0
+    with pytest.raises(ValueError):
+        stats.pass_at_k(2, 1, 3)
+
+
+def test_bootstrap_interval_covers_the_mean() -> None:
+    """y_sq = 0.5 + a_s + b_q + e_sq with a ~ N(0, 0.05^2), b ~ N(0, 0.2^2), e ~ N(0,
+    0.3^2), 10 seeds x 100 questions: the crossed bootstrap's 95% interval should cover
+    0.5 in about 95% of repetitions (>= 85 of 100; it undercovers a little with few
+    seeds). A constant matrix has a zero-width interval at its value."""
+    rng = np.random.default_rng(3)
+    covered = 0
+    for i in range(100):
+        y = (
+            0.5
+            + rng.normal(0, 0.05, 10)[:, None]
+            + rng.normal(0, 0.2, 100)[None, :]
+            + rng.normal(0, 0.3, (10, 100))
+        )
+        est = stats.bootstrap_mean(y, n_boot=500, seed=i)
+        covered += est.lo <= 0.5 <= est.hi
+    assert covered >= 85
+    flat = stats.bootstrap_mean(np.full((1, 5), 0.25))
+    assert (flat.value, flat.lo, flat.hi) == pytest.approx((0.25, 0.25, 0.25))
+
+
+def test_t_interval_by_hand() -> None:
+    """(1, 2, 3): mean 2, sd 1, t_{0.975, 2} = 4.3027: 2 +- 4.3027 / sqrt(3) = 2 +- 2.4841."""
+    est = stats.t_interval([1.0, 2.0, 3.0])
+    assert (est.lo, est.hi) == pytest.approx((2 - 2.4841, 2 + 2.4841), abs=1e-4)
+
+
+def test_curve_fit_recovers_known_parameters() -> None:
+    """Noise-free points of R(C) = 0.2 + (0.7 - 0.2) / (1 + (2e5 / C)^1.3) at 20
+    compute values from 1e4 to 1e6: the fit returns A = 0.7, B = 1.3, C_mid = 2e5."""
+    c = np.linspace(1e4, 1e6, 20)
+    r = stats.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
+    fit = stats.fit_compute_curve(c, r, r0=0.2, bounds_a=(0.0, 1.0))
+    assert fit is not None
+    assert (fit.a, fit.b, fit.c_mid) == pytest.approx((0.7, 1.3, 2e5), rel=1e-3)
+
+
+def test_curve_analysis_on_sampled_scores_recovers_and_predicts() -> None:
+    """Per-question scores sampled from the same curve: 3 seeds x 2,000 questions,
+    evaluations at compute 0, 1e5, ..., 1.9e6 (20 points, so the first half by compute
+    holds 10: up to 0.9e6 <= 1.9e6 / 2). Each question's pass probability follows R(C) (expit of its curve on the
+    logit scale would change the mean; here every question has probability R(C)), so
+    the mean pass rate is R(C) up to sampling noise (s.e. ~0.006). The fit on the first
+    half recovers A = 0.6 +- 0.05 and C_mid within 30%, its bootstrap interval for A
+    covers 0.6, and its prediction of the second half is off by under 0.03 (RMSE)."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(20) * 1e5
+    r_T = stats.scaling_curve(steps, 0.15, 0.6, 1.5, 5e5)
+    r_T[0] = 0.15
+    compute_ST = np.tile(steps, (3, 1))
+    scores_STQ = (rng.random((3, 20, 2000)) < r_T[None, :, None]).astype(np.float64)
+    res = stats.curve_analysis(compute_ST, scores_STQ, n_boot=100)
+    assert res is not None
+    assert res.fit_points == 10 and res.rest_points == 10
+    assert res.a.value == pytest.approx(0.6, abs=0.05)
+    assert res.a.lo <= 0.6 <= res.a.hi
+    assert res.c_mid.value == pytest.approx(5e5, rel=0.3)
+    assert res.rmse_rest.value < 0.03
+    assert res.failed_boot < 0.1
+
+
+def test_curve_analysis_needs_three_points_after_the_start() -> None:
+    """Evaluations at compute 0, 1, 2 (the first half holds 0 and 1): no fit."""
+    y = np.zeros((1, 3, 4))
+    assert stats.curve_analysis(np.array([[0.0, 1.0, 2.0]]), y) is None
