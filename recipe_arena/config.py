@@ -282,9 +282,10 @@ class LengthControlConfig(Strict):
 class MicroJudgeConfig(Strict):
     """The micro world's chat judge (``rewards.judge_model=micro``): a micro model
     trained from scratch on verdicts the chat generator labels exactly
-    (``data.micro_verdicts``), through the judge templates of ``rewards/templates``.
-    Trained on first use and cached under $RECIPE_ARENA_CACHE (default
-    ~/.cache/recipe_arena)."""
+    (``data.micro_verdicts``), through the judge templates of ``rewards/templates``,
+    with its own tokenizer (characters plus one token per template piece,
+    ``stages.micro_judge.judge_tokenizer``). Trained on first use and cached under
+    $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena)."""
 
     model: TinyModelSpec = TinyModelSpec(
         hidden_size=64,
@@ -293,22 +294,34 @@ class MicroJudgeConfig(Strict):
         intermediate_size=192,
         max_position_embeddings=1024,
     )
-    """Shape of the judge (a judge prompt is ~350 characters plus the answer, so it needs
-    more positions than the policy; it only compares words, so it can be narrower)."""
+    """Shape of the judge. A judge prompt is ~110 tokens with the judge tokenizer plus
+    the answer's characters (a prompt longer than the context is a failed verdict); it
+    only finds and compares two words, so it is narrower than the policy."""
     steps: int = Field(300, ge=0)
-    """Optimiser steps of next-token loss on the verdict reply only."""
+    """Optimiser steps, 0 or more; each costs about as much as a policy SFT step of the
+    same batch, and the judge is trained next to the base model on a fresh machine."""
     batch_size: int = Field(16, ge=1)
-    """Verdict prompts per step (~400 tokens each)."""
+    """Verdict conversations per step, 1 or more (~110 tokens each)."""
     lr: float = Field(3e-3, gt=0, le=1)
-    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
+    """Peak AdamW learning rate, (0, 1]; linear warm-up, cosine to 10% (the SFT
+    schedule). High, as usual for a model this small trained this briefly."""
     warmup_steps: int = Field(20, ge=0)
+    """Linear warm-up steps, 0 or more (capped at ``steps``)."""
     examples: int = Field(4000, ge=2)
-    """Distinct train-split verdicts drawn (about half right)."""
-    open_fraction: float = Field(0.2, ge=0, le=1)
-    """Share of verdicts shown through the open-ended template (no reference), so that
-    ``rewards.judge_mode=open`` gets a judge that has seen its prompt."""
+    """Distinct train-split verdicts drawn, 2 or more (about half right); batches draw
+    from them with replacement, so near ``steps * batch_size`` most are seen once."""
+    open_fraction: float = Field(0.1, ge=0, le=1)
+    """Share of verdicts shown through the open-ended template (no reference), in
+    [0, 1], so that ``rewards.judge_mode=open`` gets a judge that has seen its prompt;
+    small, since the default mode shows the reference and open verdicts need facts."""
+    loss_on_prompt: bool = False
+    """Next-token loss on the whole verdict conversation, not only on the reply (the
+    SFT mask). Predicting the answer (which repeats words of the question and, when
+    right, ends with the reference word) is denser practice in copying words from
+    earlier in the prompt, which the reply needs; off by default, since it did not
+    beat the reply-only loss at the default step count (docs/results.md)."""
     seed: int = Field(0, ge=0)
-    """Initialisation, data and batch-order seed."""
+    """Initialisation, data and batch-order seed, 0 or more."""
 
 
 class RewardsConfig(Strict):

@@ -9,13 +9,17 @@ from pathlib import Path
 import pytest
 
 from recipe_arena.config import MicroJudgeConfig, RewardsConfig
-from recipe_arena.data.micro_chat import is_right
+from recipe_arena.data.micro_chat import final_word, is_right
 from recipe_arena.data.micro_verdicts import RIGHT_REPLY, WRONG_REPLY, generate_verdicts
 from recipe_arena.rewards.judge import Judge, judge_prompt, template
 from recipe_arena.stages.micro_judge import (
+    _JUDGE_DATA_SEED,
     judge_agreement,
     judge_cache_entry,
+    judge_examples,
+    judge_tokenizer,
     micro_judge_checkpoint,
+    template_pieces,
     verdict_chat,
 )
 
@@ -28,7 +32,9 @@ def test_verdicts_are_labelled_exactly_and_balanced() -> None:
     assert all(v.right == is_right(str(v.row.ground_truth), v.answer) for v in verdicts)
     assert abs(sum(v.right for v in verdicts) / 1000 - 0.5) < 0.063
     assert abs(sum(v.mode == "open" for v in verdicts) / 1000 - 0.3) < 0.058
-    assert {v.reply for v in verdicts} == {RIGHT_REPLY, WRONG_REPLY}
+    for v in verdicts:
+        words = f"{final_word(v.answer) or 'none'} / {str(v.row.ground_truth).lower()}. "
+        assert v.reply == words + (RIGHT_REPLY if v.right else WRONG_REPLY)
     held = generate_verdicts("heldout", 50, seed=3)
     assert all("-heldout-" in v.row.id and v.mode == "reference" for v in held)
 
@@ -43,6 +49,45 @@ def test_verdict_conversation_is_the_judge_prompt_then_the_reply() -> None:
     assert chat[0]["content"].startswith(template("judge_reference").split("{")[0])
 
 
+def test_judge_tokenizer_keeps_the_text_and_folds_the_template_into_six_tokens() -> None:
+    """The reference and open templates have 4 + 3 literal pieces between their fields,
+    one of them shared (``Answer to grade:``): 6 distinct pieces, each one token. A
+    rendered prompt decodes back to the same text, and its length is its characters
+    minus what the folded pieces save: len(text) - sum(len(piece) - 1) over the pieces
+    it holds, with the chat markers one token each as in the character tokenizer."""
+    from recipe_arena.models.tokenizer import build_char_tokenizer
+
+    pieces = template_pieces()
+    assert len(pieces) == 6 and "\n\nAnswer to grade:\n" in pieces
+    tok, chars = judge_tokenizer(), build_char_tokenizer()
+    assert len(tok) == len(chars) + 6
+    for v in generate_verdicts("heldout", 20, seed=5, open_fraction=0.5):
+        chat = verdict_chat(v)
+        ids = tok.apply_chat_template(chat, tokenize=True)
+        ids = ids if isinstance(ids, list) else ids["input_ids"]
+        char_ids = chars.apply_chat_template(chat, tokenize=True)
+        char_ids = char_ids if isinstance(char_ids, list) else char_ids["input_ids"]
+        assert tok.decode(ids) == chars.decode(char_ids)
+        held = [p for p in pieces if p in chat[0]["content"]]
+        assert len(held) == (4 if v.mode == "reference" else 3)
+        assert len(ids) == len(char_ids) - sum(len(p) - 1 for p in held)
+
+
+def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None:
+    """Reply only: the mask covers the reply's characters (one token each, no template
+    piece in a reply) and its end-of-turn token, len(reply) + 1 ones; with
+    ``loss_on_prompt`` the same ids carry a mask of all ones."""
+    cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False)
+    tok = judge_tokenizer()
+    verdicts = generate_verdicts("train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction)
+    reply_only = judge_examples(cfg, tok)
+    whole = judge_examples(cfg.model_copy(update={"loss_on_prompt": True}), tok)
+    assert len(reply_only) == len(whole) == 8
+    for v, (ids, mask), (ids_all, mask_all) in zip(verdicts, reply_only, whole, strict=True):
+        assert ids == ids_all and sum(mask) == len(v.reply) + 1
+        assert mask_all == [1] * len(ids)
+
+
 class _Oracle:
     """A judge model that is right on every verdict but the first, which it answers
     unparsably: exercises ``judge_agreement`` with known counts."""
@@ -54,8 +99,10 @@ class _Oracle:
         self.first = judge_prompt(verdicts[0].row, verdicts[0].answer, "reference")[0]["content"]
 
     def generate(self, prompts, max_new_tokens=None):  # type: ignore[no-untyped-def]
-        return ["no idea" if p[0]["content"] == self.first else self.replies[p[0]["content"]]
-                for p in prompts]
+        return [
+            "no idea" if p[0]["content"] == self.first else self.replies[p[0]["content"]]
+            for p in prompts
+        ]
 
     def close(self) -> None:
         pass

@@ -90,9 +90,7 @@ def _right(rng: random.Random, gt: str, reference: str) -> str:
     return f"It is {gt}."
 
 
-def generate_verdicts(
-    split: Split, n: int, seed: int, open_fraction: float = 0.0
-) -> list[Verdict]:
+def generate_verdicts(split: Split, n: int, seed: int, open_fraction: float = 0.0) -> list[Verdict]:
     """``n`` verdicts on ``split`` chat problems, about half of them right; a share
     ``open_fraction`` uses the open-ended prompt (no reference shown)."""
     examples = generate_examples("chat", split, max(1, n // 2), seed)

@@ -3,11 +3,20 @@
 The chat generator labels any answer exactly (``data.micro_chat.is_right``), so the
 judge learns from verdicts whose truth is known (``data.micro_verdicts``): each is the
 judge's own prompt (the reference or open-ended template, as ``Judge`` renders it) and
-the reply ``Score: 10`` or ``Score: 0``, with the loss on the reply only (the SFT mask).
+the reply (``cold / cold. Score: 10``), with the loss on the reply only (the SFT mask)
+or, with ``loss_on_prompt``, on the whole conversation.
 It is then an ordinary judge model behind ``rewards.judge``: a checkpoint that the
 torch engine runs greedily, whose replies ``parse_score`` reads.
 
-The checkpoint is cached under a hash of its settings and CODE_VERSION in
+Its tokenizer is the micro world's character tokenizer plus one token for each literal
+piece of the judge templates (``judge_tokenizer``), the way a BPE vocabulary merges
+text it sees all the time: the prompt text is unchanged, but the ~300 characters of
+fixed instructions become six tokens, so a judge prompt is ~110 tokens instead of
+~370. A verdict costs about a third as much to train on and to judge, and the words
+the judge compares (the reference and the answer's last word) sit a few dozen
+positions from where the reply starts instead of a few hundred.
+
+The checkpoint is cached under a hash of its settings, ``_FORMAT`` and CODE_VERSION in
 $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion.
 ``judge_agreement`` measures it on held-out verdicts.
 """
@@ -15,6 +24,7 @@ $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion
 from __future__ import annotations
 
 import json
+import string
 import sys
 import time
 from collections.abc import Sequence
@@ -22,19 +32,49 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tokenizers import AddedToken
+from transformers import PreTrainedTokenizerFast
 
 from recipe_arena.config import MicroJudgeConfig
 from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts
-from recipe_arena.models.factory import build_micro
+from recipe_arena.models.factory import build_tiny_model
+from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.stages.common import build_cached, cache_key, cache_root, train_steps
 
 _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
+_FORMAT = 2
+"""Part of the cache key: bump it when the verdict data, reply or tokenizer changes."""
+
+
 def judge_cache_entry(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> Path:
-    key = cache_key({"stage": "micro_judge", "judge": cfg.model_dump(mode="json")})
+    key = cache_key(
+        {"stage": "micro_judge", "format": _FORMAT, "judge": cfg.model_dump(mode="json")}
+    )
     return cache_root(cache_dir) / "judge" / key
+
+
+def template_pieces() -> list[str]:
+    """The literal text of the judge templates between their ``{fields}``, longest first."""
+    from recipe_arena.rewards.judge import template
+
+    pieces = {
+        literal
+        for name in ("judge_reference", "judge_open")
+        for literal, _, _, _ in string.Formatter().parse(template(name))
+        if literal
+    }
+    return sorted(pieces, key=lambda p: (-len(p), p))
+
+
+def judge_tokenizer() -> PreTrainedTokenizerFast:
+    """The character tokenizer plus one (non-special) token per template piece: the
+    same prompt text in ~110 tokens instead of ~370 (see the module docstring)."""
+    tok = build_char_tokenizer()
+    tok.add_tokens([AddedToken(p, normalized=False, special=False) for p in template_pieces()])
+    return tok
 
 
 def verdict_chat(v: Verdict) -> list[dict[str, str]]:
@@ -44,15 +84,31 @@ def verdict_chat(v: Verdict) -> list[dict[str, str]]:
     return [*judge_prompt(v.row, v.answer, v.mode), {"role": "assistant", "content": v.reply}]
 
 
+def judge_examples(
+    cfg: MicroJudgeConfig, tok: PreTrainedTokenizerFast
+) -> list[tuple[list[int], list[int]]]:
+    """(input_ids, loss mask) of the training verdicts: the mask covers the reply only,
+    or the whole conversation when ``cfg.loss_on_prompt``; verdicts longer than the
+    model's context are dropped."""
+    from recipe_arena.stages.sft import assistant_mask
+
+    verdicts = generate_verdicts(
+        "train", cfg.examples, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction
+    )
+    examples = [assistant_mask(tok, verdict_chat(v)) for v in verdicts]
+    if cfg.loss_on_prompt:
+        examples = [(ids, [1] * len(ids)) for ids, _ in examples]
+    limit = cfg.model.max_position_embeddings
+    return [e for e in examples if len(e[0]) <= limit]
+
+
 def _train(cfg: MicroJudgeConfig, out: Path) -> None:
-    from recipe_arena.stages.sft import assistant_mask, sft_batches
+    from recipe_arena.stages.sft import sft_batches
 
     t0 = time.time()
-    model, tok = build_micro(cfg.model, seed=cfg.seed)
-    verdicts = generate_verdicts("train", cfg.examples, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction)
-    examples = [assistant_mask(tok, verdict_chat(v)) for v in verdicts]
-    limit = cfg.model.max_position_embeddings
-    examples = [e for e in examples if len(e[0]) <= limit]
+    tok = judge_tokenizer()
+    model = build_tiny_model(cfg.model, tok, seed=cfg.seed)
+    examples = judge_examples(cfg, tok)
     torch.manual_seed(cfg.seed)
     losses = train_steps(
         model,
@@ -97,12 +153,7 @@ def judge_agreement(judge: Any, verdicts: Sequence[Verdict]) -> dict[str, float]
         by_row.setdefault(f"{v.mode}|{v.row.id}", {True: [], False: []})[v.right].append(
             -1.0 if s is None else s
         )
-    pairs = [
-        float(r > w)
-        for sides in by_row.values()
-        for r in sides[True]
-        for w in sides[False]
-    ]
+    pairs = [float(r > w) for sides in by_row.values() for r in sides[True] for w in sides[False]]
     return {
         "accuracy": sum(agree) / len(agree),
         "pairs": sum(pairs) / len(pairs) if pairs else float("nan"),
