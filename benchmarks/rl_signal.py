@@ -138,8 +138,8 @@ def main() -> None:
         spread = statistics.stdev(changes) if len(changes) > 1 else float("nan")
         print(f"| {d} | {statistics.mean(changes):+.1f} | {spread:.1f} |")
     print(
-        f"rl_signal: gain = +{statistics.mean(gains):.1f} points (sd {sd:.1f}), "
-        f"last quarter +{statistics.mean(f['last_quarter'] for f in figures):.1f}, "
+        f"rl_signal: gain = {statistics.mean(gains):+.1f} points (sd {sd:.1f}), "
+        f"last quarter {statistics.mean(f['last_quarter'] for f in figures):+.1f}, "
         f"length x{statistics.mean(f['length_ratio'] for f in figures):.2f}, "
         f"rl {statistics.mean(f['rl_minutes'] for f in figures):.1f} min"
     )

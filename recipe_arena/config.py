@@ -70,17 +70,15 @@ class WorldConfig(Strict):
 
 
 class BaseTrainConfig(Strict):
-    """Micro world only: turns the random model into a weak base model (cached).
+    """Micro world only: turns the random model into a base model that knows the
+    single-step facts of the careful procedures (cached per machine).
 
-    Defaults are sized for about 3 minutes on 2 CPU cores and a held-out math pass@1 of
-    roughly 10-40% (greedy), so SFT and RL still have room to improve it."""
+    Defaults are sized for about 3 minutes on 2 CPU cores (measured figures in
+    docs/results.md)."""
 
     steps: int = Field(400, ge=0)
-    """Optimiser steps of next-token prediction on packed windows. Accuracy rises
-    steeply past this: 1,100 steps reached 0.74 held-out math (SFT 0.65) and 1,600
-    steps 0.87 (0.83 after 400 SFT steps), out of the band, and RL from those SFT
-    checkpoints gained nothing on held-out math (-2 after 50 steps, +1 after 150)
-    while its training reward doubled."""
+    """Optimiser steps of next-token prediction on packed windows; the time budget of
+    the base model (about 0.35 s a step on 2 cores)."""
     batch_size: int = Field(32, ge=1)
     """Windows per step (400 x 32 x 160 = 2.0M tokens, about 0.6 of the full corpus)."""
     lr: float = Field(3e-3, gt=0, le=1)
@@ -89,10 +87,11 @@ class BaseTrainConfig(Strict):
     seq_len: int = Field(160, ge=16)
     """Tokens per training window (characters, with the character-level tokenizer)."""
     corpus: dict[Domain, int] = Field(
-        default={"math": 20000, "code": 4000, "ifeval": 4000, "chat": 4000}
+        default={"math": 24000, "code": 3000, "ifeval": 3000, "chat": 3000}
     )
     """Generated train-split problems (with reference responses) per domain in the base
-    corpus; math weighted up so that the base model already solves some math."""
+    corpus; math weighted up (about 60% of its tokens) so that the single-step facts of
+    the careful procedure become reliable within the step budget."""
     seed: int = Field(0, ge=0, le=SEED_MAX)
     """Initialisation and batch-order seed; fixed across run seeds, like one shared
     pretrained checkpoint."""
@@ -107,19 +106,24 @@ class SFTConfig(Strict):
     """Optimiser steps."""
     batch_size: int = Field(16, ge=1)
     """Conversations per step (padded to the longest, ~100-400 tokens each)."""
-    lr: float = Field(1e-3, gt=0, le=1)
-    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
+    lr: float = Field(3e-4, gt=0, le=1)
+    """Peak AdamW learning rate (linear warm-up, cosine to 10%). Low enough that SFT
+    teaches the two response forms without wearing down the base model's facts: at
+    1e-3 the careful procedure's sampled accuracy fell by half."""
     warmup_steps: int = Field(20, ge=0)
     examples_per_domain: int = Field(2000, ge=1)
     """Generated train-split conversations per domain (a draw apart from the RL rows)."""
     two_turn_fraction: float = Field(0.2, ge=0, le=1)
     """Share of conversations with an earlier user/assistant exchange (both trained)."""
     careful_fraction: dict[Domain, dict[Effort, float]] = Field(
-        default={"math": {"low": 0.3, "medium": 0.2, "high": 0.1}}
+        default={"math": {"low": 0.3, "medium": 0.15, "high": 0.06}}
     )
-    """Per domain and effort level, the share of SFT targets that keep the reference's
-    step-by-step think block; the rest get the quick form (an empty think block, then
-    the answer). Domains and levels not listed keep every think block."""
+    """Per domain and effort level (0-1), the share of SFT targets that keep the
+    reference's step-by-step think block; the rest get the quick form (an empty think
+    block, then the answer). Domains and levels not listed keep every think block. The
+    RL start then prefers the quick form (held-out pass@1 low) while sampling the careful
+    one often enough to learn from (pass@8 high); harder levels get fewer careful
+    traces, so RL reaches them later."""
     system_prompt_fraction: float = Field(0.3, ge=0, le=1)
     """Share of conversations that open with a system prompt (never trained on)."""
     evaluate: bool = True
@@ -176,14 +180,13 @@ class LossConfig(Strict):
 class RLConfig(Strict):
     """The RLVR stage."""
 
-    steps: int = Field(450, ge=0)
-    """Optimiser steps (about 1,400 for OLMo 3 7B). Held-out math on the micro model
-    moves after 40-60 steps and keeps creeping up with dips of up to 4 points: from
-    0.186, three 450-step runs (seeds 0, 1, 2) read 0.244 / 0.250 / 0.238 at step 150,
-    0.240 / 0.258 / 0.252 at 300 and 0.286 / 0.286 / 0.302 at 450, while eight 150-step
-    runs gained 4.4 to 8.4 points. 450 steps take about 18 minutes on 2 cores."""
-    prompts_per_step: int = Field(16, ge=1)
-    """N unique prompts with non-zero reward variance per optimiser step (64 in OLMo 3)."""
+    steps: int = Field(60, ge=0)
+    """Optimiser steps (about 1,400 for OLMo 3 7B). Sized so that the micro world's RL
+    stage takes about 2-3 minutes on 2 cores (docs/results.md: the RL signal)."""
+    prompts_per_step: int = Field(8, ge=1)
+    """N unique prompts with non-zero reward variance per optimiser step (64 in OLMo 3;
+    8 on the micro world, whose careful responses are ~60 tokens, so a step stays near
+    two seconds on 2 cores)."""
     group_size: int = Field(8, ge=2)
     """G rollouts per prompt (8 in OLMo 3)."""
     temperature: float = Field(1.0, gt=0)
@@ -191,11 +194,8 @@ class RLConfig(Strict):
     """Response cap (32K in OLMo 3)."""
     lr: float = Field(1e-4, ge=0, le=1)
     """Peak AdamW learning rate (constant by default, ``lr_schedule``); 0 freezes the
-    policy, the control arm of a comparison that cannot learn. 1e-4 on the micro
-    model: at 2e-4 its held-out math fell by half within 10 steps (and still fell with 20
-    warm-up steps and a decaying rate), at 1e-3 (its SFT peak) every reward collapsed, 5e-5
-    gained 5 points in 150 steps instead of 4-8, 3e-5 was stable but slow; OLMo 3 7B used
-    ~1e-6."""
+    policy, the control arm of a comparison that cannot learn. 1e-4 suits the
+    ~1M-parameter micro model (OLMo 3 7B used ~1e-6)."""
     warmup_steps: int = Field(0, ge=0)
     """Linear learning-rate warm-up over this many optimiser steps."""
     lr_schedule: Literal["constant", "cosine"] = "constant"
@@ -212,18 +212,15 @@ class RLConfig(Strict):
     domain_weights: dict[Domain, NonNegative] = Field(
         default={"math": 0.9, "code": 0.0, "ifeval": 0.1, "chat": 0.0}
     )
-    """Sampling weight per domain; a domain at 0 is neither filtered nor trained (OLMo 3
-    trained all four, with extra weight on math and IF). The micro default spends most
-    steps on math, which needs the most steps to move at this scale (instruction
-    following moves within 20 steps at a weight of 0.1), leaves code out (its sandboxed
-    tests cost five times a math check) and leaves chat out: its judge,
-    SmolLM2-135M, scores reference answers 0.14 and wrong ones 0.05 on average (most
-    verdicts unparsable) at about 0.3 s a call on 2 cores, so chat rollouts would cost
-    most of each step and teach little. ``rewards.judge_model`` can point at a real
-    judge; the smoke budget trains all four domains so the judge path stays tested."""
+    """Sampling weight per domain (non-negative, relative); a domain at 0 is neither
+    filtered nor trained (OLMo 3 trained all four, with extra weight on math and IF).
+    The micro default spends most steps on math, where the RL signal is, with
+    instruction following beside it. Code is left out: at a weight of 0.1 its held-out
+    pass@1 fell further than with code left out (docs/results.md). The smoke budget
+    trains all four domains so every verifier path stays tested."""
     num_actors: int = Field(1, ge=1)
     checkpoint_every: int = Field(10, ge=1)
-    eval_every: int = Field(50, ge=1)
+    eval_every: int = Field(15, ge=1)
     """Held-out eval every this many steps (and at step 0 and the last step)."""
     epochs: int = Field(1, ge=1)
     """Optimiser updates per batch (PPO's sample reuse; the ratio clip binds from the
@@ -425,13 +422,11 @@ class EvalConfig(Strict):
 
     max_prompts_per_domain: int = Field(50, ge=1)
     """The first this many held-out rows of each domain (the same rows for every recipe)."""
-    domain_prompts: dict[Domain, PositiveInt] = Field(default={"math": 500, "chat": 25})
+    domain_prompts: dict[Domain, PositiveInt] = Field(default={"math": 300, "chat": 25})
     """Per-domain counts that replace ``max_prompts_per_domain`` for the domains listed.
-    Math gets 500, nearly all of its distinct held-out problems: its answers are short
-    and checked in milliseconds, the standard error of a pass@1 near 0.2 is 0.02 (0.03 at
-    200, 0.06 at 50), and a prefix of the held-out rows is not a fair sample of them
-    (rows come in generation order, so small problem kinds run out early: the first 200
-    hold 3 multiplications). Chat gets 25: each is a call to the judge model."""
+    Math gets 300: its answers are checked in milliseconds and it carries the RL signal
+    (the standard error of a pass@1 near 0.5 is 0.029 at 300 questions; each evaluation
+    costs about 15 s of generation on 2 cores). Chat gets 25: each is a judge call."""
     temperature: float = Field(0.0, ge=0)
     """0 means greedy."""
     max_new_tokens: int = Field(160, ge=1)

@@ -69,9 +69,10 @@ def _checkpoint_dir(key: str, value: str) -> None:
 
 
 def check_judge(rewards: RewardsConfig) -> None:
-    """rewards.judge_model: 'smol', an http(s) URL with a host, or a checkpoint folder."""
+    """rewards.judge_model: 'micro', 'smol', an http(s) URL with a host, or a checkpoint
+    folder."""
     name = rewards.judge_model
-    if name == "smol":
+    if name in ("micro", "smol"):
         return
     if name.startswith(("http://", "https://")):
         if not urllib.parse.urlsplit(name).hostname:
@@ -79,7 +80,7 @@ def check_judge(rewards: RewardsConfig) -> None:
         return
     if not Path(name).exists():
         raise ConfigError(
-            f"rewards.judge_model={name!r}: not 'smol', an http(s) URL or an existing checkpoint"
+            f"rewards.judge_model={name!r}: not 'micro', 'smol', an http(s) URL or an existing checkpoint"
         )
     _checkpoint_dir("rewards.judge_model", name)
 

@@ -4,6 +4,8 @@ checkers for ifeval)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sympy
 
@@ -136,10 +138,12 @@ def test_answers_are_the_last_digit_and_effort_is_the_repeats() -> None:
     5-7; the careful and the quick response end in the same boxed answer."""
     effort = {1: "low", 2: "low", 3: "medium", 4: "medium", 5: "high", 6: "high", 7: "high"}
     for ex in generate_examples("math", "train", 300, seed=5):
-        words = ex.row.prompt_text.replace(",", "").replace(".", "").split()
-        start, d, k = int(words[2]), int(words[-8]), int(words[-7])
-        sign = 1 if words[3] == "Add" else -1
-        assert ex.row.ground_truth == str((start + sign * k * d) % 10)
+        m = re.fullmatch(r"What is the last digit of (\d+)([+-])(\d)\*(\d)\?", ex.row.prompt_text)
+        assert m is not None, ex.row.prompt_text
+        start, sign, d, k = int(m[1]), m[2], int(m[3]), int(m[4])
+        value = start + d * k if sign == "+" else start - d * k
+        assert value >= 0
+        assert ex.row.ground_truth == str(value % 10)
         answer = "\\boxed{" + str(ex.row.ground_truth) + "}"
         assert ex.quick_response == "<think></think>" + answer
         assert ex.response.endswith("</think>" + answer)
@@ -158,3 +162,18 @@ def test_chat_labels_are_exact() -> None:
     assert not is_right("green", "Grass is")
     assert not is_right("3", "The number of letters in cat is 4.")
     assert not is_right("cities", "")
+
+
+def test_subtraction_share_and_no_negative_results() -> None:
+    """About ``SUBTRACT_SHARE`` of math problems subtract (within four binomial standard
+    errors over 2,000 draws), and a subtraction never goes below zero (start >= d * k)."""
+    from recipe_arena.data.micro_math import SUBTRACT_SHARE
+
+    rows = generate_split("math", "train", 2000, 11)
+    subs = [r for r in rows if "-" in r.prompt_text]
+    se = (SUBTRACT_SHARE * (1 - SUBTRACT_SHARE) / len(rows)) ** 0.5
+    assert abs(len(subs) / len(rows) - SUBTRACT_SHARE) < 4 * se
+    for r in subs:
+        start, rest = r.prompt_text.removeprefix("What is the last digit of ").split("-")
+        d, k = rest.rstrip("?").split("*")
+        assert int(start) - int(d) * int(k) >= 0

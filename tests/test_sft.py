@@ -133,3 +133,33 @@ def test_run_sft_lowers_loss_and_writes_a_checkpoint(tmp_path: Path) -> None:
 def test_assistant_first_conversation_is_refused() -> None:
     with pytest.raises(ValueError, match="starts with an assistant turn"):
         assistant_mask(build_char_tokenizer(), [{"role": "assistant", "content": "x"}])
+
+
+def test_careful_fraction_sets_the_share_of_step_by_step_math_targets() -> None:
+    """Per effort level, the share of math targets that keep their think block follows
+    ``sft.careful_fraction``: with low 1.0, medium 0.5 and high 0.0, every low-effort
+    target is careful, no high-effort one is, and medium is 0.5 within four binomial
+    standard errors (sqrt(0.25 / n)); other domains keep every think block."""
+    cfg = RunConfig.model_validate(
+        {
+            "sft": {
+                "examples_per_domain": 400,
+                "two_turn_fraction": 0.0,
+                "careful_fraction": {"math": {"low": 1.0, "medium": 0.5, "high": 0.0}},
+            }
+        }
+    )
+    from recipe_arena.data.micro_math import EFFORT_BY_REPEATS
+
+    careful: dict[str, list[bool]] = {"low": [], "medium": [], "high": []}
+    for conv in sft_conversations(cfg):
+        user, answer = conv[-2]["content"], conv[-1]["content"]
+        if user.startswith("What is the last digit of"):
+            k = int(user.rstrip("?").split("*")[-1])
+            careful[EFFORT_BY_REPEATS[k]].append(not answer.startswith("<think></think>"))
+        else:
+            assert not answer.startswith("<think></think>"), conv
+    assert careful["low"] and all(careful["low"])
+    assert careful["high"] and not any(careful["high"])
+    medium = careful["medium"]
+    assert abs(sum(medium) / len(medium) - 0.5) < 4 * (0.25 / len(medium)) ** 0.5

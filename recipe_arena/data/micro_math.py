@@ -1,15 +1,17 @@
 """Math problems for a character-level micro model: repeated steps on a last digit.
 
-``Start at 38. Take away 7, 3 times. What is the last digit?`` The number of repeats
-``k`` (1-7) is the difficulty and sets the effort level (1-2 low, 3-4 medium, 5-7 high).
+``What is the last digit of 38+7*3?`` (add 7 to 38, three times; or take away). The number of
+repeats ``k`` (1-7) is the difficulty and sets the effort level (1-2 low, 3-4 medium,
+5-7 high).
 Every problem has two reference responses that end in the same ``\\boxed{digit}``:
 
 - careful (``Problem.response``): the think block takes the start's last digit
   (``38->8``), then works one repeat at a time, counting down from ``k``, each step a
-  single-digit fact (``3:8-7=1, 2:11-7=4, 1:14-7=7``; a subtraction borrows ten when the
-  digit is smaller). Its length grows with ``k``; each step reads only the step before
-  it and a fixed place in the prompt (the start, the operand, the count), so a model
-  that knows the 200 facts is nearly always right, and a long procedure can still slip.
+  single-digit fact (``3:8+7=15, 2:5+7=12, 1:2+7=9``; a subtraction borrows ten when
+  the digit is smaller: ``3:8-7=1, 2:11-7=4``). Its length grows with ``k``;
+  each step reads only the step before it and a fixed place in the prompt (the start,
+  the operand, the count), so a model that knows the 180 facts is nearly always right,
+  and a long procedure can still slip.
 - quick (``Problem.quick_response``): an empty think block and the digit at once. Right
   for one repeat (a single fact), but a small model that must do seven in one forward
   pass is usually wrong.
@@ -35,6 +37,11 @@ EFFORT_BY_REPEATS: dict[int, Effort] = {
     6: "high",
     7: "high",
 }
+SUBTRACT_SHARE = 0.15
+"""Share of subtractions. An addition step is one of 90 facts that a micro base model
+makes reliable; a subtraction step also decides a borrow (``3:1-7`` becomes ``11-7=4``),
+which stays error-prone for longer, so RL keeps sharpening it after the careful
+procedure has been chosen (the room left in the curve)."""
 REPEAT_WEIGHTS: dict[int, float] = {1: 0.08, 2: 0.08, 3: 0.12, 4: 0.12, 5: 0.2, 6: 0.2, 7: 0.2}
 """How often each number of repeats is drawn: mostly long problems, where thinking pays."""
 
@@ -64,11 +71,12 @@ def digit_steps(start: int, op: str, d: int, k: int) -> tuple[list[str], int]:
 
 def make_repeat(rng: random.Random, k: int) -> Problem:
     """``What is the last digit of s+d*k?`` (or ``s-d*k``, never below zero) with a
-    two-digit start ``s``, a digit ``d`` 1-9 and ``k`` repeats. Each number sits right
-    after its own sign, so the first step finds it by that sign alone."""
-    op = rng.choice("+-")
+    start ``s`` of 10-199, a digit ``d`` 1-9 and ``k`` repeats; a share
+    ``SUBTRACT_SHARE`` are subtractions. Each number sits right after its own sign, so a
+    step finds it by that sign alone."""
+    op = "-" if rng.random() < SUBTRACT_SHARE else "+"
     d = rng.randint(1, 9)
-    start = rng.randint(10, 99) if op == "+" else rng.randint(max(10, k * d), 99)
+    start = rng.randint(10, 199) if op == "+" else rng.randint(max(10, k * d), 199)
     steps, digit = digit_steps(start, op, d, k)
     expr = f"{start}{op}{d}*{k}"
     return Problem(

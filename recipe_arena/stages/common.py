@@ -26,7 +26,7 @@ from recipe_arena.config import RunConfig
 from recipe_arena.core.schedule import lr_at
 from recipe_arena.rundir import RunDir
 
-CODE_VERSION = "stages-v3"
+CODE_VERSION = "stages-v4"
 """Part of every cache key: bump it when a change alters what a cached stage produces."""
 
 Batch = tuple[torch.Tensor, torch.Tensor]
