@@ -16,7 +16,11 @@ from recipe_arena.models.factory import TinyModelSpec
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # use_attribute_docstrings: each field's docstring becomes its description, which
+    # `recipe-arena run --help` prints (recipe_arena/helptext.py).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, use_attribute_docstrings=True
+    )
 
 
 # ----------------------------------------------------------------------------- world
