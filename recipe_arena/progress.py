@@ -12,6 +12,7 @@ breaking the bar.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from typing import Any, TextIO
@@ -25,8 +26,12 @@ LINE_FORMAT = (
 
 
 def _is_terminal(stream: TextIO) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    """A terminal with a width (a pseudo-terminal of width 0 gets log lines: tqdm would
+    draw nothing there)."""
+    try:
+        return stream.isatty() and os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 class StageBar:
