@@ -83,7 +83,7 @@ def _yaml_value(value: Any) -> str:
     if isinstance(value, dict | list):
         plain = json.loads(json.dumps(value))
         text = yaml.safe_dump(plain, default_flow_style=True, width=10**6, sort_keys=False)
-        return text.strip()
+        return str(text).strip()
     return str(value)
 
 

@@ -160,11 +160,11 @@ def configure_output(verbose: bool) -> None:
 
 
 def _quiet_hf() -> None:
-    import huggingface_hub.utils
-    import transformers.utils.logging as tlog
+    from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
+    from transformers.utils import logging as tlog
 
-    tlog.disable_progress_bar()
-    huggingface_hub.utils.disable_progress_bars()
+    tlog.disable_progress_bar()  # type: ignore[no-untyped-call]
+    disable_progress_bars()
 
 
 def repeat_report() -> str:

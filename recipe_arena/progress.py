@@ -107,15 +107,17 @@ class StageBar:
 
     def line(self) -> str:
         """The text of a log line for the current state."""
-        return tqdm.format_meter(
-            self.n,
-            self.total,
-            time.monotonic() - self._t0,
-            prefix=self.desc,
-            unit=self.unit,
-            postfix=self.postfix or None,
-            bar_format=LINE_FORMAT,
-            initial=self.initial,
+        return str(
+            tqdm.format_meter(
+                self.n,
+                self.total,
+                time.monotonic() - self._t0,
+                prefix=self.desc,
+                unit=self.unit,
+                postfix=self.postfix or None,
+                bar_format=LINE_FORMAT,
+                initial=self.initial,
+            )
         )
 
     def _line(self) -> None:
