@@ -1,13 +1,15 @@
 """`recipe-arena`: run a recipe, score responses, audit verifiers, render a report.
 
-    recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job]
+    recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job] [-v]
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
     recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
     recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
 
-A bad recipe, option, key or value exits with status 2 and one line that names it and
+`recipe-arena run --help` lists the recipes, config groups and keys (helptext.py); -v keeps
+library progress bars and known-harmless warnings in the log (logsetup.py). A bad recipe,
+option, key or value exits with status 2 and one line that names it and
 what is allowed, before any work starts.
 """
 
@@ -22,6 +24,8 @@ from typing import Any
 import yaml
 
 from recipe_arena.compose import ConfigError, load_config
+from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
+from recipe_arena.logsetup import add_verbose_flag, configure_output
 
 EXIT_CONFIG = 2
 
@@ -41,9 +45,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(cfg)
     from recipe_arena.pipeline import run_pipeline
+    from recipe_arena.summary import closing_lines
 
-    path = run_pipeline(cfg)
-    print(f"run written to {path} (report: {path / 'report.md'})")
+    print(closing_lines(run_pipeline(cfg)))
     return 0
 
 
@@ -117,8 +121,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="recipe-arena", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="verb", required=True)
-    run = sub.add_parser("run", help="run a recipe (Hydra overrides: group=option, key.path=value)")
-    run.add_argument("overrides", nargs="*")
+    run = sub.add_parser(
+        "run",
+        help="run a recipe (`run --help` lists the recipes, config groups and keys)",
+        description=RUN_DESCRIPTION,
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_run_help(run)
+    add_verbose_flag(run)
+    run.add_argument("overrides", nargs="*", help="recipe=NAME, GROUP=OPTION or KEY=VALUE (below)")
     run.add_argument("--cfg", choices=["job"], help="print the resolved config and exit")
     run.add_argument(
         "--dry-run",
@@ -213,6 +225,7 @@ def _add_compare(sub: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     _offline_env()
     args = _parser().parse_args(argv)
+    configure_output(getattr(args, "verbose", False))
     if args.verb == "verify" and args.output and "=" in args.output:
         args.overrides.insert(0, args.output)
         args.output = None

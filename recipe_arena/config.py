@@ -25,8 +25,14 @@ class Strict(BaseModel):
     """Every config model: unknown keys fail, and no float anywhere may be NaN or
     infinite (a timeout of inf never fires, a temperature of inf gives NaN losses)."""
 
+    # use_attribute_docstrings: each field's docstring becomes its description, which
+    # `recipe-arena run --help` prints (recipe_arena/helptext.py).
     model_config = ConfigDict(
-        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
     )
 
 

@@ -79,3 +79,28 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     final = load_file(str(Path(stages["checkpoint"]) / "model.safetensors"))
     assert stages["inputs"]["rlvr"] != stages["checkpoint"]
     assert any(not (start[k] == final[k]).all() for k in final)
+    _check_log(proc.stdout + proc.stderr, run, start_eval, last_eval, stages)
+
+
+def _check_log(log: str, run: Path, start_eval: dict, last_eval: dict, stages: dict) -> None:
+    """The captured log (stderr is not a terminal here) reads as lines: no carriage
+    returns, no library progress bars (transformers' checkpoint bars, tqdm's '|###|'
+    bars), no warning line twice; the RL bar line carries the latest held-out result;
+    the closing summary names the report, RL start -> end per domain with the change
+    (end - start, from metrics.jsonl) and a wall time for every finished stage."""
+    assert "\r" not in log
+    lines = log.splitlines()
+    for bar in ("Loading weights", "Writing model shards", "%|"):
+        assert not [ln for ln in lines if bar in ln], bar
+    warned = [ln for ln in lines if "warn" in ln.lower()]
+    assert len(warned) == len(set(warned)), warned
+    rl_bar = [ln for ln in lines if ln.startswith("rlvr:")]
+    assert rl_bar and "held-out @" in rl_bar[-1]
+    assert f"run finished: {run}" in lines
+    assert f"  report      {run / 'report.html'}  (and report.md)" in lines
+    for d in ("math", "code", "ifeval", "chat"):
+        before, after = start_eval[f"eval/{d}/pass@1"], last_eval[f"eval/{d}/pass@1"]
+        row = f"{d:<14} {before:>8.3f}  {after:>8.3f}  {after - before:+.3f}"
+        assert any(ln.strip().startswith(row) for ln in lines), row
+    times = next(ln for ln in lines if ln.startswith("  wall time"))
+    assert all(f" {stage} " in times for stage in stages["done"])

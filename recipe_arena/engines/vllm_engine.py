@@ -44,6 +44,7 @@ from recipe_arena.engines.common import (
     generate_blocking,
     validate_request,
 )
+from recipe_arena.logsetup import verbose
 
 # vLLM-CPU reserves a core for its scheduler by default; on small machines the model needs it.
 os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
@@ -100,6 +101,8 @@ class VLLMEngine:
             # requests submitted after it, stamped with the new version: off.
             enable_prefix_caching=False,
             seed=0,
+            # a "Loading safetensors checkpoint shards" bar at every weight reload: -v only
+            use_tqdm_on_load=verbose(),
         )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from recipe_arena.config import RunConfig
 from recipe_arena.core.schedule import lr_at
+from recipe_arena.progress import StageBar
 from recipe_arena.rundir import RunDir
 
 CODE_VERSION = "stages-v3"
@@ -49,8 +49,8 @@ def train_steps(
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
     losses: list[float] = []
-    bar = tqdm(range(steps), desc=stage, unit="step", dynamic_ncols=True, disable=steps == 0)
-    for step in bar:
+    bar = StageBar(stage, steps)
+    for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, steps, warmup, lr)
         input_ids_BT, labels_BT = next(batches)
@@ -60,7 +60,7 @@ def train_steps(
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         losses.append(loss.item())
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        bar.update(1, f"loss {losses[-1]:.3f}")
         if run is not None and (step % log_every == 0 or step == steps - 1):
             window = losses[-log_every:]
             run.log(
@@ -72,6 +72,7 @@ def train_steps(
                     "grad_norm": float(grad_norm),
                 },
             )
+    bar.close()
     model.train(False)
     return losses
 

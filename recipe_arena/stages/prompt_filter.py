@@ -12,7 +12,6 @@ prompt's pass rate) and ``train_filtered.jsonl`` (the kept rows) into the run di
 from __future__ import annotations
 
 import collections
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from recipe_arena.core.actor import decode_response, encode_prompt
 from recipe_arena.core.metrics import PASS_THRESHOLD
 from recipe_arena.data.schema import PromptRow, write_rows
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
+from recipe_arena.progress import StageBar
 from recipe_arena.rundir import RunDir
 
 CHUNK = 32
@@ -44,17 +44,16 @@ def run_prompt_filter(
     model, tok = load_checkpoint(init)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     rates: list[float] = []
+    bar = StageBar("prompt_filter", len(todo), unit="prompt")
     try:
         with build_scorer(cfg.rewards, shared=True) as scorer:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start : start + CHUNK]
                 rates += _pass_rates(cfg, engine, tok, scorer, chunk, seed=start)
-                print(
-                    f"prompt_filter: {start + len(chunk)}/{len(todo)} prompts",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                kept = sum(keep_prompt(p, pf.max_pass_rate, pf.min_pass_rate) for p in rates)
+                bar.update(len(chunk), f"kept {kept}/{len(rates)}")
     finally:
+        bar.close()
         engine.close()
     kept = [
         r

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from recipe_arena.eval.evaluate import Evaluation, churn
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint, evaluate_model
 from recipe_arena.eval.scores import log_eval_scores
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
+from recipe_arena.progress import StageBar, heldout_text, rl_postfix
 from recipe_arena.rundir import RunDir
 from recipe_arena.staleness import StalenessParams
 
@@ -149,7 +149,7 @@ def run_rlvr(
     held = list(heldout_rows)
     final = root / "final"
     scorer = build_scorer(cfg.rewards, shared=True)
-    t0 = time.perf_counter()
+    bar = StageBar("rlvr", cfg.rl.steps, initial=start_step)
     try:
         # cached when the previous stage evaluated ``init`` (and on resume: this stage did)
         start = evaluate_checkpoint(cfg, Path(init), held, scorer) if held else None
@@ -158,6 +158,10 @@ def run_rlvr(
         if start is not None and start_step == 0:
             run.log("rlvr", 0, start.metrics)
             log_eval_scores(run.path, "rlvr", 0, held_rows, start.scores)
+        start_metrics = start.metrics if start is not None else {}
+        latest = [f"@0 {heldout_text(start_metrics)}" if start_metrics else ""]
+        if start_metrics:
+            bar.note(f"rlvr step 0/{cfg.rl.steps}: held-out pass@1 {heldout_text(start_metrics)}")
 
         def held_out(result: Evaluation, step: int) -> dict[str, float]:
             """The evaluation's metrics and, per domain, its churn against the RL start;
@@ -180,18 +184,25 @@ def run_rlvr(
             last = rec.step == cfg.rl.steps
             if last:  # the eval stage then finds this checkpoint's evaluation cached
                 save_checkpoint(learner.model, tok, final)
+            evaluated: dict[str, float] = {}
             if held and last:
-                metrics.update(held_out(evaluate_checkpoint(cfg, final, held, scorer), rec.step))
+                evaluated = held_out(evaluate_checkpoint(cfg, final, held, scorer), rec.step)
             elif held and rec.step % cfg.rl.eval_every == 0:
-                result = evaluate_model(cfg, learner.model, tok, held, scorer)
-                metrics.update(held_out(result, rec.step))
+                evaluated = held_out(
+                    evaluate_model(cfg, learner.model, tok, held, scorer), rec.step
+                )
+            if evaluated:
+                metrics.update(evaluated)
+                latest[0] = f"@{rec.step} {heldout_text(evaluated)}"
+                result = heldout_text(evaluated, start_metrics)
+                bar.note(f"rlvr step {rec.step}/{cfg.rl.steps}: held-out pass@1 {result}")
             run.log("rlvr", rec.step, metrics)
             run.log_rollouts(_sample_rollouts(rec))
             if rec.step % cfg.rl.checkpoint_every == 0 or last:
                 state = {"learner": learner.state_dict(), "source": source.state_dict(flight.ids())}
                 save_training_state(root, rec.step, learner.model, tok, state)
                 prune(root, keep=2)
-            _progress(rec, cfg.rl.steps, time.perf_counter() - t0)
+            bar.update(1, rl_postfix(rec.metrics, latest[0]))
 
         spec = actor_spec(cfg, start_model, learner.version)
         backend = make_backend(
@@ -199,6 +210,7 @@ def run_rlvr(
         )
         train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
+        bar.close()
         scorer.close()
     if not final.exists():  # no step ran (rl.steps reached before a resume)
         save_checkpoint(model, tok, final)
@@ -223,15 +235,3 @@ def _sample_rollouts(rec: StepRecord, per_step: int = 2) -> list[dict[str, objec
                 }
             )
     return out
-
-
-def _progress(rec: StepRecord, total: int, elapsed: float) -> None:
-    m = rec.metrics
-    print(
-        f"rlvr step {rec.step}/{total}  reward {m.get('reward/mean', float('nan')):.3f}  "
-        f"loss {m.get('loss/total', float('nan')):+.4f}  dropped {int(m.get('sampling/zero_variance_groups', 0))}"
-        f"+{int(m.get('sampling/stale_groups', 0))} stale  idle {m.get('throughput/learner_idle_frac', 0):.0%}  "
-        f"{elapsed:.0f}s",
-        file=sys.stderr,
-        flush=True,
-    )
