@@ -4,6 +4,7 @@
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena report RUN_DIR
+    recipe-arena spurious-check --spurious RUN... [--real RUN...] [--out DIR]
 
 A bad recipe, option, key or value exits with status 2 and one line that names it and
 what is allowed, before any work starts.
@@ -79,6 +80,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_spurious_check(args: argparse.Namespace) -> int:
+    from recipe_arena.eval.spurious import write_spurious_check
+
+    print(write_spurious_check(args.spurious, args.real, args.out).read_text(), end="")
+    return 0
+
+
+def _add_spurious_check(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sp = sub.add_parser(
+        "spurious-check",
+        help="flag held-out sets that rise under spurious rewards beyond seed noise",
+    )
+    sp.add_argument("--spurious", nargs="+", required=True, help="runs with spurious rewards")
+    sp.add_argument("--real", nargs="*", default=[], help="runs of the same recipe, real rewards")
+    sp.add_argument("--out", default="spurious_check", help="output folder")
+    sp.set_defaults(fn=_cmd_spurious_check)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="recipe-arena", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="verb", required=True)
@@ -104,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="(re)write report.md and report.html of a run directory")
     rep.add_argument("run_dir")
     rep.set_defaults(fn=_cmd_report)
+    _add_spurious_check(sub)
     return p
 
 

@@ -65,6 +65,18 @@ def _sft(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> Non
     state.checkpoint = str(run_sft(cfg, run, _require_checkpoint(state, "sft")))
 
 
+def _dpo(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.stages.dpo import run_dpo
+
+    init = _require_checkpoint(state, "dpo")
+    weak = cfg.dpo.rejected_checkpoint or state.inputs.get("sft")
+    if weak is None:  # check_inputs stops this before any work; kept for direct callers
+        raise RuntimeError(
+            "stage 'dpo' needs a weak model: put 'sft' before it or set dpo.rejected_checkpoint"
+        )
+    state.checkpoint = str(run_dpo(cfg, run, init, Path(weak)))
+
+
 def _prompt_filter(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.data.schema import write_rows
     from recipe_arena.stages.prompt_filter import run_prompt_filter
@@ -128,6 +140,7 @@ def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 STAGES: dict[str, StageFn] = {
     "base": _base,
     "sft": _sft,
+    "dpo": _dpo,
     "audit": _audit,
     "prompt_filter": _prompt_filter,
     "rlvr": _rlvr,
@@ -142,6 +155,45 @@ def _require_checkpoint(state: PipelineState, stage: str) -> Path:
             "set world.checkpoint or put 'base' first in pipeline.stages"
         )
     return Path(state.checkpoint)
+
+
+def check_inputs(cfg: RunConfig) -> None:
+    """Fail before any work when a stage's input cannot exist: a checkpoint that no
+    earlier stage produces (or finished before a resume), a weak DPO model with no
+    source, a checkpoint path with nothing there. Raises ConfigError (one line naming
+    the stage and the input)."""
+    from recipe_arena.compose import ConfigError
+
+    previous = Path(cfg.out_dir) / cfg.run_name / "stages.json"
+    state = (
+        PipelineState(**json.loads(previous.read_text()))
+        if cfg.resume and previous.exists()
+        else PipelineState()
+    )
+
+    paths = {"world.checkpoint": cfg.world.checkpoint, "dpo.rejected_checkpoint": None}
+    if "dpo" in cfg.pipeline.stages:
+        paths["dpo.rejected_checkpoint"] = cfg.dpo.rejected_checkpoint
+    for key, value in paths.items():
+        if value is not None and not (Path(value) / "config.json").exists():
+            raise ConfigError(f"{key}={value!r}: no checkpoint there (config.json missing)")
+    has_model = state.checkpoint is not None or cfg.world.checkpoint is not None
+    seen: list[str] = []
+    for name in cfg.pipeline.stages:
+        if name != "base" and not has_model and name not in state.done:
+            raise ConfigError(
+                f"pipeline.stages: stage '{name}' needs a checkpoint, and no stage before it "
+                "makes one; put 'base' first or set world.checkpoint"
+            )
+        weak_missing = "sft" not in seen and "sft" not in state.inputs
+        if name == "dpo" and cfg.dpo.rejected_checkpoint is None and weak_missing:
+            raise ConfigError(
+                "pipeline.stages: stage 'dpo' needs its weak (rejected) model, the "
+                "checkpoint the 'sft' stage starts from: put 'sft' before 'dpo' or set "
+                "dpo.rejected_checkpoint"
+            )
+        has_model = has_model or name == "base"
+        seen.append(name)
 
 
 def _load_world(cfg: RunConfig) -> World:
@@ -170,6 +222,7 @@ def run_pipeline(cfg: RunConfig) -> Path:
     """Run every stage of ``cfg.pipeline.stages``; return the run directory."""
     from recipe_arena.eval.report import write_report
 
+    check_inputs(cfg)
     run = RunDir(cfg, _prepare_dir(cfg))
     state = PipelineState.load(run) if cfg.resume else PipelineState()
     if state.checkpoint is None and cfg.world.checkpoint:
