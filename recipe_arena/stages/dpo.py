@@ -47,6 +47,7 @@ from recipe_arena.data.schema import PromptRow
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.dpo_pairs import (
+    PairSet,
     PreferencePair,
     build_pairs,
     length_report,
@@ -263,18 +264,55 @@ def make_validate(cfg: RunConfig, tok: Any, rows: Sequence[PromptRow], scorer: A
 def run_dpo(cfg: RunConfig, run: RunDir, init: Path, weak: Path) -> Path:
     """DPO from checkpoint ``init`` (also the reference) with rejected responses from the
     weak checkpoint ``weak``; returns ``<run>/checkpoints/dpo``."""
-    from recipe_arena.engines import build_engine
     from recipe_arena.rewards import build_scorer
     from recipe_arena.stages.common import heldout_eval
 
-    d = cfg.dpo
     torch.manual_seed(cfg.seed)
     model, tok = load_checkpoint(init)
     pad = int(tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    pairs = _make_pairs(cfg, model, tok, weak)
+    write_pairs_file(run.path / "dpo_pairs.jsonl", pairs)
+    lengths = length_report(pairs.before_cap, pairs.kept)
+    summary: dict[str, Any] = {"counts": dict(pairs.counts), "length_delta": lengths}
+    with build_scorer(cfg.rewards, shared=True) as scorer:
+        summary["contrast"] = pair_contrast(pairs, scorer)
+        counts = {f"dpo/pairs/{k}": float(v) for k, v in pairs.counts.items()}
+        run.log("dpo", 0, {**_length_metrics(lengths), **summary["contrast"], **counts})
+        validate = make_validate(cfg, tok, validation_rows(cfg, pairs.candidates), scorer)
+        start_score, results, best = _sweep(cfg, run, model, pairs.kept, validate, pad)
+    assert best.best_state is not None
+    model.load_state_dict(best.best_state)
+    out = save_checkpoint(model, tok, run.checkpoints / "dpo")
+    summary["start_score"] = start_score
+    summary["sizes"] = [
+        {k: getattr(r, k) for k in ("size", "best_score", "best_step", "steps_run", "curve")}
+        for r in results
+    ]
+    summary["chosen"] = {"size": best.size, "step": best.best_step, "score": best.best_score}
+    run.write_json("dpo.json", summary)
+    chosen = {
+        "dpo/chosen_size": float(best.size),
+        "dpo/chosen_step": float(best.best_step),
+        "val/chosen/score": best.best_score,
+        "val/start/score": start_score,
+    }
+    run.log("dpo", best.best_step, chosen)
+    if cfg.dpo.evaluate:
+        run.log("dpo", best.best_step, heldout_eval(cfg, out))
+    return out
+
+
+def _make_pairs(cfg: RunConfig, model: Any, tok: Any, weak: Path) -> PairSet:
+    """Delta-learning pairs for the largest size: the weak checkpoint's samples as
+    rejected, the references (or the policy's samples) as chosen."""
+    from recipe_arena.engines import build_engine
+
     weak_model, _ = load_checkpoint(weak)
     weak_engine = build_engine(cfg.engine.name, weak_model, tok, cfg.engine)
     policy_engine = (
-        build_engine(cfg.engine.name, model, tok, cfg.engine) if d.chosen == "policy" else None
+        build_engine(cfg.engine.name, model, tok, cfg.engine)
+        if cfg.dpo.chosen == "policy"
+        else None
     )
     try:
         pairs = build_pairs(
@@ -282,7 +320,7 @@ def run_dpo(cfg: RunConfig, run: RunDir, init: Path, weak: Path) -> Path:
             tok,
             weak_engine,
             policy_engine,
-            max(d.sizes),
+            max(cfg.dpo.sizes),
             model.config.max_position_embeddings,
             progress=lambda m: print(m, file=sys.stderr, flush=True),
         )
@@ -290,64 +328,34 @@ def run_dpo(cfg: RunConfig, run: RunDir, init: Path, weak: Path) -> Path:
         weak_engine.close()
         if policy_engine is not None:
             policy_engine.close()
-    del weak_model
     if not pairs.kept:
         raise RuntimeError(f"dpo: no pair survived the length cap out of {len(pairs.before_cap)}")
-    write_pairs_file(run.path / "dpo_pairs.jsonl", pairs)
-    lengths = length_report(pairs.before_cap, pairs.kept)
-    summary: dict[str, Any] = {"counts": dict(pairs.counts), "length_delta": lengths}
-    with build_scorer(cfg.rewards, shared=True) as scorer:
-        summary["contrast"] = pair_contrast(pairs, scorer)
-        run.log(
-            "dpo",
-            0,
-            {
-                **_length_metrics(lengths),
-                **summary["contrast"],
-                **{f"dpo/pairs/{k}": float(v) for k, v in pairs.counts.items()},
-            },
-        )
-        validate = make_validate(cfg, tok, validation_rows(cfg, pairs.candidates), scorer)
-        ref = reference_logps(model, pairs.kept, pad)
-        init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        start_score, start_metrics = validate(model)
-        run.log("dpo", 0, {"dpo/size": 0.0, **start_metrics})
-        results = [
-            train_size(cfg, model, init_state, pairs.kept[:size], ref, validate, run, pad)
-            for size in sorted(set(min(s, len(pairs.kept)) for s in d.sizes))
-        ]
-    best = choose(results)
-    assert best.best_state is not None
-    model.load_state_dict(best.best_state)
-    out = save_checkpoint(model, tok, run.checkpoints / "dpo")
-    summary.update(
-        start_score=start_score,
-        sizes=[
-            {
-                "size": r.size,
-                "best_score": r.best_score,
-                "best_step": r.best_step,
-                "steps_run": r.steps_run,
-                "curve": r.curve,
-            }
-            for r in results
-        ],
-        chosen={"size": best.size, "step": best.best_step, "score": best.best_score},
-    )
-    run.write_json("dpo.json", summary)
-    run.log(
-        "dpo",
-        best.best_step,
-        {
-            "dpo/chosen_size": float(best.size),
-            "dpo/chosen_step": float(best.best_step),
-            "val/chosen/score": best.best_score,
-            "val/start/score": start_score,
-        },
-    )
-    if d.evaluate:
-        run.log("dpo", best.best_step, heldout_eval(cfg, out))
-    return out
+    return pairs
+
+
+def _sweep(
+    cfg: RunConfig,
+    run: RunDir,
+    model: Any,
+    pairs: Sequence[PreferencePair],
+    validate: Validate,
+    pad: int,
+) -> tuple[float, list[SizeResult], SizeResult]:
+    """Validate the starting checkpoint, then train every size of ``dpo.sizes`` (capped
+    at the kept pairs) from it; returns the start score, every size's result and the
+    chosen one (the only one that keeps its weights)."""
+    ref = reference_logps(model, pairs, pad)
+    init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    start_score, start_metrics = validate(model)
+    run.log("dpo", 0, {"dpo/size": 0.0, **start_metrics})
+    results: list[SizeResult] = []
+    for size in sorted({min(s, len(pairs)) for s in cfg.dpo.sizes}):
+        results.append(train_size(cfg, model, init_state, pairs[:size], ref, validate, run, pad))
+        best = choose(results)
+        for r in results:  # only the best so far keeps its weights in memory
+            if r is not best:
+                r.best_state = None
+    return start_score, results, choose(results)
 
 
 def _length_metrics(report: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
