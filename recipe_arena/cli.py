@@ -6,6 +6,7 @@
     recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
     recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
     recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
+    recipe-arena spurious-check --spurious RUN... [--real RUN...] [--out DIR]
 
 `recipe-arena run --help` lists the recipes, config groups and keys (helptext.py); -v keeps
 library progress bars and known-harmless warnings in the log (logsetup.py). A bad recipe,
@@ -118,6 +119,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 130
 
 
+def _cmd_spurious_check(args: argparse.Namespace) -> int:
+    from recipe_arena.eval.spurious import write_spurious_check
+
+    print(write_spurious_check(args.spurious, args.real, args.out).read_text(), end="")
+    return 0
+
+
+def _add_spurious_check(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sp = sub.add_parser(
+        "spurious-check",
+        help="flag held-out sets that rise under spurious rewards beyond seed noise",
+    )
+    sp.add_argument("--spurious", nargs="+", required=True, help="runs with spurious rewards")
+    sp.add_argument("--real", nargs="*", default=[], help="runs of the same recipe, real rewards")
+    sp.add_argument("--out", default="spurious_check", help="output folder")
+    sp.set_defaults(fn=_cmd_spurious_check)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="recipe-arena", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="verb", required=True)
@@ -162,6 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.set_defaults(fn=_cmd_report)
     _add_compare(sub)
     _add_lm_eval(sub)
+    _add_spurious_check(sub)
     return p
 
 

@@ -53,7 +53,7 @@ BUDGET_KEYS = ("rl.steps", "rl.prompts_per_step", "rl.group_size")
 RUN_KEYS = ("seed", "name", "out_dir", "resume")
 """Settings that differ between runs by construction and never between arms."""
 PROGRESS_EVERY_S = 60.0
-PROGRESS_PREFIXES = ("rlvr", "stage ", "base:", "sft:", "prompt filter", "prompt_filter")
+PROGRESS_PREFIXES = ("rlvr", "stage ", "base:", "sft:", "dpo", "prompt filter", "prompt_filter")
 """Lines of a run's log that say where it is (its stage rules and progress bars)."""
 
 

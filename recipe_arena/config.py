@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain
+from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.models.factory import TinyModelSpec
 
 SEED_MAX = 2**32 - 1
@@ -124,6 +125,76 @@ class SFTConfig(Strict):
     """Share of conversations that open with a system prompt (never trained on)."""
     evaluate: bool = True
     """Log held-out pass@1 per domain after SFT."""
+
+
+DPOSubset = Literal["math", "code", "ifeval", "chat", "multiturn"]
+"""A preference pair's subset: its domain, or multiturn when the final turn follows an
+earlier exchange (OLMo 3 capped the length difference of its chat and multi-turn subsets)."""
+
+
+class DPOConfig(Strict):
+    """Think DPO with delta learning (OLMo 3 sec. 4.3; Geng et al. 2025, "Delta Learning").
+
+    Pairs: the chosen response from a strong model, the rejected one from a deliberately
+    weak model, on the same prompt; the contrast is the signal. Trains the sigmoid DPO
+    loss of Rafailov et al. 2023 against the stage's starting checkpoint as reference."""
+
+    beta: float = Field(0.1, gt=0)
+    """Temperature of the implicit reward, beta * (log pi/pi_ref); 0.1 is Rafailov et al.'s
+    default. Larger beta keeps the policy closer to the reference."""
+    lr: float = Field(1e-4, gt=0, le=1)
+    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
+    warmup_steps: int = Field(2, ge=0)
+    batch_size: int = Field(16, ge=1)
+    """Preference pairs per optimiser step."""
+    epochs: float = Field(2.0, gt=0)
+    """Passes over the kept pairs of one dataset size (steps = ceil(size * epochs /
+    batch_size)); early stopping can end a size sooner."""
+    sizes: list[PositiveInt] = Field(default=[128], min_length=1)
+    """Dataset sizes to train, each from the stage's starting checkpoint on the first
+    ``size`` kept pairs; the size and step with the best validation score win (OLMo 3 swept
+    its DPO set size: more pairs were not monotonically better). One size: no sweep."""
+    chosen: Literal["reference", "policy"] = "reference"
+    """Strong model. reference: the world's reference solutions, the traces the SFT data
+    imitated (OLMo 3 took the chosen from Qwen3-32B, whose traces made its SFT set);
+    policy: the stage's starting checkpoint, sampled at ``temperature``."""
+    rejected_checkpoint: str | None = None
+    """Weak model's checkpoint directory; None: the checkpoint the SFT stage started from
+    (the base model), as Qwen3-0.6B against Qwen3-32B in OLMo 3."""
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature of model-written responses (the weak model's, and the
+    policy's when ``chosen=policy``)."""
+    max_new_tokens: int = Field(160, ge=1)
+    """Cap of a sampled response, tokens (the longest micro references are ~150)."""
+    domain_weights: dict[Domain, float] = Field(
+        default={"math": 0.7, "code": 0.0, "ifeval": 0.2, "chat": 0.1}
+    )
+    """Share of the pair prompts per domain (train split, a draw of its own)."""
+    multiturn_fraction: float = Field(0.2, ge=0, le=1)
+    """Share of pairs whose final user turn follows an earlier exchange; chosen and
+    rejected then share that context and differ only in the final turn."""
+    max_length_delta: int | None = Field(100, ge=0)
+    """Length-bias control: drop a pair whose chosen response is more than this many
+    tokens longer than its rejected one (OLMo 3: 100). None keeps every pair."""
+    subset_length_delta: dict[DPOSubset, int | None] = Field(default={})
+    """Per-subset caps that replace ``max_length_delta`` for the subsets listed."""
+    validation_prompts: dict[Domain, PositiveInt] = Field(default={"math": 200})
+    """Validation slice for early stopping and the size sweep: a draw of its own from the
+    train split (the held-out evaluation rows are never used to select), per domain;
+    the score is the mean of the domains' greedy pass@1."""
+    eval_every: int = Field(4, ge=1)
+    """Validation every this many optimiser steps (and at the last)."""
+    patience: int = Field(2, ge=1)
+    """Stop a size after this many validations without a new best."""
+    evaluate: bool = True
+    """Log held-out pass@1 per domain of the chosen checkpoint."""
+
+    def length_cap(self, subset: str) -> int | None:
+        """The length-difference cap of ``subset``."""
+        for name, cap in self.subset_length_delta.items():
+            if name == subset:
+                return cap
+        return self.max_length_delta
 
 
 # ----------------------------------------------------------------------------- engine
@@ -337,12 +408,15 @@ class RewardsConfig(Strict):
 
 
 class PipelineConfig(Strict):
-    name: Literal["mixed_rlvr"] = "mixed_rlvr"
-    """OLMo 3's single mixed-domain RLVR pipeline (Kimi's and DeepSeek's are planned)."""
-    stages: list[Literal["base", "sft", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
-        default=["base", "sft", "prompt_filter", "rlvr", "eval"]
+    name: Literal["mixed_rlvr", "rl_zero"] = "mixed_rlvr"
+    """The pipeline's label in reports (``stages`` decides what runs): mixed_rlvr is OLMo
+    3's SFT -> DPO -> one mixed-domain RLVR stage, rl_zero its RL-Zero (RLVR from the base
+    model); Kimi's and DeepSeek's are planned."""
+    stages: list[Literal["base", "sft", "dpo", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
+        default=["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]
     )
-    """Stages in order. base: micro-world base training (cached); sft: think SFT; audit:
+    """Stages in order. base: micro-world base training (cached); sft: think SFT; dpo:
+    DPO with delta learning (needs the sft stage before it, or dpo.rejected_checkpoint); audit:
     probe training tasks' verifiers with known hacks (quarantine with
     rewards.audit_quarantine); prompt_filter: OLMo 3's offline pass-rate filter; rlvr:
     the RL stage; eval: held-out pass@1 of the final checkpoint."""
@@ -398,6 +472,17 @@ class EvalConfig(Strict):
         return self.max_prompts_per_domain
 
 
+class SpuriousRewardConfig(Strict):
+    """Spurious-reward control (Shao et al. 2025; OLMo 3's contamination check)."""
+
+    enabled: bool = False
+    """Replace every RL rollout's reward by a seeded random bit independent of the
+    response (the prompt filter and all evaluations keep the real verifiers). Held-out
+    scores should stay flat; one that rises points to contamination."""
+    p: float = Field(0.5, ge=0, le=1)
+    """Probability of a reward of 1 (0.5 in Shao et al.'s random-reward runs)."""
+
+
 class WandbConfig(Strict):
     enabled: bool = False
     project: str = "recipe-arena"
@@ -416,9 +501,14 @@ class RunConfig(Strict):
     seed: int = Field(0, ge=0, le=SEED_MAX)
     out_dir: str = "runs"
     resume: bool = False
+    prompt_template: PromptTemplate = "chat"
+    """How prompts are written for the model, in RL, the prompt filter, DPO and every
+    evaluation alike: chat (the tokenizer's chat template) or simple (plain text with
+    no special tokens, for RL-Zero from a base model; see data/templates.py)."""
     world: WorldConfig = WorldConfig()
     base: BaseTrainConfig = BaseTrainConfig()
     sft: SFTConfig = SFTConfig()
+    dpo: DPOConfig = DPOConfig()
     engine: EngineConfig = EngineConfig()
     pipeline: PipelineConfig = PipelineConfig()
     rewards: RewardsConfig = RewardsConfig()
@@ -428,6 +518,7 @@ class RunConfig(Strict):
     rl: RLConfig = RLConfig()
     prompt_filter: PromptFilterConfig = PromptFilterConfig()
     eval: EvalConfig = EvalConfig()
+    spurious_reward: SpuriousRewardConfig = SpuriousRewardConfig()
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()

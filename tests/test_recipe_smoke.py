@@ -1,8 +1,10 @@
 """One smoke run per recipe through the real entry point on the micro world.
 
 Each runs `recipe-arena run recipe=NAME budget=smoke` as a user would, then checks that
-every stage ran, that the RL stage changed the parameters it started from, and that the
-run directory holds what DESIGN.md promises.
+every configured stage ran in order, that the RL stage changed the parameters it started
+from, and that the run directory holds what DESIGN.md promises. Recipes with a pipeline
+of their own are checked against it: OLMo 3 Think is SFT -> DPO -> RLVR with RL starting
+from the DPO checkpoint; RL-Zero starts RL from the base model with the simple template.
 """
 
 from __future__ import annotations
@@ -14,9 +16,21 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from safetensors.torch import load_file
 
 RECIPES = sorted(p.stem for p in (Path(__file__).parents[1] / "recipes").glob("*.yaml"))
+PIPELINES = {
+    "olmo3_think": ["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"],
+    "olmo3_rl_zero": ["base", "prompt_filter", "rlvr", "eval"],
+}
+"""The stages a recipe runs by default, where a test pins them."""
+
+
+def _changed(a: Path, b: Path) -> bool:
+    """Whether two checkpoint directories hold different weights."""
+    wa, wb = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    return any(not (wa[k] == wb[k]).all() for k in wb)
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -51,7 +65,9 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     ):
         assert (run / name).exists(), name
     stages = json.loads((run / "stages.json").read_text())
-    assert set(stages["done"]) == {"base", "sft", "prompt_filter", "rlvr", "eval"}
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    assert list(stages["done"]) == cfg["pipeline"]["stages"]
+    assert cfg["pipeline"]["stages"] == PIPELINES.get(recipe, cfg["pipeline"]["stages"])
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     rl_steps = [r for r in records if r["stage"] == "rlvr" and "loss/policy" in r]
     assert len(rl_steps) >= 1
@@ -74,11 +90,19 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     for d in ("math", "code", "ifeval", "chat"):
         mine = [s for s, dom in zip(final.scores, final.domains, strict=True) if dom == d]
         assert sum(mine) / len(mine) == pytest.approx(evals[f"eval/{d}/pass@1"])
-    # RL moved the weights away from its starting (SFT) checkpoint.
-    start = load_file(str(Path(stages["inputs"]["rlvr"]) / "model.safetensors"))
-    final = load_file(str(Path(stages["checkpoint"]) / "model.safetensors"))
+    # RL moved the weights away from its starting checkpoint.
     assert stages["inputs"]["rlvr"] != stages["checkpoint"]
-    assert any(not (start[k] == final[k]).all() for k in final)
+    assert _changed(Path(stages["inputs"]["rlvr"]), Path(stages["checkpoint"]))
+    if "dpo" in stages["done"]:  # DPO trained from SFT, and RL started from DPO
+        assert Path(stages["inputs"]["rlvr"]).name == "dpo"
+        assert _changed(Path(stages["inputs"]["dpo"]), Path(stages["inputs"]["rlvr"]))
+        dpo = json.loads((run / "dpo.json").read_text())
+        assert dpo["length_delta"]["all"]["before"]["n"] >= dpo["length_delta"]["all"]["after"]["n"]
+        assert "Length difference" in (run / "report.md").read_text()
+    if recipe == "olmo3_rl_zero":  # RL from the base model, prompts without chat markers
+        assert stages["inputs"]["rlvr"] == stages["inputs"]["prompt_filter"]
+        assert Path(stages["inputs"]["rlvr"]).parent.name == "base"  # the base model cache
+        assert cfg["prompt_template"] == "simple"
     _check_log(proc.stdout + proc.stderr, run, start_eval, last_eval, stages)
 
 

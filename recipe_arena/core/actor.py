@@ -25,8 +25,10 @@ from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
 from recipe_arena.core.channels import Channel
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.data.templates import encode_messages
 from recipe_arena.engines.base import Completion, GenerationRequest, SamplingParams
 from recipe_arena.length_control import LengthInput, get_length_control
+from recipe_arena.rewards.spurious import spurious_rewards
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,12 @@ class ActorSettings:
     max_groups_in_engine: int = 8
     length_control: str = "none"
     budget_by_effort: Mapping[str, int] = field(default_factory=dict)
+    prompt_template: str = "chat"
+    """How a row's messages become prompt tokens (``data.templates``)."""
+    spurious_p: float | None = None
+    """Spurious-reward control: when set, every rollout's reward is replaced by a seeded
+    random bit that is 1 with this probability, independent of the response
+    (``rewards.spurious``); None trains on the verifiers' scores."""
 
 
 @dataclass
@@ -55,12 +63,9 @@ class _Pending:
     completions: list[Completion] = field(default_factory=list)
 
 
-def encode_prompt(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
-    """Chat-template the row's messages and open the assistant turn."""
-    msgs = [m.model_dump() for m in row.messages]
-    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-    ids = enc["input_ids"] if not isinstance(enc, list) else enc
-    return tuple(int(i) for i in ids)
+def encode_prompt(tokenizer: Any, row: PromptRow, template: str = "chat") -> tuple[int, ...]:
+    """The row's messages through the prompt template, assistant turn opened."""
+    return encode_messages(tokenizer, [m.model_dump() for m in row.messages], template)
 
 
 def decode_response(tokenizer: Any, tokens: tuple[int, ...]) -> str:
@@ -166,7 +171,7 @@ class Actor:
 
     def _submit(self, task: ActorTask) -> _Pending:
         s = self.settings
-        prompt = encode_prompt(self.tokenizer, task.row)
+        prompt = encode_prompt(self.tokenizer, task.row, self.settings.prompt_template)
         params = SamplingParams(
             max_new_tokens=s.max_new_tokens,
             temperature=s.temperature,
@@ -184,7 +189,10 @@ class Actor:
         comps = sorted(p.completions, key=lambda c: c.sample_index)
         texts = [decode_response(self.tokenizer, c.tokens) for c in comps]
         results = self.scorer.score([row] * len(texts), texts)
-        rewards_G = torch.tensor([float(r.score) for r in results])
+        verifier_G = torch.tensor([float(r.score) for r in results])
+        rewards_G = verifier_G
+        if self.settings.spurious_p is not None:  # the control: rewards carry no signal
+            rewards_G = spurious_rewards(p.task.seed, len(texts), self.settings.spurious_p)
         budget = row.token_budget or (
             self.settings.budget_by_effort.get(row.effort) if row.effort else None
         )
@@ -209,9 +217,16 @@ class Actor:
                 reward=float(r),
                 reward_reason=res.reason,
                 gen_seconds=c.seconds,
+                verifier_reward=None if self.settings.spurious_p is None else float(v),
             )
-            for c, t, r, res, keep in zip(
-                comps, texts, lc.rewards_G.tolist(), results, lc.keep_G.tolist(), strict=True
+            for c, t, r, v, res, keep in zip(
+                comps,
+                texts,
+                lc.rewards_G.tolist(),
+                verifier_G.tolist(),
+                results,
+                lc.keep_G.tolist(),
+                strict=True,
             )
             if keep
         )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from recipe_arena.core.types import RolloutGroup
+from recipe_arena.core.types import Rollout, RolloutGroup
 
 PASS_THRESHOLD = 1.0 - 1e-6
 """A rollout passes when its verifier score is 1 (all-or-nothing verifiers)."""
@@ -26,6 +26,9 @@ def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
     for d, rs in sorted(by_domain.items()):
         out[f"reward/{d}/mean"] = sum(rs) / len(rs)
         out[f"reward/{d}/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rs) / len(rs)
+    verified = [r for r in rollouts if r.verifier_reward is not None]
+    if verified:  # spurious-reward control: what the verifiers would have paid
+        out.update(_verifier_metrics(verified))
     rewards = [r.reward for r in rollouts]
     out["reward/mean"] = sum(rewards) / len(rewards)
     out["reward/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rewards) / len(rewards)
@@ -36,4 +39,17 @@ def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
     out["length/truncated_frac"] = sum(r.finish_reason == "length" for r in rollouts) / len(
         rollouts
     )
+    return out
+
+
+def _verifier_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
+    """``reward/verifier/mean`` and ``reward/<domain>/verifier_mean``: the verifiers' mean
+    score of rollouts trained on another reward (spurious-reward control)."""
+    by_domain: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rollouts:
+        assert r.verifier_reward is not None
+        by_domain[r.domain].append(r.verifier_reward)
+    out = {f"reward/{d}/verifier_mean": sum(v) / len(v) for d, v in sorted(by_domain.items())}
+    scores = [v for vs in by_domain.values() for v in vs]
+    out["reward/verifier/mean"] = sum(scores) / len(scores)
     return out

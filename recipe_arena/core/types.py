@@ -35,6 +35,9 @@ class Rollout:
     reward: float = 0.0
     reward_reason: str = ""
     gen_seconds: float = 0.0
+    verifier_reward: float | None = None
+    """The verifier's score when ``reward`` is not derived from it (the spurious-reward
+    control); None otherwise."""
 
     def __post_init__(self) -> None:
         n = len(self.completion_tokens)

@@ -21,15 +21,14 @@ from typing import Any
 
 from recipe_arena.config import EvalConfig
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.data.templates import encode_messages
 from recipe_arena.engines.base import Engine, GenerationRequest, SamplingParams
 
 
-def prompt_tokens(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
-    """The row's conversation with the assistant turn opened, as token ids."""
-    msgs = [m.model_dump() for m in row.messages]
-    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-    ids = enc if isinstance(enc, list) else enc["input_ids"]
-    return tuple(int(i) for i in ids)
+def prompt_tokens(tokenizer: Any, row: PromptRow, template: str = "chat") -> tuple[int, ...]:
+    """The row's conversation through the prompt template (``data.templates``), with the
+    assistant turn opened, as token ids."""
+    return encode_messages(tokenizer, [m.model_dump() for m in row.messages], template)
 
 
 def decode(tokenizer: Any, tokens: Sequence[int]) -> str:
@@ -42,7 +41,12 @@ def decode(tokenizer: Any, tokens: Sequence[int]) -> str:
 
 
 def generate_responses(
-    engine: Engine, tokenizer: Any, rows: Sequence[PromptRow], eval_cfg: EvalConfig, seed: int = 0
+    engine: Engine,
+    tokenizer: Any,
+    rows: Sequence[PromptRow],
+    eval_cfg: EvalConfig,
+    seed: int = 0,
+    template: str = "chat",
 ) -> tuple[list[str], list[int]]:
     """One decoded response per row and its length in tokens, in row order."""
     sampling = SamplingParams(
@@ -50,7 +54,7 @@ def generate_responses(
     )
     # ids carry the position: rows from different sources may share an id
     requests = [
-        GenerationRequest(f"{i}/{row.id}", prompt_tokens(tokenizer, row), sampling)
+        GenerationRequest(f"{i}/{row.id}", prompt_tokens(tokenizer, row, template), sampling)
         for i, row in enumerate(rows)
     ]
     by_id = {c.request_id: c for c in engine.generate(requests)}
@@ -67,12 +71,18 @@ class Evaluation:
 
 
 def evaluate_rows(
-    engine: Engine, tokenizer: Any, rows: Sequence[PromptRow], scorer: Any, eval_cfg: EvalConfig
+    engine: Engine,
+    tokenizer: Any,
+    rows: Sequence[PromptRow],
+    scorer: Any,
+    eval_cfg: EvalConfig,
+    template: str = "chat",
 ) -> Evaluation:
-    """``evaluate``'s metrics and the per-row scores behind them."""
+    """``evaluate``'s metrics and the per-row scores behind them; prompts are written with
+    ``template`` (``data.templates``)."""
     if not rows:
         raise ValueError("evaluate: no rows to evaluate")
-    responses, lengths = generate_responses(engine, tokenizer, rows, eval_cfg)
+    responses, lengths = generate_responses(engine, tokenizer, rows, eval_cfg, template=template)
     row_scores = [float(r.score) for r in scorer.score(rows, responses)]
     scores: dict[str, list[float]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)

@@ -48,9 +48,9 @@ def evaluate_model(
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     try:
         if scorer is not None:
-            return evaluate_rows(engine, tok, chosen, scorer, cfg.eval)
+            return evaluate_rows(engine, tok, chosen, scorer, cfg.eval, cfg.prompt_template)
         with build_scorer(cfg.rewards, shared=True) as own:
-            return evaluate_rows(engine, tok, chosen, own, cfg.eval)
+            return evaluate_rows(engine, tok, chosen, own, cfg.eval, cfg.prompt_template)
     finally:
         engine.close()
 
@@ -69,6 +69,7 @@ def evaluate_checkpoint(
             "eval": cfg.eval.model_dump(mode="json"),
             "rewards": cfg.rewards.model_dump(mode="json"),
             "engine": cfg.engine.name,
+            **({"template": cfg.prompt_template} if cfg.prompt_template != "chat" else {}),
             "rows": [r.id for r in eval_rows(cfg, rows)],
         }
     )

@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from recipe_arena.eval.report_dpo import dpo_section
 from recipe_arena.rundir import read_metrics
 
 PLOTTED_PREFIXES = ("loss/", "reward/", "eval/")
@@ -93,6 +94,7 @@ def write_run_report(run_path: str | Path) -> Path:
         ]
         md.append("")
     md += _final_intervals(run_path)
+    md += dpo_section(run_path)
     if "rlvr" in series:
         md += _rl_curves(series["rlvr"], run_path)
     for stage, metrics in series.items():

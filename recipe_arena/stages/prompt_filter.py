@@ -136,7 +136,8 @@ def _pass_rates(
         seed=cfg.seed + seed,
     )
     reqs = [
-        GenerationRequest(f"{i}/{r.id}", encode_prompt(tok, r), params) for i, r in enumerate(rows)
+        GenerationRequest(f"{i}/{r.id}", encode_prompt(tok, r, cfg.prompt_template), params)
+        for i, r in enumerate(rows)
     ]
     comps = engine.generate(reqs)  # type: ignore[attr-defined]
     texts = [decode_response(tok, c.tokens) for c in comps]

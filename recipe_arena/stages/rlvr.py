@@ -91,6 +91,8 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         # enough groups to fill the engine's batch: max_batch_size // G (at least one)
         max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
         length_control=cfg.length_control.name,
+        prompt_template=cfg.prompt_template,
+        spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
     )
 
 
