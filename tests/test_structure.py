@@ -74,3 +74,37 @@ def test_no_import_cycles() -> None:
 def test_cycle_finder_finds_a_cycle() -> None:
     """The finder itself: a -> b -> a is one cycle, c -> a is not part of it."""
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def _function_bodies() -> dict[str, list[str]]:
+    """AST dump of each function body (docstring dropped) of 12 nodes or more -> where it
+    is defined."""
+    bodies: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            if sum(1 for stmt in body for _ in ast.walk(stmt)) < 12:
+                continue
+            key = ast.dump(ast.Module(body=body, type_ignores=[]))
+            bodies.setdefault(key, []).append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    return bodies
+
+
+def test_no_function_is_defined_twice() -> None:
+    """Shared code has one home: no two functions have the same body (the actor and the
+    evaluation each decoded responses; the torch and hf engines each resumed their
+    worker)."""
+    assert [where for where in _function_bodies().values() if len(where) > 1] == []
+
+
+def test_engines_compose_instead_of_inheriting() -> None:
+    """No engine class derives from another class (they hold their shared parts)."""
+    for path in (PACKAGE / "engines").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and "Engine" in node.name:
+                bases = [ast.unparse(b) for b in node.bases]
+                assert bases in ([], ["Protocol"], ["ValueError"]), (path.name, node.name, bases)

@@ -27,6 +27,7 @@ from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines.base import Completion, GenerationRequest, SamplingParams
 from recipe_arena.length_control import LengthInput, get_length_control
+from recipe_arena.models.chat import decode_response, encode_prompt
 
 
 @dataclass(frozen=True)
@@ -53,24 +54,6 @@ class _Pending:
     task: ActorTask
     prompt_tokens: tuple[int, ...]
     completions: list[Completion] = field(default_factory=list)
-
-
-def encode_prompt(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
-    """Chat-template the row's messages and open the assistant turn."""
-    msgs = [m.model_dump() for m in row.messages]
-    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-    ids = enc["input_ids"] if not isinstance(enc, list) else enc
-    return tuple(int(i) for i in ids)
-
-
-def decode_response(tokenizer: Any, tokens: tuple[int, ...]) -> str:
-    """Completion text as verifiers see it: special tokens kept (``</think>`` matters),
-    the end-of-turn and padding markers removed."""
-    text = str(tokenizer.decode(list(tokens), skip_special_tokens=False))
-    for marker in (tokenizer.eos_token, tokenizer.pad_token):
-        if marker:
-            text = text.replace(marker, "")
-    return text
 
 
 class Actor:

@@ -27,7 +27,6 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config import EngineConfig
-from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.engines.base import (
     Completion,
     EngineError,
@@ -35,12 +34,14 @@ from recipe_arena.engines.base import (
     GenerationRequest,
 )
 from recipe_arena.engines.common import (
+    CompletionStream,
     HFCausalLM,
     Outbox,
-    OutboxEngine,
+    PauseSwitch,
     UniformStream,
     check_state_dict,
     sample_tokens,
+    score_tokens,
     validate_request,
 )
 from recipe_arena.engines.kv_runner import SlotKVRunner
@@ -74,7 +75,7 @@ class _Update:
     error: BaseException | None = None
 
 
-class TorchEngine(OutboxEngine):
+class TorchEngine:
     """Continuous-batching engine over a private copy of a transformers causal LM.
 
     Thread-safe: ``submit``/``get``/``generate`` from any thread, ``update_weights`` from
@@ -115,11 +116,14 @@ class TorchEngine(OutboxEngine):
         self._inflight: dict[str, int] = {}
         self._pending_update: _Update | None = None
         self._update_lock = threading.Lock()
-        self._paused = False
+        self._pause = PauseSwitch(self._cv)
         self._busy = False
         self._closed = False
         self._error: BaseException | None = None
         self._outbox = Outbox()
+        self._stream = CompletionStream(
+            self._outbox, self.submit, self.vocab_size, self.context, self._raise_if_dead
+        )
         self._window: collections.deque[tuple[float, int]] = collections.deque()
         self._generated = 0
         self._steps = 0
@@ -161,33 +165,30 @@ class TorchEngine(OutboxEngine):
         if upd.error is not None:
             raise EngineError(f"update_weights failed: {upd.error}") from upd.error
 
+    def get(self, timeout: float | None = None) -> Completion | None:
+        return self._stream.get(timeout)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        return self._stream.generate(requests)
+
     def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
         """log p(completion_t | prompt, completion_<t) under the engine's current weights
         (temperature 1): what a teacher contributes in on-policy distillation."""
-        if not prompt_tokens or not completion_tokens:
-            raise EngineError("score: prompt and completion must both be non-empty")
-        if len(prompt_tokens) + len(completion_tokens) > self.context:
-            raise EngineError(
-                f"score: {len(prompt_tokens) + len(completion_tokens)} tokens exceed the context of {self.context}"
-            )
-        tokens_1L = torch.tensor(
-            [list(prompt_tokens) + list(completion_tokens)], device=self.cfg.device
+        return score_tokens(
+            self.model,
+            self._update_lock,
+            self.cfg.device,
+            self.context,
+            prompt_tokens,
+            completion_tokens,
         )
-        with self._update_lock, torch.no_grad():
-            logp_1L = sequence_logprobs(self.model, tokens_1L)
-        return logp_1L[0, len(prompt_tokens) :].tolist()
 
     def pause(self) -> None:
         """Stop decoding; returns once the step in progress (if any) has finished."""
-        with self._cv:
-            self._paused = True
-            while self._busy and threading.current_thread() is not self._thread:
-                self._cv.wait(0.1)
+        self._pause.pause(idle=lambda: not self._busy or threading.current_thread() is self._thread)
 
     def resume(self) -> None:
-        with self._cv:
-            self._paused = False
-            self._cv.notify_all()
+        self._pause.resume()
 
     def stats(self) -> EngineStats:
         with self._cv:
@@ -234,14 +235,14 @@ class TorchEngine(OutboxEngine):
                     while (
                         not self._closed
                         and self._pending_update is None
-                        and (self._paused or not (self._running or self._waiting))
+                        and (self._pause.paused or not (self._running or self._waiting))
                     ):
                         self._cv.wait()
                     if self._closed:
                         return
                     update, self._pending_update = self._pending_update, None
-                    admit = [] if self._paused else self._take_admissions()
-                    running = not self._paused
+                    admit = [] if self._pause.paused else self._take_admissions()
+                    running = not self._pause.paused
                     self._busy = True
                 if update is not None:
                     self._apply_update(update)

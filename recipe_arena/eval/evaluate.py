@@ -22,23 +22,7 @@ from typing import Any
 from recipe_arena.config import EvalConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines.base import Engine, GenerationRequest, SamplingParams
-
-
-def prompt_tokens(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
-    """The row's conversation with the assistant turn opened, as token ids."""
-    msgs = [m.model_dump() for m in row.messages]
-    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-    ids = enc if isinstance(enc, list) else enc["input_ids"]
-    return tuple(int(i) for i in ids)
-
-
-def decode(tokenizer: Any, tokens: Sequence[int]) -> str:
-    """Completion text with special tokens kept, end-of-turn and padding removed."""
-    text = str(tokenizer.decode(list(tokens), skip_special_tokens=False))
-    for marker in (tokenizer.eos_token, tokenizer.pad_token):
-        if marker:
-            text = text.replace(marker, "")
-    return text
+from recipe_arena.models.chat import decode_response, encode_prompt
 
 
 def generate_responses(
@@ -50,12 +34,12 @@ def generate_responses(
     )
     # ids carry the position: rows from different sources may share an id
     requests = [
-        GenerationRequest(f"{i}/{row.id}", prompt_tokens(tokenizer, row), sampling)
+        GenerationRequest(f"{i}/{row.id}", encode_prompt(tokenizer, row), sampling)
         for i, row in enumerate(rows)
     ]
     by_id = {c.request_id: c for c in engine.generate(requests)}
     comps = [by_id[r.request_id] for r in requests]
-    return [decode(tokenizer, c.tokens) for c in comps], [len(c.tokens) for c in comps]
+    return [decode_response(tokenizer, c.tokens) for c in comps], [len(c.tokens) for c in comps]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recipe_arena.config import RunConfig
-from recipe_arena.core.actor import decode_response, encode_prompt
 from recipe_arena.core.metrics import PASS_THRESHOLD
 from recipe_arena.data.schema import PromptRow, write_rows
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
+from recipe_arena.models.chat import decode_response, encode_prompt
 from recipe_arena.rundir import RunDir
 
 CHUNK = 32
