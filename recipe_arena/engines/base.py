@@ -50,6 +50,10 @@ class Completion:
     token_versions: tuple[int, ...]
     finish_reason: Literal["stop", "length", "abort"]
     seconds: float = 0.0
+    expert_ids: torch.Tensor | None = None
+    """Mixture-of-experts models (torch engine): int64 (P + T - 1, N, K), the K experts
+    each of the N MoE layers routed every fed position to (prompt, then each sampled
+    token but the last); None for dense models and engines that do not record it."""
 
 
 @dataclass(frozen=True)

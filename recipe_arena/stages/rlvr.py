@@ -39,46 +39,17 @@ from recipe_arena.eval.evaluate import Evaluation, churn
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint, evaluate_model
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
-from recipe_arena.staleness import StalenessParams
+from recipe_arena.staleness import shared_quant_bits
 
 
 def loop_settings(cfg: RunConfig, pad_id: int) -> LoopSettings:
-    rl, loss = cfg.rl, cfg.loss
-    return LoopSettings(
-        steps=rl.steps,
-        prompts_per_step=rl.prompts_per_step,
-        max_staleness=rl.max_staleness,
-        pipeline_depth=rl.pipeline_depth,
-        zero_gradient_filter=rl.zero_gradient_filter,
-        active_sampling=rl.active_sampling,
-        max_resample_factor=rl.max_resample_factor,
-        advantage=loss.advantage,
-        reward_scale=loss.reward_scale,
-        std_eps=loss.std_eps,
-        seed=cfg.seed,
-        pad_id=pad_id,
-    )
+    """The loop reads the RL section and the advantage strategy as configured."""
+    return LoopSettings(rl=cfg.rl, advantage=cfg.advantage, seed=cfg.seed, pad_id=pad_id)
 
 
 def learner_settings(cfg: RunConfig) -> LearnerSettings:
-    loss, st = cfg.loss, cfg.staleness
-    return LearnerSettings(
-        lr=cfg.rl.lr,
-        temperature=cfg.rl.temperature,
-        clip_low=loss.clip_low,
-        clip_high=loss.clip_high,
-        normalisation=loss.normalisation,
-        kl_beta=loss.kl_beta,
-        constant_len=cfg.rl.max_new_tokens,
-        staleness=st.name,
-        staleness_params=StalenessParams(tis_cap=st.tis_cap),
-        grad_clip=cfg.rl.grad_clip,
-        epochs=cfg.rl.epochs,
-        microbatch_tokens=cfg.rl.microbatch_tokens,
-        warmup_steps=cfg.rl.warmup_steps,
-        total_steps=cfg.rl.steps,
-        lr_floor=1.0 if cfg.rl.lr_schedule == "constant" else 0.1,
-    )
+    """The learner reads the RL section, the loss and the staleness strategy as configured."""
+    return LearnerSettings(rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness)
 
 
 def actor_settings(cfg: RunConfig) -> ActorSettings:
@@ -89,7 +60,20 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         max_new_tokens=rl.max_new_tokens,
         # enough groups to fill the engine's batch: max_batch_size // G (at least one)
         max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
-        length_control=cfg.length_control.name,
+        length_control=cfg.length_control,
+        quant_bits=shared_quant_bits(cfg.staleness),
+    )
+
+
+def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
+    """What each actor builds itself from."""
+    return ActorSpec(
+        checkpoint=str(checkpoint),
+        engine_name=cfg.engine.name,
+        engine_cfg=cfg.engine,
+        rewards_cfg=cfg.rewards,
+        settings=actor_settings(cfg),
+        version=version,
     )
 
 
@@ -172,15 +156,7 @@ def run_rlvr(
                 prune(root, keep=2)
             _progress(rec, cfg.rl.steps, time.perf_counter() - t0)
 
-        spec = ActorSpec(
-            checkpoint=str(start_model),
-            engine_name=cfg.engine.name,
-            engine_cfg=cfg.engine,
-            rewards_cfg=cfg.rewards,
-            length_cfg=cfg.length_control,
-            settings=actor_settings(cfg),
-            version=learner.version,
-        )
+        spec = actor_spec(cfg, start_model, learner.version)
         backend = make_backend(
             cfg.cluster.backend, spec, cfg.rl.num_actors, cfg.cluster.address, cfg.cluster.num_cpus
         )
