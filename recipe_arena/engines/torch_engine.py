@@ -45,6 +45,7 @@ from recipe_arena.engines.common import (
     validate_request,
 )
 from recipe_arena.engines.kv_runner import SlotKVRunner
+from recipe_arena.engines.routing import record_routing
 
 
 @dataclass
@@ -60,6 +61,8 @@ class _Sample:
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     versions: list[int] = field(default_factory=list)
+    expert_ids: list[torch.Tensor] = field(default_factory=list)
+    """MoE models: (positions, N, K) chunks of the experts each fed position went to."""
 
     @property
     def cached(self) -> int:
@@ -129,6 +132,7 @@ class TorchEngine:
         self._steps = 0
         self._last_update_ms = 0.0
         self._thread = threading.Thread(target=self._loop, name="torch-engine", daemon=True)
+        self._routes = record_routing(self.model, self._thread)  # MoE: for routing replay
         self._thread.start()
 
     # ------------------------------------------------------------------ public API
@@ -282,12 +286,20 @@ class TorchEngine:
         slots = list(range(len(self._running), len(self._running) + len(group)))
         self._running.extend(group)
         logits_V = self.runner.prefill(list(group[0].request.prompt_tokens), slots)
+        if self._routes is not None:
+            ids = self._routes.take()
+            for s in group:
+                s.expert_ids = [ids]
         self._append_tokens(group, logits_V.expand(len(group), -1))
 
     def _decode_step(self) -> None:
         tokens_B = [s.tokens[-1] for s in self._running]
         positions_B = [s.cached for s in self._running]
         logits_BV = self.runner.decode(tokens_B, positions_B)
+        if self._routes is not None:
+            ids = self._routes.take()
+            for b, s in enumerate(self._running):
+                s.expert_ids.append(ids[b : b + 1])
         self._append_tokens(self._running, logits_BV)
         self._steps += 1
 
@@ -335,6 +347,7 @@ class TorchEngine:
             token_versions=tuple(s.versions),
             finish_reason=reason,  # type: ignore[arg-type]
             seconds=time.perf_counter() - s.t0,
+            expert_ids=torch.cat(s.expert_ids) if s.expert_ids else None,
         )
         with self._cv:
             left = self._inflight.get(s.request.request_id, 1) - 1
@@ -362,6 +375,8 @@ class TorchEngine:
                 for slot, s in enumerate(self._running):
                     seq = list(s.request.prompt_tokens) + s.tokens[:-1]
                     self.runner.prefill(seq, [slot])
+                    if self._routes is not None:
+                        s.expert_ids = [self._routes.take()]
         except BaseException as exc:  # noqa: BLE001
             upd.error = exc
         finally:
