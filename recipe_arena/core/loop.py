@@ -26,7 +26,7 @@ from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.backends import Backend
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.learner import Learner
-from recipe_arena.core.metrics import group_metrics
+from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.core.sampling import BatchFiller
 from recipe_arena.core.strategy import StrategyParams
@@ -187,6 +187,7 @@ def train(
             )  # sample, score, filter
             kept = got.filler.kept
             metrics = {**got.filler.metrics(), **group_metrics(got.received)}
+            metrics.update(length_metrics(got.received, kept))
             t_learn = time.perf_counter()
             if kept:
                 batch = advantage_batch(kept, s)  # advantage

@@ -10,7 +10,7 @@ from __future__ import annotations
 from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import LoopSettings, StepRecord, advantage_batch, draw_seed
-from recipe_arena.core.metrics import group_metrics
+from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 
 
@@ -35,6 +35,7 @@ def minimal_train(
                 if filler.offer(g, learner.version) in ("zero_variance", "empty"):
                     dropped.append(g.prompt_id)
         metrics = {**filler.metrics(), **group_metrics(received)}
+        metrics.update(length_metrics(received, filler.kept))
         if filler.kept:
             metrics.update(
                 learner.train_step(advantage_batch(filler.kept, s))

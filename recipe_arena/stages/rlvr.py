@@ -77,6 +77,13 @@ def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
     )
 
 
+def prompt_source(cfg: RunConfig, train_rows: Sequence[PromptRow]) -> PromptSource:
+    """The training rows drawn in the configured domain mixture, seeded by the run."""
+    return PromptSource(
+        train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed
+    )
+
+
 def run_rlvr(
     cfg: RunConfig,
     run: RunDir,
@@ -96,9 +103,7 @@ def run_rlvr(
     random.seed(cfg.seed)
     ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
     learner = Learner(model, learner_settings(cfg), ref_model=ref)
-    source = PromptSource(
-        train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed
-    )
+    source = prompt_source(cfg, train_rows)
     start_step = 0
     if resumed is not None:
         state = load_training_state(resumed)

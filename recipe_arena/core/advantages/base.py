@@ -16,9 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from pydantic import Field
-
-from recipe_arena.core.strategy import StrategyParams
 
 
 @dataclass(frozen=True)
@@ -42,14 +39,6 @@ class AdvantageResult:
 
 
 AdvantageFn = Callable[[AdvantageInput, Any], AdvantageResult]
-
-
-class GroupRelativeParams(StrategyParams):
-    """What the group-relative advantages share."""
-
-    reward_scale: float = Field(1.0, gt=0)
-    """Multiplies verifier scores before advantages (unitless, > 0; open-instruct used
-    10, OLMo 3's default recipe 1)."""
 
 
 def group_mean(values_B: torch.Tensor, group_B: torch.Tensor) -> torch.Tensor:

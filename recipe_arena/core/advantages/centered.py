@@ -11,17 +11,23 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from recipe_arena.core.advantages.base import (
     AdvantageInput,
     AdvantageResult,
-    GroupRelativeParams,
     broadcast,
     group_mean,
 )
+from recipe_arena.core.strategy import StrategyParams
 
 
-class CenteredParams(GroupRelativeParams):
+class CenteredParams(StrategyParams):
     name: Literal["centered"] = "centered"
+    reward_scale: float = Field(1.0, gt=0)
+    """Multiplies verifier scores before advantages (unitless, > 0; open-instruct used
+    10, OLMo 3's default recipe 1). Standard advantages have none: dividing by the
+    group's std cancels it."""
 
 
 def centered_advantages(inp: AdvantageInput, params: CenteredParams) -> AdvantageResult:
