@@ -40,7 +40,7 @@ def budget_of(inp: LengthInput, params: TokenBudgetParams) -> int | None:
     if params.source == "row" and inp.row_budget is not None:
         return inp.row_budget
     if inp.effort is not None and inp.effort in params.budget_by_effort:
-        return int(params.budget_by_effort[inp.effort])  # type: ignore[index]
+        return int(params.budget_by_effort[inp.effort])
     return None
 
 

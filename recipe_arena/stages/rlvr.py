@@ -79,9 +79,7 @@ def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
 
 def prompt_source(cfg: RunConfig, train_rows: Sequence[PromptRow]) -> PromptSource:
     """The training rows drawn in the configured domain mixture, seeded by the run."""
-    return PromptSource(
-        train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed
-    )
+    return PromptSource(train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed)
 
 
 def run_rlvr(

@@ -31,8 +31,9 @@ def is_quantised(name: str, tensor: torch.Tensor) -> bool:
 def fake_quant(w: torch.Tensor, bits: int) -> torch.Tensor:
     """Q(w): symmetric per-output-channel quantise-dequantise (module docstring)."""
     qmax = 2 ** (bits - 1) - 1
-    scale = w.detach().abs().amax(dim=-1, keepdim=True).clamp(min=1e-12) / qmax
-    return torch.clamp(torch.round(w / scale), -qmax, qmax) * scale
+    scale: torch.Tensor = w.detach().abs().amax(dim=-1, keepdim=True).clamp(min=1e-12) / qmax
+    q: torch.Tensor = torch.clamp(torch.round(w / scale), -qmax, qmax)
+    return q * scale
 
 
 def quantise_state_dict(
