@@ -94,8 +94,9 @@ def _staleness_view(params: Any) -> Any:
 
 
 def _length_view(params: Any) -> Any:
-    """A group of four (lengths 10, 50, 70, 150; one finished before any update, three
-    after) with and without a row budget, effort medium."""
+    """A group of four (lengths 10, 50, 70, 150) with and without a row budget, effort
+    medium, started 40 decode steps into a 100-step window (a 150-step response would
+    go stale at max_staleness 0)."""
     outs = []
     for row_budget in (60, None):
         inp = LengthInput(
@@ -107,6 +108,10 @@ def _length_view(params: Any) -> Any:
             start_versions_G=torch.tensor([3, 3, 2, 1]),
             end_versions_G=torch.tensor([3, 4, 4, 4]),
             engine_version=4,
+            phase_steps_G=torch.full((4,), 40),
+            window_steps=100.0,
+            response_cap=150,
+            max_staleness=0,
         )
         outs.append(apply_length_control(params, inp))
     return outs
@@ -134,6 +139,7 @@ STRATEGY_CHANGES: dict[tuple[type[BaseModel], str], Any] = {
     (TokenBudgetParams, "penalty"): -0.5,
     (TokenBudgetParams, "source"): "effort",
     (TokenBudgetParams, "budget_by_effort"): {"low": 64, "medium": 40, "high": 160},
+    (DiscardEarlyShortParams, "full_length"): 50,
     (CenteredParams, "reward_scale"): 10.0,
     (StandardParams, "std_eps"): 0.5,
 }

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from recipe_arena.config import EngineConfig, RewardsConfig, RunConfig
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core.channels import Channel
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import Rollout, RolloutGroup
@@ -57,6 +57,8 @@ class ActorSettings:
     """The length-control strategy's parameters (``length_control``)."""
     quant_bits: int | None = None
     """Bits of the fake quantisation the engine shares with the trainer; None: none."""
+    max_staleness: int = field(default_factory=lambda: RLConfig().max_staleness)
+    """rl.max_staleness, which length control may take into account."""
 
 
 @dataclass
@@ -89,6 +91,8 @@ class Actor:
         self.tokenizer = tokenizer
         self.settings = settings
         self.version = version
+        self._window_opens: list[int] = [0]
+        """Engine decode-step count at which each generation window opened (an update)."""
         self.engine = build_engine(engine_name, model, tokenizer, engine_cfg, version=version)
         if settings.quant_bits is not None:
             self.engine.update_weights(self._engine_weights(model.state_dict()), version)
@@ -106,6 +110,23 @@ class Actor:
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         self.engine.update_weights(self._engine_weights(state_dict), version)
         self.version = version
+        step = self.engine.stats().extra.get("steps")
+        if step is not None:
+            self._window_opens.append(int(step))
+
+    def _window(self, comps: list[Completion]) -> tuple[torch.Tensor, float | None]:
+        """Each completion's phase in its generation window (decode steps since the
+        window opened; -1 unknown) and the mean window length over the last 8 windows."""
+        opens = list(self._window_opens)
+        phases = [
+            c.start_step - max(o for o in opens if o <= c.start_step)
+            if c.start_step is not None
+            else -1
+            for c in comps
+        ]
+        recent = opens[-9:]
+        window = (recent[-1] - recent[0]) / (len(recent) - 1) if len(recent) > 1 else None
+        return torch.tensor(phases, dtype=torch.long), window
 
     def _engine_weights(self, state_dict: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
         """The weights the engine runs: the trainer's, fake-quantised when shared."""
@@ -184,6 +205,7 @@ class Actor:
         comps = sorted(p.completions, key=lambda c: c.sample_index)
         texts = [decode_response(self.tokenizer, c.tokens) for c in comps]
         results = self.scorer.score_group(row, texts)
+        phases_G, window = self._window(comps)
         lc = apply_length_control(
             self.settings.length_control,
             LengthInput(
@@ -195,6 +217,10 @@ class Actor:
                 start_versions_G=_edge_versions(comps, 0),
                 end_versions_G=_edge_versions(comps, -1),
                 engine_version=self.version,
+                phase_steps_G=phases_G,
+                window_steps=window,
+                response_cap=self.settings.max_new_tokens,
+                max_staleness=self.settings.max_staleness,
             ),
         )
         rollouts = tuple(

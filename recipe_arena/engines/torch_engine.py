@@ -63,6 +63,8 @@ class _Sample:
     versions: list[int] = field(default_factory=list)
     expert_ids: list[torch.Tensor] = field(default_factory=list)
     """MoE models: (positions, N, K) chunks of the experts each fed position went to."""
+    start_step: int | None = None
+    """Decode steps run before this sample's first token (for length control)."""
 
     @property
     def cached(self) -> int:
@@ -286,6 +288,8 @@ class TorchEngine:
         slots = list(range(len(self._running), len(self._running) + len(group)))
         self._running.extend(group)
         logits_V = self.runner.prefill(list(group[0].request.prompt_tokens), slots)
+        for s in group:
+            s.start_step = self._steps
         if self._routes is not None:
             ids = self._routes.take()
             for s in group:
@@ -348,6 +352,7 @@ class TorchEngine:
             finish_reason=reason,  # type: ignore[arg-type]
             seconds=time.perf_counter() - s.t0,
             expert_ids=torch.cat(s.expert_ids) if s.expert_ids else None,
+            start_step=s.start_step,
         )
         with self._cv:
             left = self._inflight.get(s.request.request_id, 1) - 1

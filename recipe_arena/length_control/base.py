@@ -2,8 +2,9 @@
 
 In: the group's rewards and response lengths, the row's token budget and effort level,
 and when each rollout was generated (seconds, the policy versions of its first and last
-token, and the engine's version when the group was finished). Out: possibly changed
-rewards, which rollouts to keep, metrics. Kimi's token budget changes rewards;
+token, where its first token fell in the engine's generation window, the engine's
+version when the group was finished). Out: possibly changed rewards, which rollouts to
+keep, metrics. Kimi's token budget changes rewards;
 DeepSeek's discard-early-short drops rollouts. A group whose rollouts are all dropped
 reaches the learner empty and is counted and replaced (``core.sampling``).
 """
@@ -35,6 +36,17 @@ class LengthInput:
     """int64, policy version of each rollout's last token (-1 for an empty rollout)."""
     engine_version: int
     """The engine's policy version when the group was finished."""
+    phase_steps_G: torch.Tensor
+    """int64, decode steps from the opening of the generation window (the engine's last
+    weight update before it) to each rollout's first token; -1 where the engine does not
+    count decode steps."""
+    window_steps: float | None
+    """Mean decode steps per generation window (between two weight updates) over the
+    actor's recent windows; None before a window has closed."""
+    response_cap: int
+    """rl.max_new_tokens: the decode steps a full-length response takes."""
+    max_staleness: int
+    """rl.max_staleness: the learner drops a group whose oldest token lags more."""
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
         length_control=cfg.length_control,
         quant_bits=shared_quant_bits(cfg.staleness),
+        max_staleness=rl.max_staleness,
     )
 
 
