@@ -63,8 +63,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--start",
+        nargs="*",
+        default=[],
+        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
+    )
     a = p.parse_args()
-    init = rl_start_checkpoint([f"seed={a.seed}"])
+    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
     ratios = {}
     with tempfile.TemporaryDirectory(prefix="length-bias-") as d:
         for arm, option in ARMS.items():

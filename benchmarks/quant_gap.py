@@ -35,9 +35,15 @@ def main() -> None:
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--tokens", type=int, default=96)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--start",
+        nargs="*",
+        default=[],
+        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
+    )
     a = p.parse_args()
     cfg = load_config([f"seed={a.seed}"])
-    init = rl_start_checkpoint([f"seed={a.seed}"])
+    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
     rows = generate_split("math", "heldout", a.prompts, cfg.world.data_seed)
     tasks = [ActorTask(r, seed=a.seed + i, tag=f"{i}") for i, r in enumerate(rows)]
     gaps = {}

@@ -74,8 +74,14 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--heldout", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--start",
+        nargs="*",
+        default=[],
+        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
+    )
     a = p.parse_args()
-    init = rl_start_checkpoint([f"seed={a.seed}"])
+    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
     results: dict[tuple[str, int], dict[str, float]] = {}
     with build_scorer(load_config([]).rewards, shared=True) as scorer:
         for name in STALENESS:

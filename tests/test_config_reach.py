@@ -33,6 +33,7 @@ from recipe_arena.core.types import LearnerBatch
 from recipe_arena.data.micro import generate_split
 from recipe_arena.length_control import (
     LENGTH_CONTROL,
+    DiscardEarlyShortParams,
     LengthInput,
     TokenBudgetParams,
     apply_length_control,
