@@ -3,11 +3,18 @@ sampled ones, with and without ``length_control=discard_early_short``, side by s
 
 Both arms run the RL stage of ``recipe-arena run recipe=olmo3_think`` (the default
 budget's RL settings: N = 16 prompts x G = 8, two batches in flight, max_staleness 1,
-in-flight weight updates) from the same SFT checkpoint with the same seed, for
-``--steps`` steps, through the real entry point; only the length-control axis differs.
-Each run's metrics.jsonl gives, per step, the mean length and count of every completion
-the learner received (``length/sampled_*``: stale, zero-variance and discarded groups
-too) and of those it trained on (``length/trained_*``); the script pools them.
+in-flight weight updates; ``--rl`` adds overrides to both) from the same SFT checkpoint
+with the same seed, for ``--steps`` steps, through the real entry point; only the
+length-control axis differs. Each run's metrics.jsonl gives, per step, the mean length
+and count of every completion the learner received (``length/sampled_*``: stale,
+zero-variance and discarded groups too) and of those it trained on
+(``length/trained_*``); the script pools them.
+
+Two things separate trained from sampled completions: asynchrony (groups that went
+stale, and what discard_early_short drops) and the zero-gradient filter (groups whose
+rewards are all equal, sync or async alike). ``--rl rl.zero_gradient_filter=false``
+leaves asynchrony alone; ``rl.max_staleness=0`` makes it bite (every group that spans
+an in-flight update is stale).
 
 Written against the public entry point and the run's artifacts only, so it measures
 whatever micro world the checkout has. Last line:
@@ -30,7 +37,9 @@ from recipe_arena.stages.start import rl_start_checkpoint
 ARMS = {"without": "none", "with": "discard_early_short"}
 
 
-def run_arm(init: Path, option: str, steps: int, seed: int, out: Path) -> list[dict[str, float]]:
+def run_arm(
+    init: Path, option: str, steps: int, seed: int, rl: list[str], out: Path
+) -> list[dict[str, float]]:
     """One RL stage from ``init`` through the CLI; its rlvr step records."""
     cmd = [
         sys.executable,
@@ -46,6 +55,7 @@ def run_arm(init: Path, option: str, steps: int, seed: int, out: Path) -> list[d
         "eval.max_prompts_per_domain=1",
         "eval.domain_prompts={}",
         f"seed={seed}",
+        *rl,
         f"out_dir={out}",
         f"name={option}",
     ]
@@ -63,6 +73,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rl", nargs="*", default=[], help="overrides for both arms' RL stage")
     p.add_argument(
         "--start",
         nargs="*",
@@ -74,7 +85,7 @@ def main() -> None:
     ratios = {}
     with tempfile.TemporaryDirectory(prefix="length-bias-") as d:
         for arm, option in ARMS.items():
-            recs = run_arm(init, option, a.steps, a.seed, Path(d))
+            recs = run_arm(init, option, a.steps, a.seed, a.rl, Path(d))
             sampled, trained = pooled(recs, "sampled"), pooled(recs, "trained")
             ratios[arm] = trained / sampled
             total = {

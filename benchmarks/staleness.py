@@ -31,6 +31,7 @@ from recipe_arena.core.backends import make_backend
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import train
 from recipe_arena.data.micro import build_world
+from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.final import evaluate_model
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards import build_scorer
@@ -39,10 +40,10 @@ from recipe_arena.stages.start import rl_start_checkpoint
 from recipe_arena.staleness import STALENESS
 
 BOUNDS = (0, 1, 2, 4, 8)
+World = dict[str, dict[str, list[PromptRow]]]
 
 
-def arm(cfg: RunConfig, init: Path, scorer: object) -> dict[str, float]:
-    world = build_world(cfg.world)
+def arm(cfg: RunConfig, init: Path, world: World, scorer: object) -> dict[str, float]:
     rows = [r for d in world["train"].values() for r in d]
     model, tok = load_checkpoint(init)
     learner = Learner(model, rlvr.learner_settings(cfg))
@@ -83,6 +84,7 @@ def main() -> None:
     a = p.parse_args()
     init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
     results: dict[tuple[str, int], dict[str, float]] = {}
+    world = build_world(load_config([]).world)
     with build_scorer(load_config([]).rewards, shared=True) as scorer:
         for name in STALENESS:
             for k in BOUNDS:
@@ -100,7 +102,7 @@ def main() -> None:
                     ]
                 )
                 torch.manual_seed(a.seed)
-                r = results[(name, k)] = arm(cfg, init, scorer)
+                r = results[(name, k)] = arm(cfg, init, world, scorer)
                 print(
                     f"{name:16s} max_staleness={k}: {r['gen_tok_s']:6.0f} gen tok/s, "
                     f"{r['trained_tok_s']:6.0f} trained tok/s, {r['stale']:3.0f} stale groups, "
