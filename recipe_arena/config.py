@@ -1,8 +1,9 @@
 """Typed configuration: Hydra composes `recipes/`, pydantic validates it into RunConfig.
 
-Defaults live here, once; YAML files only override. Every strategy name is a
-``Literal`` matching one registry, so a wrong value fails at start-up naming the key
-and the allowed values. Unknown keys fail the same way (``extra="forbid"``).
+Defaults live here, once, or for a strategy in its own module; YAML files only
+override. A strategy axis is the discriminated union of its strategies' parameter
+models (one registry per axis), so a wrong name fails at start-up naming the key and the
+allowed values. Unknown keys fail the same way (``extra="forbid"``).
 """
 
 from __future__ import annotations
@@ -10,12 +11,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
+from pydantic import BaseModel, Field, PositiveInt, field_validator
 
+from recipe_arena.core.advantages import AdvantageConfig, CenteredParams
+from recipe_arena.core.loss import LossConfig
+from recipe_arena.core.strategy import STRICT_CONFIG
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain
 from recipe_arena.data.templates import PromptTemplate
+from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.factory import TinyModelSpec
+from recipe_arena.staleness import StalenessConfig, TISParams
 
 SEED_MAX = 2**32 - 1
 """Largest seed every generator accepts (NumPy's limit)."""
@@ -23,18 +29,9 @@ NonNegative = Annotated[float, Field(ge=0)]
 
 
 class Strict(BaseModel):
-    """Every config model: unknown keys fail, and no float anywhere may be NaN or
-    infinite (a timeout of inf never fires, a temperature of inf gives NaN losses)."""
+    """Every config model (settings: ``core.strategy.STRICT_CONFIG``)."""
 
-    # use_attribute_docstrings: each field's docstring becomes its description, which
-    # `recipe-arena run --help` prints (recipe_arena/helptext.py).
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        validate_default=True,
-        allow_inf_nan=False,
-        use_attribute_docstrings=True,
-    )
+    model_config = STRICT_CONFIG
 
 
 # ----------------------------------------------------------------------------- world
@@ -224,26 +221,6 @@ class EngineConfig(Strict):
     """torch intra-op threads; None keeps torch's default."""
 
 
-# ----------------------------------------------------------------------------- policy loss
-class LossConfig(Strict):
-    """OlmoRL's GRPO variant; defaults are OLMo 3's (DESIGN.md 'Policy loss')."""
-
-    advantage: Literal["centered", "standard"] = "centered"
-    """centered: A = r - mean(r_group) (OLMo 3, no std normalisation); standard: (r - mean)/(std + eps)."""
-    normalisation: Literal["token", "sample", "constant"] = "token"
-    """token: sum over batch tokens / total tokens (DAPO); sample: per-sequence mean then
-    mean; constant: sum / (B * max_len) (Dr.GRPO)."""
-    clip_low: float = Field(0.2, ge=0, le=1)
-    """Ratio clipped below at 1 - clip_low (0.8)."""
-    clip_high: float = Field(0.272, ge=0, le=10)
-    """Ratio clipped above at 1 + clip_high (1.272, clip-higher from DAPO)."""
-    kl_beta: float = Field(0.0, ge=0)
-    """Weight of a k3 KL to the reference policy; 0 in OLMo 3 (no KL)."""
-    reward_scale: float = Field(1.0, gt=0)
-    """Multiplies verifier scores (open-instruct used 10)."""
-    std_eps: float = Field(1e-6, gt=0)
-
-
 class RLConfig(Strict):
     """The RLVR stage."""
 
@@ -306,6 +283,16 @@ class RLConfig(Strict):
     The gradient is the same as one forward over the batch; None does that."""
     grad_clip: float = Field(1.0, gt=0)
     """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    """AdamW (beta1, beta2) of the learner, each in [0, 1). beta2 0.99 rather than
+    pretraining's 0.95-0.999: RL gradients are noisy and their scale drifts with the
+    reward mix, so the second moment should forget within ~100 steps."""
+    weight_decay: float = Field(0.0, ge=0)
+    """AdamW decoupled weight decay of the learner (per step, times lr; >= 0). 0 in
+    open-instruct's and OLMo 3's RL: RL runs are short and start from a tuned model."""
+    lr_floor: float = Field(0.1, ge=0, le=1)
+    """Under ``lr_schedule: cosine``, the rate decays to lr_floor * lr at the last step
+    (fraction of the peak, 0-1; 10%, the base and SFT stages' floor)."""
 
     @field_validator("domain_weights")
     @classmethod
@@ -338,25 +325,16 @@ class PromptFilterConfig(Strict):
 
 
 # ----------------------------------------------------------------------------- strategy axes
-class StalenessConfig(Strict):
-    name: Literal["tis", "none"] = "tis"
-    """Registry in recipe_arena/staleness; Kimi's regularizer and DeepSeek's mask slot in here."""
-    tis_cap: float = Field(2.0, gt=0)
-    """TIS: rho_t = min(exp(logp_trainer_old - logp_behavior), cap); 2.0 in OLMo 3."""
-
-
-class LengthControlConfig(Strict):
-    name: Literal["none"] = "none"
-    """Registry in recipe_arena/length_control."""
-
-
+# Each axis is the discriminated union of its strategies' parameter models, built from
+# the axis's registry (``core.strategy.params_union``): the parameters and their
+# defaults live in the strategy's own module.
 class RewardsConfig(Strict):
     """One verifier per domain."""
 
-    math: Literal["math"] = "math"
-    code: Literal["code"] = "code"
-    ifeval: Literal["ifeval"] = "ifeval"
     chat: Literal["judge", "rubric_tournament"] = "judge"
+    """Chat verifier: 'judge' scores each response alone; 'rubric_tournament' (Kimi K3)
+    has the judge write a rubric and compare the group's responses pairwise, so it
+    scores whole groups (RL actors and the prompt filter pass it each group)."""
     code_reward: Literal["pass_fraction", "all_pass"] = "all_pass"
     ifeval_partial_credit: bool = False
     judge_model: str = "smol"
@@ -408,10 +386,10 @@ class RewardsConfig(Strict):
 
 
 class PipelineConfig(Strict):
-    name: Literal["mixed_rlvr", "rl_zero"] = "mixed_rlvr"
-    """The pipeline's label in reports (``stages`` decides what runs): mixed_rlvr is OLMo
-    3's SFT -> DPO -> one mixed-domain RLVR stage, rl_zero its RL-Zero (RLVR from the base
-    model); Kimi's and DeepSeek's are planned."""
+    """OLMo 3's mixed-domain RLVR pipeline (SFT -> DPO -> RLVR) or its RL-Zero (RLVR from
+    the base model), chosen by the ``pipeline`` group's file; Kimi's specialists + MOPD
+    and DeepSeek's RL + OPD are planned."""
+
     stages: list[Literal["base", "sft", "dpo", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
         default=["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]
     )
@@ -512,8 +490,15 @@ class RunConfig(Strict):
     engine: EngineConfig = EngineConfig()
     pipeline: PipelineConfig = PipelineConfig()
     rewards: RewardsConfig = RewardsConfig()
-    staleness: StalenessConfig = StalenessConfig()
-    length_control: LengthControlConfig = LengthControlConfig()
+    advantage: AdvantageConfig = CenteredParams()
+    """Advantage strategy (recipes/advantage/; registry in core/advantages): OLMo 3's
+    centred group-relative advantages by default."""
+    staleness: StalenessConfig = TISParams()
+    """Staleness strategy (recipes/staleness/; registry in staleness/): OLMo 3's TIS by
+    default."""
+    length_control: LengthControlConfig = NoLengthControlParams()
+    """Length control (recipes/length_control/; registry in length_control/): none by
+    default, as in OLMo 3."""
     loss: LossConfig = LossConfig()
     rl: RLConfig = RLConfig()
     prompt_filter: PromptFilterConfig = PromptFilterConfig()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from recipe_arena.cli import main
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.config import EngineConfig, RewardsConfig
 from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
 from recipe_arena.core.metrics import group_metrics
 from recipe_arena.data.micro import generate_split
@@ -57,7 +57,6 @@ def _actor(seed: int, spurious_p: float | None, scorer) -> Actor:  # type: ignor
         "torch",
         EngineConfig(),
         RewardsConfig(),
-        LengthControlConfig(),
         settings,
         scorer=scorer,
     )

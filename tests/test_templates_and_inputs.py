@@ -11,16 +11,15 @@ from recipe_arena.cli import main
 from recipe_arena.config import (
     EngineConfig,
     EvalConfig,
-    LengthControlConfig,
     RewardsConfig,
     RunConfig,
 )
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask, encode_prompt
+from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.data.templates import SIMPLE_TEMPLATE, encode_messages
-from recipe_arena.eval.evaluate import prompt_tokens
 from recipe_arena.eval.final import evaluate_checkpoint
+from recipe_arena.models.chat import encode_prompt
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.models.tokenizer import SPECIAL_TOKENS, build_char_tokenizer
 
@@ -42,8 +41,8 @@ ROW = PromptRow(
 
 def test_simple_template_is_plain_text_without_special_tokens() -> None:
     """simple: 'Be brief.\\n\\nUser: 2+3?\\nAssistant: 5\\nUser: 1+1?\\nAssistant:\\n', no
-    special token id; chat: ChatML with <|im_start|> markers. The actors' and the
-    evaluation's encoders give the same tokens for both templates."""
+    special token id; chat: ChatML with <|im_start|> markers. (The actors, the prompt
+    filter and the evaluation all encode through this one function, models.chat.)"""
     tok = build_char_tokenizer()
     special = {tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     simple = encode_prompt(tok, ROW, "simple")
@@ -54,8 +53,6 @@ def test_simple_template_is_plain_text_without_special_tokens() -> None:
     assert not special & set(simple)
     chat = encode_prompt(tok, ROW, "chat")
     assert tok.convert_tokens_to_ids("<|im_start|>") in chat
-    for template in ("chat", "simple"):
-        assert prompt_tokens(tok, ROW, template) == encode_prompt(tok, ROW, template)
     assert "<|" not in SIMPLE_TEMPLATE
     with pytest.raises(ValueError, match="prompt_template='r1'"):
         encode_messages(tok, [{"role": "user", "content": "x"}], "r1")
@@ -74,7 +71,6 @@ def test_actor_writes_prompts_with_its_template() -> None:
         "torch",
         EngineConfig(),
         RewardsConfig(workers=1),
-        LengthControlConfig(),
         settings,
     )
     try:

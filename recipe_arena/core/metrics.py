@@ -53,3 +53,31 @@ def _verifier_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
     scores = [v for vs in by_domain.values() for v in vs]
     out["reward/verifier/mean"] = sum(scores) / len(scores)
     return out
+
+
+def length_metrics(
+    received: Sequence[RolloutGroup], trained: Sequence[RolloutGroup]
+) -> dict[str, float]:
+    """Sampled against trained response lengths, and what length control counted.
+
+    ``length/sampled_*``: every completion of every group the learner received (stale,
+    zero-variance and length-control-dropped ones too); ``length/trained_*``: the
+    rollouts of the groups it trained on. Means and counts, so runs can be pooled. The
+    counts length control reports per group (``length/budget_violations``,
+    ``length/discarded_short``, ...) are summed over the received groups."""
+    out: dict[str, float] = {}
+    sampled = [n for g in received for n in (g.sampled_lengths or _lengths(g))]
+    kept = [n for g in trained for n in _lengths(g)]
+    for name, lengths in (("sampled", sampled), ("trained", kept)):
+        if lengths:
+            out[f"length/{name}_mean"] = sum(lengths) / len(lengths)
+            out[f"length/{name}_n"] = float(len(lengths))
+    counts: collections.Counter[str] = collections.Counter()
+    for g in received:
+        counts.update(g.metrics)
+    out.update({k: float(v) for k, v in counts.items()})
+    return out
+
+
+def _lengths(group: RolloutGroup) -> list[int]:
+    return [len(r.completion_tokens) for r in group.rollouts]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from recipe_arena.cache import cache_key, write_json_atomic
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation
@@ -61,7 +62,6 @@ def evaluate_checkpoint(
     """``evaluate_model`` of the checkpoint directory, cached in it (module docstring).
     A checkpoint directory that cannot be written to is evaluated without caching."""
     from recipe_arena.models.factory import load_checkpoint
-    from recipe_arena.stages.common import cache_key, write_json_atomic
 
     key = cache_key(
         {

@@ -37,10 +37,11 @@ from typing import Any
 import torch
 
 from recipe_arena.config import RunConfig
-from recipe_arena.data.micro import Example, generate_examples, generate_split
+from recipe_arena.data.micro import generate_examples, generate_split
 from recipe_arena.data.schema import Domain, PromptRow
 from recipe_arena.data.templates import encode_messages
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
+from recipe_arena.models.chat import conversation
 from recipe_arena.stages.prompt_filter import domain_quotas
 
 PAIR_SEED_OFFSET = 3_000_017
@@ -125,13 +126,6 @@ def length_report(
 
 
 # ----------------------------------------------------------------------------- prompts
-def _turn(ex: Example) -> list[dict[str, str]]:
-    return [
-        *(m.model_dump() for m in ex.row.messages),
-        {"role": "assistant", "content": ex.response},
-    ]
-
-
 def pair_candidates(cfg: RunConfig, n: int) -> list[Candidate]:
     """``n`` pair prompts from the train split, split over domains by
     ``dpo.domain_weights`` (largest remainder), in a seeded shuffled order; a
@@ -148,7 +142,8 @@ def pair_candidates(cfg: RunConfig, n: int) -> list[Candidate]:
         msgs = [m.model_dump() for m in ex.row.messages]
         subset: str = ex.row.domain
         if rng.random() < cfg.dpo.multiturn_fraction:
-            msgs = _turn(rng.choice(context)) + msgs
+            earlier = rng.choice(context)
+            msgs = conversation(earlier.row, earlier.response) + msgs
             subset = "multiturn"
         out.append(Candidate(ex.row.id, ex.row.domain, subset, tuple(msgs), ex.response, ex.row))
     rng.shuffle(out)
@@ -223,7 +218,7 @@ def build_pairs(
     """Pairs, in candidate order, until ``target`` survive the length cap or
     ``CANDIDATE_FACTOR * target`` prompts were tried; pairs longer than
     ``context_limit`` tokens are skipped (counted as ``too_long``)."""
-    from recipe_arena.eval.evaluate import decode
+    from recipe_arena.models.chat import decode_response
 
     cands = pair_candidates(cfg, CANDIDATE_FACTOR * target)
     out = PairSet([], [], [], {}, collections.Counter())
@@ -246,7 +241,7 @@ def build_pairs(
                 continue
             pair = PreferencePair(cand.id, cand.subset, prompt, ch, rj)
             out.before_cap.append(pair)
-            out.texts[cand.id] = (decode(tokenizer, ch), decode(tokenizer, rj))
+            out.texts[cand.id] = (decode_response(tokenizer, ch), decode_response(tokenizer, rj))
             kept, _ = length_cap_filter([pair], cfg.dpo.length_cap)
             out.kept += kept
             out.counts["dropped_length" if not kept else "kept"] += 1

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recipe_arena.config import RunConfig
-from recipe_arena.core.actor import decode_response, encode_prompt
 from recipe_arena.core.metrics import PASS_THRESHOLD
 from recipe_arena.data.schema import PromptRow, write_rows
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
+from recipe_arena.models.chat import decode_response, encode_prompt
 from recipe_arena.progress import StageBar
 from recipe_arena.rundir import RunDir
 
@@ -140,13 +140,12 @@ def _pass_rates(
         for i, r in enumerate(rows)
     ]
     comps = engine.generate(reqs)  # type: ignore[attr-defined]
-    texts = [decode_response(tok, c.tokens) for c in comps]
-    flat_rows = [rows[int(c.request_id.split("/", 1)[0])] for c in comps]
-    results = scorer.score(flat_rows, texts)  # type: ignore[attr-defined]
-    passed: dict[int, list[bool]] = collections.defaultdict(list)
-    for c, res in zip(comps, results, strict=True):
-        passed[int(c.request_id.split("/", 1)[0])].append(res.score >= PASS_THRESHOLD)
-    return [sum(passed[i]) / len(passed[i]) for i in range(len(rows))]
+    texts: dict[int, list[str]] = collections.defaultdict(list)
+    for c in comps:
+        texts[int(c.request_id.split("/", 1)[0])].append(decode_response(tok, c.tokens))
+    # scored as groups: the rubric tournament compares a prompt's rollouts with each other
+    results = scorer.score_groups([(r, texts[i]) for i, r in enumerate(rows)])  # type: ignore[attr-defined]
+    return [sum(res.score >= PASS_THRESHOLD for res in g) / len(g) for g in results]
 
 
 def filter_metrics(

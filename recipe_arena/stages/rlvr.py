@@ -40,46 +40,17 @@ from recipe_arena.eval.scores import log_eval_scores
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.progress import StageBar, heldout_text, rl_postfix
 from recipe_arena.rundir import RunDir
-from recipe_arena.staleness import StalenessParams
+from recipe_arena.staleness import shared_quant_bits
 
 
 def loop_settings(cfg: RunConfig, pad_id: int) -> LoopSettings:
-    rl, loss = cfg.rl, cfg.loss
-    return LoopSettings(
-        steps=rl.steps,
-        prompts_per_step=rl.prompts_per_step,
-        max_staleness=rl.max_staleness,
-        pipeline_depth=rl.pipeline_depth,
-        zero_gradient_filter=rl.zero_gradient_filter,
-        active_sampling=rl.active_sampling,
-        max_resample_factor=rl.max_resample_factor,
-        advantage=loss.advantage,
-        reward_scale=loss.reward_scale,
-        std_eps=loss.std_eps,
-        seed=cfg.seed,
-        pad_id=pad_id,
-    )
+    """The loop reads the RL section and the advantage strategy as configured."""
+    return LoopSettings(rl=cfg.rl, advantage=cfg.advantage, seed=cfg.seed, pad_id=pad_id)
 
 
 def learner_settings(cfg: RunConfig) -> LearnerSettings:
-    loss, st = cfg.loss, cfg.staleness
-    return LearnerSettings(
-        lr=cfg.rl.lr,
-        temperature=cfg.rl.temperature,
-        clip_low=loss.clip_low,
-        clip_high=loss.clip_high,
-        normalisation=loss.normalisation,
-        kl_beta=loss.kl_beta,
-        constant_len=cfg.rl.max_new_tokens,
-        staleness=st.name,
-        staleness_params=StalenessParams(tis_cap=st.tis_cap),
-        grad_clip=cfg.rl.grad_clip,
-        epochs=cfg.rl.epochs,
-        microbatch_tokens=cfg.rl.microbatch_tokens,
-        warmup_steps=cfg.rl.warmup_steps,
-        total_steps=cfg.rl.steps,
-        lr_floor=1.0 if cfg.rl.lr_schedule == "constant" else 0.1,
-    )
+    """The learner reads the RL section, the loss and the staleness strategy as configured."""
+    return LearnerSettings(rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness)
 
 
 def actor_settings(cfg: RunConfig) -> ActorSettings:
@@ -90,7 +61,9 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         max_new_tokens=rl.max_new_tokens,
         # enough groups to fill the engine's batch: max_batch_size // G (at least one)
         max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
-        length_control=cfg.length_control.name,
+        length_control=cfg.length_control,
+        quant_bits=shared_quant_bits(cfg.staleness),
+        max_staleness=rl.max_staleness,
         prompt_template=cfg.prompt_template,
         spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
     )
@@ -103,10 +76,14 @@ def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
         engine_name=cfg.engine.name,
         engine_cfg=cfg.engine,
         rewards_cfg=cfg.rewards,
-        length_cfg=cfg.length_control,
         settings=actor_settings(cfg),
         version=version,
     )
+
+
+def prompt_source(cfg: RunConfig, train_rows: Sequence[PromptRow]) -> PromptSource:
+    """The training rows drawn in the configured domain mixture, seeded by the run."""
+    return PromptSource(train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed)
 
 
 def run_rlvr(
@@ -128,9 +105,7 @@ def run_rlvr(
     random.seed(cfg.seed)
     ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
     learner = Learner(model, learner_settings(cfg), ref_model=ref)
-    source = PromptSource(
-        train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed
-    )
+    source = prompt_source(cfg, train_rows)
     start_step = 0
     if resumed is not None:
         state = load_training_state(resumed)
