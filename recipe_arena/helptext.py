@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from recipe_arena.compose import recipes_dir
+from recipe_arena.compose import recipes_dir, union_members
 from recipe_arena.config import RunConfig
 
 DEFAULT_RECIPE = "olmo3_think"
@@ -80,7 +80,7 @@ def _yaml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
-    if isinstance(value, dict | list):
+    if isinstance(value, dict | list | tuple):
         plain = json.loads(json.dumps(value))
         text = yaml.safe_dump(plain, default_flow_style=True, width=10**6, sort_keys=False)
         return str(text).strip()
@@ -138,17 +138,36 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     )
 
 
+def _section_model(field: FieldInfo) -> type[BaseModel] | None:
+    """The model of a nested section; for a strategy axis (a union of parameter models)
+    the model of its default option."""
+    sub = _submodel(field.annotation)
+    if sub is None and union_members(field.annotation):
+        default = field.get_default(call_default_factory=True)
+        sub = type(default) if isinstance(default, BaseModel) else None
+    return sub
+
+
 def iter_keys(
     model: type[BaseModel] = RunConfig, prefix: str = ""
 ) -> Iterator[tuple[str, FieldInfo]]:
     """(dotted key, field) for every leaf field of ``model``, nested sections flattened
-    in declaration order."""
+    in declaration order; a strategy axis shows its default option's keys."""
     for name, field in model.model_fields.items():
-        sub = _submodel(field.annotation)
+        sub = _section_model(field)
         if sub is not None:
             yield from iter_keys(sub, f"{prefix}{name}.")
         else:
             yield f"{prefix}{name}", field
+
+
+def axis_options(model: type[BaseModel] = RunConfig) -> dict[str, list[str]]:
+    """Strategy axis -> its options (the ``name`` values of its union)."""
+    return {
+        name: list(union_members(field.annotation))
+        for name, field in model.model_fields.items()
+        if union_members(field.annotation) and _submodel(field.annotation) is None
+    }
 
 
 def sections(model: type[BaseModel] = RunConfig) -> dict[str, str]:
@@ -158,6 +177,8 @@ def sections(model: type[BaseModel] = RunConfig) -> dict[str, str]:
         sub = _submodel(field.annotation)
         if sub is not None:
             out[name] = first_sentence(sub.__doc__)
+        elif _section_model(field) is not None:  # a strategy axis: its field's docstring
+            out[name] = first_sentence(field.description)
     return out
 
 
@@ -202,11 +223,12 @@ def allowed(annotation: Any, metadata: list[Any] | None = None) -> str:
 
 def key_rows(model: type[BaseModel] = RunConfig) -> list[tuple[str, str, str, str]]:
     """(key, default, allowed values, one line) for every leaf field of ``model``."""
+    axes = {f"{axis}.name": "|".join(opts) for axis, opts in axis_options(model).items()}
     return [
         (
             key,
             _yaml_value(field.get_default(call_default_factory=True)),
-            allowed(field.annotation, field.metadata),
+            axes.get(key) or allowed(field.annotation, field.metadata),
             first_sentence(field.description),
         )
         for key, field in iter_keys(model)

@@ -41,13 +41,24 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def _leaf_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     keys: list[str] = []
-    for name, field in model.model_fields.items():
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            keys += _leaf_keys(ann, f"{prefix}{name}.")
+    for name in model.model_fields:
+        sub = _section(model, name)
+        if sub is not None:
+            keys += _leaf_keys(sub, f"{prefix}{name}.")
         else:
             keys.append(f"{prefix}{name}")
     return keys
+
+
+def _section(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    """A nested section's model; for a strategy axis (a union of parameter models) the
+    model of its default option, whose keys the help lists."""
+    field = model.model_fields[name]
+    ann = field.annotation
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    default = field.get_default(call_default_factory=True)
+    return type(default) if isinstance(default, BaseModel) else None
 
 
 def _value_at(cfg: BaseModel, key: str) -> object:
@@ -61,9 +72,9 @@ def _field(key: str) -> FieldInfo:
     model: type[BaseModel] = RunConfig
     *sections, name = key.split(".")
     for part in sections:
-        ann = model.model_fields[part].annotation
-        assert isinstance(ann, type) and issubclass(ann, BaseModel)
-        model = ann
+        sub = _section(model, part)
+        assert sub is not None
+        model = sub
     return model.model_fields[name]
 
 
@@ -149,7 +160,7 @@ def test_run_help_picks_up_a_new_recipe_and_option(tmp_path: Path) -> None:
     root = tmp_path / "recipes"
     shutil.copytree(RECIPES, root)
     (root / "staleness" / "halfcap.yaml").write_text(
-        "# TIS with a tighter cap. Second sentence not shown.\nname: tis\ntis_cap: 1.5\n"
+        "# TIS with a tighter cap. Second sentence not shown.\nname: tis\ncap: 1.5\n"
     )
     (root / "no_comment.yaml").write_text("defaults:\n  - world: micro\nrecipe: no_comment\n")
     text = _cli("run", "--help", RECIPE_ARENA_RECIPES=str(root)).stdout
