@@ -18,24 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 import yaml
 
+from recipe_arena import offline_env
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
 from recipe_arena.logsetup import add_verbose_flag, configure_output
 
 EXIT_CONFIG = 2
-
-
-def _offline_env() -> None:
-    # Nothing may reach a model hub at run time.
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        os.environ.setdefault(var, "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -243,7 +236,7 @@ def _add_compare(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _offline_env()
+    offline_env()
     args = _parser().parse_args(argv)
     configure_output(getattr(args, "verbose", False))
     if args.verb == "verify" and args.output and "=" in args.output:

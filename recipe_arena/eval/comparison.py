@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from recipe_arena.compare import PLAN_FILE, RUN_KEYS, Plan, flatten, run_finished
+from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Plan, flatten, run_finished
 from recipe_arena.eval import stats
 from recipe_arena.eval.scores import ScoreRecord, final_scores, read_eval_scores, rl_evaluations
 from recipe_arena.rundir import read_metrics
