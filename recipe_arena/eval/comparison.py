@@ -130,11 +130,8 @@ def group_runs(paths: Sequence[Path]) -> list[ArmData]:
     base_cfg = groups[0][0]
     arms = []
     for i, (cfg, runs) in enumerate(groups):
-        diff = [
-            f"{k}={cfg.get(k)}"
-            for k in sorted(set(cfg) | set(base_cfg))
-            if cfg.get(k) != base_cfg.get(k)
-        ]
+        # a key the arm lacks (another strategy's own parameter) is implied by its option
+        diff = [f"{k}={cfg[k]}" for k in sorted(cfg) if cfg[k] != base_cfg.get(k)]
         name = "baseline" if i == 0 else ",".join(diff)[:80]
         arms.append(ArmData(name, sorted(runs, key=lambda r: r.seed)))
     arms[0].missing = skipped
