@@ -198,12 +198,17 @@ load_checkpoint(path)
 def test_checkpoint_bars_only_with_verbose(verbose: bool) -> None:
     """A real save and load of the micro model: transformers' "Writing model shards" and
     "Loading weights" bars reach stderr with -v only."""
+    # a fresh process, as a user starts it: not the environment an earlier in-process
+    # `main()` of this test session quietened (configure_output sets these for children)
+    quiet = ("HF_HUB_DISABLE_PROGRESS_BARS", "PYTHONWARNINGS", "VLLM_LOGGING_CONFIG_PATH")
+    env = {k: v for k, v in os.environ.items() if k not in quiet}
     proc = subprocess.run(
         [sys.executable, "-c", _SAVE_LOAD, "1" if verbose else "0"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     for bar in ("Writing model shards", "Loading weights"):
