@@ -66,7 +66,9 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
         assert (run / name).exists(), name
     stages = json.loads((run / "stages.json").read_text())
     cfg = yaml.safe_load((run / "config.yaml").read_text())
-    assert list(stages["done"]) == cfg["pipeline"]["stages"]
+    # every configured stage finished (stages.json is written with sorted keys; the order
+    # shows in each stage's recorded input: RL from DPO's checkpoint, and so on, below)
+    assert sorted(stages["done"]) == sorted(cfg["pipeline"]["stages"])
     assert cfg["pipeline"]["stages"] == PIPELINES.get(recipe, cfg["pipeline"]["stages"])
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     rl_steps = [r for r in records if r["stage"] == "rlvr" and "loss/policy" in r]
