@@ -29,8 +29,9 @@ from pathlib import Path
 
 import torch
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import ActorSettings
+from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.backends import ActorSpec, LocalBackend
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train
@@ -45,13 +46,12 @@ def arm(
     torch.set_num_threads(threads)
     rows = generate_split("math", "train", 400, seed=0)
     model, tok = load_checkpoint(init)
-    learner = Learner(model, LearnerSettings(lr=1e-3, temperature=1.0))
+    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)))
     spec = ActorSpec(
         str(init),
         "torch",
         EngineConfig(max_batch_size=a.prompts * a.group),
         RewardsConfig(workers=1),
-        LengthControlConfig(),
         ActorSettings(
             group_size=a.group,
             temperature=1.0,
@@ -59,16 +59,15 @@ def arm(
             max_groups_in_engine=a.prompts,
         ),
     )
-    s = LoopSettings(
+    rl = RLConfig(
         steps=a.steps,
         prompts_per_step=a.prompts,
         max_staleness=staleness,
         pipeline_depth=depth,
         zero_gradient_filter=False,
         active_sampling=False,
-        seed=0,
-        pad_id=int(tok.pad_token_id),
     )
+    s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=int(tok.pad_token_id))
     backend = LocalBackend(spec)
     t0 = time.perf_counter()
     records = train(learner, backend, PromptSource(rows, {"math": 1.0}, seed=0), s)

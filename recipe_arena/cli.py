@@ -1,13 +1,16 @@
 """`recipe-arena`: run a recipe, score responses, audit verifiers, render a report.
 
-    recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job]
+    recipe-arena run recipe=olmo3_think [group=option ...] [key.path=value ...] [--cfg job] [-v]
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
     recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
     recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
+    recipe-arena spurious-check --spurious RUN... [--real RUN...] [--out DIR]
 
-A bad recipe, option, key or value exits with status 2 and one line that names it and
+`recipe-arena run --help` lists the recipes, config groups and keys (helptext.py); -v keeps
+library progress bars and known-harmless warnings in the log (logsetup.py). A bad recipe,
+option, key or value exits with status 2 and one line that names it and
 what is allowed, before any work starts.
 """
 
@@ -15,22 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 import yaml
 
+from recipe_arena import offline_env
 from recipe_arena.compose import ConfigError, load_config
+from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
+from recipe_arena.logsetup import add_verbose_flag, configure_output
 
 EXIT_CONFIG = 2
-
-
-def _offline_env() -> None:
-    # Nothing may reach a model hub at run time.
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        os.environ.setdefault(var, "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -41,9 +39,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(cfg)
     from recipe_arena.pipeline import run_pipeline
+    from recipe_arena.summary import closing_lines
 
-    path = run_pipeline(cfg)
-    print(f"run written to {path} (report: {path / 'report.md'})")
+    print(closing_lines(run_pipeline(cfg)))
     return 0
 
 
@@ -114,11 +112,37 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 130
 
 
+def _cmd_spurious_check(args: argparse.Namespace) -> int:
+    from recipe_arena.eval.spurious import write_spurious_check
+
+    print(write_spurious_check(args.spurious, args.real, args.out).read_text(), end="")
+    return 0
+
+
+def _add_spurious_check(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sp = sub.add_parser(
+        "spurious-check",
+        help="flag held-out sets that rise under spurious rewards beyond seed noise",
+    )
+    sp.add_argument("--spurious", nargs="+", required=True, help="runs with spurious rewards")
+    sp.add_argument("--real", nargs="*", default=[], help="runs of the same recipe, real rewards")
+    sp.add_argument("--out", default="spurious_check", help="output folder")
+    sp.set_defaults(fn=_cmd_spurious_check)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="recipe-arena", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="verb", required=True)
-    run = sub.add_parser("run", help="run a recipe (Hydra overrides: group=option, key.path=value)")
-    run.add_argument("overrides", nargs="*")
+    run = sub.add_parser(
+        "run",
+        help="run a recipe (`run --help` lists the recipes, config groups and keys)",
+        description=RUN_DESCRIPTION,
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_run_help(run)
+    add_verbose_flag(run)
+    run.add_argument("overrides", nargs="*", help="recipe=NAME, GROUP=OPTION or KEY=VALUE (below)")
     run.add_argument("--cfg", choices=["job"], help="print the resolved config and exit")
     run.add_argument(
         "--dry-run",
@@ -150,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.set_defaults(fn=_cmd_report)
     _add_compare(sub)
     _add_lm_eval(sub)
+    _add_spurious_check(sub)
     return p
 
 
@@ -211,8 +236,9 @@ def _add_compare(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _offline_env()
+    offline_env()
     args = _parser().parse_args(argv)
+    configure_output(getattr(args, "verbose", False))
     if args.verb == "verify" and args.output and "=" in args.output:
         args.overrides.insert(0, args.output)
         args.output = None

@@ -33,16 +33,14 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Arm, Plan, flatten, run_finished
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import RunConfig
 
-PLAN_FILE = "comparison.json"
 AA_SEED_OFFSET = 1000
 """The A/A control's seeds are the comparison's seeds plus this (a second, disjoint set)."""
 PAIRED_KEYS = ("world", "eval")
@@ -50,42 +48,9 @@ PAIRED_KEYS = ("world", "eval")
 prompts, the same eval settings the same scoring of them."""
 BUDGET_KEYS = ("rl.steps", "rl.prompts_per_step", "rl.group_size")
 """Their product is the budget in trained samples, equal for every arm."""
-RUN_KEYS = ("seed", "name", "out_dir", "resume")
-"""Settings that differ between runs by construction and never between arms."""
 PROGRESS_EVERY_S = 60.0
-PROGRESS_PREFIXES = ("rlvr step", "stage ", "base:", "sft:", "prompt filter", "prompt_filter")
+PROGRESS_PREFIXES = ("rlvr", "stage ", "base:", "sft:", "dpo", "prompt filter", "prompt_filter")
 """Lines of a run's log that say where it is (its stage rules and progress bars)."""
-
-
-@dataclass(frozen=True)
-class Arm:
-    name: str
-    overrides: list[str]
-    seeds: list[int]
-    control: bool = False
-    """The A/A control: the baseline's settings on a second seed set."""
-
-
-@dataclass
-class Plan:
-    recipe: str
-    axis: str | None
-    arms: list[Arm]
-    baseline: str
-    common: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Plan:
-        arms = [Arm(**a) for a in raw["arms"]]
-        return cls(raw["recipe"], raw["axis"], arms, raw["baseline"], list(raw["common"]))
-
-    def runs(self) -> list[tuple[Arm, int]]:
-        """(arm, seed) of every run, seed-major so that early results come in pairs."""
-        width = max(len(a.seeds) for a in self.arms)
-        return [(a, a.seeds[i]) for i in range(width) for a in self.arms if i < len(a.seeds)]
 
 
 @dataclass
@@ -198,16 +163,6 @@ def run_overrides(plan: Plan, arm: Arm, seed: int, runs_dir: Path) -> list[str]:
     ]
 
 
-def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config as {"a.b.c": value}; lists stay values."""
-    if isinstance(raw, dict):
-        out: dict[str, Any] = {}
-        for k, v in raw.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-        return out
-    return {prefix[:-1]: raw}
-
-
 def _dump(cfg: RunConfig) -> dict[str, Any]:
     flat = flatten(cfg.model_dump(mode="json"))
     return {k: v for k, v in flat.items() if k not in RUN_KEYS}
@@ -245,16 +200,6 @@ def compose_runs(plan: Plan, runs_dir: Path) -> dict[tuple[str, int], RunConfig]
     firsts = {a.name: out[(a.name, a.seeds[0])] for a in plan.arms}
     check_pairing(plan, firsts)
     return out
-
-
-def run_finished(run_dir: Path) -> bool:
-    """Every stage of the run's pipeline is recorded as done in stages.json."""
-    try:
-        done = json.loads((run_dir / "stages.json").read_text()).get("done", {})
-        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-    except (OSError, ValueError):
-        return False
-    return bool(set(cfg["pipeline"]["stages"]) <= set(done))
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -99,8 +100,10 @@ def compose_raw(overrides: list[str]) -> dict[str, Any]:
 
 
 def _mapping_key(override: str) -> tuple[str, dict[str, Any]] | None:
-    """For ``++a.b.key=v`` where ``a.b`` is a mapping field (rl.domain_weights): the
-    mapping's path and its default; None for any other override."""
+    """For ``++a.b.key=v`` where ``a.b`` is a mapping field (rl.domain_weights,
+    length_control.budget_by_effort): the mapping's path and its default; None for any
+    other override. In a strategy axis the field is looked up in the one option that
+    has it."""
     key = override.split("=", 1)[0].lstrip("+~")
     parts = key.split(".")
     model: type[BaseModel] = RunConfig
@@ -111,6 +114,10 @@ def _mapping_key(override: str) -> tuple[str, dict[str, Any]] | None:
         ann = field.annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             model = ann
+            continue
+        owners = [m for m in union_members(ann).values() if parts[i + 1] in m.model_fields]
+        if len(owners) == 1:
+            model = owners[0]
             continue
         if get_origin(ann) is dict:
             default = field.get_default(call_default_factory=True)
@@ -141,27 +148,58 @@ def _mapping_defaults(cfg: Any, overrides: list[str]) -> list[str]:
     return extra
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The pydantic model that owns the field at ``loc`` (for listing allowed keys)."""
-    model: type[BaseModel] = RunConfig
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
+def union_members(ann: Any) -> dict[str, type[BaseModel]]:
+    """A strategy axis's parameter models by name (empty if ``ann`` is not such a union)."""
+    members: dict[str, type[BaseModel]] = {}
+    for arg in typing.get_args(ann):
+        for model in typing.get_args(arg) or (arg,):
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                name = model.model_fields.get("name")
+                if name is not None and isinstance(name.default, str):
+                    members[name.default] = model
+    return members
+
+
+def _resolve(loc: tuple[int | str, ...]) -> tuple[type[BaseModel] | None, list[str]]:
+    """The pydantic model that owns the field at ``loc`` and the user's key path (a
+    strategy union's tag, which pydantic puts in ``loc``, is not part of the key)."""
+    model: type[BaseModel] | None = RunConfig
+    path: list[str] = []
+    parts = list(loc)
+    while parts:
+        part = str(parts.pop(0))
+        path.append(part)
+        if not parts or model is None:
+            break
+        field = model.model_fields.get(part)
         ann = field.annotation if field else None
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
-            return None
-        model = ann
-    return model
+        members = union_members(ann)
+        if members and str(parts[0]) in members:
+            model = members[str(parts.pop(0))]
+        elif isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+        elif len(members) == 1:  # an optional model (``Model | None``)
+            model = next(iter(members.values()))
+        else:
+            model = None
+    return model, path
 
 
 def format_validation_error(err: ValidationError) -> str:
     """First error as one line: 'key=value: problem; allowed: ...'."""
     e = err.errors()[0]
     loc = tuple(e["loc"])
-    key = ".".join(str(p) for p in loc)
+    owner, path = _resolve(loc)
+    key = ".".join(path)
     if e["type"] == "extra_forbidden":
-        owner = _model_at(loc)
         allowed = ", ".join(owner.model_fields) if owner else "?"
         return f"unknown key '{key}' (value {e['input']!r}); allowed keys here: {allowed}"
+    if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        ctx = e.get("ctx", {})
+        tag = ctx.get("tag", "(missing)")
+        return (
+            f"{key}.name={tag!r}: not an option of {key}; allowed: {ctx.get('expected_tags', '?')}"
+        )
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
     return f"{key}={e['input']!r}: {e['msg']}{more}"
 

@@ -1,8 +1,9 @@
 """Typed configuration: Hydra composes `recipes/`, pydantic validates it into RunConfig.
 
-Defaults live here, once; YAML files only override. Every strategy name is a
-``Literal`` matching one registry, so a wrong value fails at start-up naming the key
-and the allowed values. Unknown keys fail the same way (``extra="forbid"``).
+Defaults live here, once, or for a strategy in its own module; YAML files only
+override. A strategy axis is the discriminated union of its strategies' parameter
+models (one registry per axis), so a wrong name fails at start-up naming the key and the
+allowed values. Unknown keys fail the same way (``extra="forbid"``).
 """
 
 from __future__ import annotations
@@ -10,11 +11,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
+from pydantic import BaseModel, Field, PositiveInt, field_validator
 
+from recipe_arena.core.advantages import AdvantageConfig, CenteredParams
+from recipe_arena.core.loss import LossConfig
+from recipe_arena.core.strategy import STRICT_CONFIG
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, Effort
+from recipe_arena.data.templates import PromptTemplate
+from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.factory import TinyModelSpec
+from recipe_arena.staleness import StalenessConfig, TISParams
 
 SEED_MAX = 2**32 - 1
 """Largest seed every generator accepts (NumPy's limit)."""
@@ -22,12 +29,9 @@ NonNegative = Annotated[float, Field(ge=0)]
 
 
 class Strict(BaseModel):
-    """Every config model: unknown keys fail, and no float anywhere may be NaN or
-    infinite (a timeout of inf never fires, a temperature of inf gives NaN losses)."""
+    """Every config model (settings: ``core.strategy.STRICT_CONFIG``)."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
-    )
+    model_config = STRICT_CONFIG
 
 
 # ----------------------------------------------------------------------------- world
@@ -130,6 +134,76 @@ class SFTConfig(Strict):
     """Log held-out pass@1 per domain after SFT."""
 
 
+DPOSubset = Literal["math", "code", "ifeval", "chat", "multiturn"]
+"""A preference pair's subset: its domain, or multiturn when the final turn follows an
+earlier exchange (OLMo 3 capped the length difference of its chat and multi-turn subsets)."""
+
+
+class DPOConfig(Strict):
+    """Think DPO with delta learning (OLMo 3 sec. 4.3; Geng et al. 2025, "Delta Learning").
+
+    Pairs: the chosen response from a strong model, the rejected one from a deliberately
+    weak model, on the same prompt; the contrast is the signal. Trains the sigmoid DPO
+    loss of Rafailov et al. 2023 against the stage's starting checkpoint as reference."""
+
+    beta: float = Field(0.1, gt=0)
+    """Temperature of the implicit reward, beta * (log pi/pi_ref); 0.1 is Rafailov et al.'s
+    default. Larger beta keeps the policy closer to the reference."""
+    lr: float = Field(1e-4, gt=0, le=1)
+    """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
+    warmup_steps: int = Field(2, ge=0)
+    batch_size: int = Field(16, ge=1)
+    """Preference pairs per optimiser step."""
+    epochs: float = Field(2.0, gt=0)
+    """Passes over the kept pairs of one dataset size (steps = ceil(size * epochs /
+    batch_size)); early stopping can end a size sooner."""
+    sizes: list[PositiveInt] = Field(default=[128], min_length=1)
+    """Dataset sizes to train, each from the stage's starting checkpoint on the first
+    ``size`` kept pairs; the size and step with the best validation score win (OLMo 3 swept
+    its DPO set size: more pairs were not monotonically better). One size: no sweep."""
+    chosen: Literal["reference", "policy"] = "reference"
+    """Strong model. reference: the world's reference solutions, the traces the SFT data
+    imitated (OLMo 3 took the chosen from Qwen3-32B, whose traces made its SFT set);
+    policy: the stage's starting checkpoint, sampled at ``temperature``."""
+    rejected_checkpoint: str | None = None
+    """Weak model's checkpoint directory; None: the checkpoint the SFT stage started from
+    (the base model), as Qwen3-0.6B against Qwen3-32B in OLMo 3."""
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature of model-written responses (the weak model's, and the
+    policy's when ``chosen=policy``)."""
+    max_new_tokens: int = Field(160, ge=1)
+    """Cap of a sampled response, tokens (the longest micro references are ~150)."""
+    domain_weights: dict[Domain, float] = Field(
+        default={"math": 0.7, "code": 0.0, "ifeval": 0.2, "chat": 0.1}
+    )
+    """Share of the pair prompts per domain (train split, a draw of its own)."""
+    multiturn_fraction: float = Field(0.2, ge=0, le=1)
+    """Share of pairs whose final user turn follows an earlier exchange; chosen and
+    rejected then share that context and differ only in the final turn."""
+    max_length_delta: int | None = Field(100, ge=0)
+    """Length-bias control: drop a pair whose chosen response is more than this many
+    tokens longer than its rejected one (OLMo 3: 100). None keeps every pair."""
+    subset_length_delta: dict[DPOSubset, int | None] = Field(default={})
+    """Per-subset caps that replace ``max_length_delta`` for the subsets listed."""
+    validation_prompts: dict[Domain, PositiveInt] = Field(default={"math": 200})
+    """Validation slice for early stopping and the size sweep: a draw of its own from the
+    train split (the held-out evaluation rows are never used to select), per domain;
+    the score is the mean of the domains' greedy pass@1."""
+    eval_every: int = Field(4, ge=1)
+    """Validation every this many optimiser steps (and at the last)."""
+    patience: int = Field(2, ge=1)
+    """Stop a size after this many validations without a new best."""
+    evaluate: bool = True
+    """Log held-out pass@1 per domain of the chosen checkpoint."""
+
+    def length_cap(self, subset: str) -> int | None:
+        """The length-difference cap of ``subset``."""
+        for name, cap in self.subset_length_delta.items():
+            if name == subset:
+                return cap
+        return self.max_length_delta
+
+
 # ----------------------------------------------------------------------------- engine
 class EngineConfig(Strict):
     """Generation backend (machine setting, not science)."""
@@ -155,26 +229,6 @@ class EngineConfig(Strict):
     """torch device string (cpu, cuda, cuda:1, ...); must exist on this machine."""
     num_threads: int | None = Field(None, ge=1)
     """torch intra-op threads; None keeps torch's default."""
-
-
-# ----------------------------------------------------------------------------- policy loss
-class LossConfig(Strict):
-    """OlmoRL's GRPO variant; defaults are OLMo 3's (DESIGN.md 'Policy loss')."""
-
-    advantage: Literal["centered", "standard"] = "centered"
-    """centered: A = r - mean(r_group) (OLMo 3, no std normalisation); standard: (r - mean)/(std + eps)."""
-    normalisation: Literal["token", "sample", "constant"] = "token"
-    """token: sum over batch tokens / total tokens (DAPO); sample: per-sequence mean then
-    mean; constant: sum / (B * max_len) (Dr.GRPO)."""
-    clip_low: float = Field(0.2, ge=0, le=1)
-    """Ratio clipped below at 1 - clip_low (0.8)."""
-    clip_high: float = Field(0.272, ge=0, le=10)
-    """Ratio clipped above at 1 + clip_high (1.272, clip-higher from DAPO)."""
-    kl_beta: float = Field(0.0, ge=0)
-    """Weight of a k3 KL to the reference policy; 0 in OLMo 3 (no KL)."""
-    reward_scale: float = Field(1.0, gt=0)
-    """Multiplies verifier scores (open-instruct used 10)."""
-    std_eps: float = Field(1e-6, gt=0)
 
 
 class RLConfig(Strict):
@@ -232,6 +286,16 @@ class RLConfig(Strict):
     The gradient is the same as one forward over the batch; None does that."""
     grad_clip: float = Field(1.0, gt=0)
     """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    """AdamW (beta1, beta2) of the learner, each in [0, 1). beta2 0.99 rather than
+    pretraining's 0.95-0.999: RL gradients are noisy and their scale drifts with the
+    reward mix, so the second moment should forget within ~100 steps."""
+    weight_decay: float = Field(0.0, ge=0)
+    """AdamW decoupled weight decay of the learner (per step, times lr; >= 0). 0 in
+    open-instruct's and OLMo 3's RL: RL runs are short and start from a tuned model."""
+    lr_floor: float = Field(0.1, ge=0, le=1)
+    """Under ``lr_schedule: cosine``, the rate decays to lr_floor * lr at the last step
+    (fraction of the peak, 0-1; 10%, the base and SFT stages' floor)."""
 
     @field_validator("domain_weights")
     @classmethod
@@ -263,19 +327,7 @@ class PromptFilterConfig(Strict):
     steps) it gained no more than with 640."""
 
 
-# ----------------------------------------------------------------------------- strategy axes
-class StalenessConfig(Strict):
-    name: Literal["tis", "none"] = "tis"
-    """Registry in recipe_arena/staleness; Kimi's regularizer and DeepSeek's mask slot in here."""
-    tis_cap: float = Field(2.0, gt=0)
-    """TIS: rho_t = min(exp(logp_trainer_old - logp_behavior), cap); 2.0 in OLMo 3."""
-
-
-class LengthControlConfig(Strict):
-    name: Literal["none"] = "none"
-    """Registry in recipe_arena/length_control."""
-
-
+# ----------------------------------------------------------------------------- rewards
 class MicroJudgeConfig(Strict):
     """The micro world's chat judge (``rewards.judge_model=micro``): a micro model
     trained from scratch on verdicts the chat generator labels exactly
@@ -324,10 +376,10 @@ class MicroJudgeConfig(Strict):
 class RewardsConfig(Strict):
     """One verifier per domain."""
 
-    math: Literal["math"] = "math"
-    code: Literal["code"] = "code"
-    ifeval: Literal["ifeval"] = "ifeval"
     chat: Literal["judge", "rubric_tournament"] = "judge"
+    """Chat verifier: 'judge' scores each response alone; 'rubric_tournament' (Kimi K3)
+    has the judge write a rubric and compare the group's responses pairwise, so it
+    scores whole groups (RL actors and the prompt filter pass it each group)."""
     code_reward: Literal["pass_fraction", "all_pass"] = "all_pass"
     ifeval_partial_credit: bool = False
     judge_model: str = "micro"
@@ -382,12 +434,15 @@ class RewardsConfig(Strict):
 
 
 class PipelineConfig(Strict):
-    name: Literal["mixed_rlvr"] = "mixed_rlvr"
-    """OLMo 3's single mixed-domain RLVR pipeline (Kimi's and DeepSeek's are planned)."""
-    stages: list[Literal["base", "sft", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
-        default=["base", "sft", "prompt_filter", "rlvr", "eval"]
+    """OLMo 3's mixed-domain RLVR pipeline (SFT -> DPO -> RLVR) or its RL-Zero (RLVR from
+    the base model), chosen by the ``pipeline`` group's file; Kimi's specialists + MOPD
+    and DeepSeek's RL + OPD are planned."""
+
+    stages: list[Literal["base", "sft", "dpo", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
+        default=["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]
     )
-    """Stages in order. base: micro-world base training (cached); sft: think SFT; audit:
+    """Stages in order. base: micro-world base training (cached); sft: think SFT; dpo:
+    DPO with delta learning (needs the sft stage before it, or dpo.rejected_checkpoint); audit:
     probe training tasks' verifiers with known hacks (quarantine with
     rewards.audit_quarantine); prompt_filter: OLMo 3's offline pass-rate filter; rlvr:
     the RL stage; eval: held-out pass@1 of the final checkpoint."""
@@ -441,6 +496,17 @@ class EvalConfig(Strict):
         return self.max_prompts_per_domain
 
 
+class SpuriousRewardConfig(Strict):
+    """Spurious-reward control (Shao et al. 2025; OLMo 3's contamination check)."""
+
+    enabled: bool = False
+    """Replace every RL rollout's reward by a seeded random bit independent of the
+    response (the prompt filter and all evaluations keep the real verifiers). Held-out
+    scores should stay flat; one that rises points to contamination."""
+    p: float = Field(0.5, ge=0, le=1)
+    """Probability of a reward of 1 (0.5 in Shao et al.'s random-reward runs)."""
+
+
 class WandbConfig(Strict):
     enabled: bool = False
     project: str = "recipe-arena"
@@ -459,18 +525,31 @@ class RunConfig(Strict):
     seed: int = Field(0, ge=0, le=SEED_MAX)
     out_dir: str = "runs"
     resume: bool = False
+    prompt_template: PromptTemplate = "chat"
+    """How prompts are written for the model, in RL, the prompt filter, DPO and every
+    evaluation alike: chat (the tokenizer's chat template) or simple (plain text with
+    no special tokens, for RL-Zero from a base model; see data/templates.py)."""
     world: WorldConfig = WorldConfig()
     base: BaseTrainConfig = BaseTrainConfig()
     sft: SFTConfig = SFTConfig()
+    dpo: DPOConfig = DPOConfig()
     engine: EngineConfig = EngineConfig()
     pipeline: PipelineConfig = PipelineConfig()
     rewards: RewardsConfig = RewardsConfig()
-    staleness: StalenessConfig = StalenessConfig()
-    length_control: LengthControlConfig = LengthControlConfig()
+    advantage: AdvantageConfig = CenteredParams()
+    """Advantage strategy (recipes/advantage/; registry in core/advantages): OLMo 3's
+    centred group-relative advantages by default."""
+    staleness: StalenessConfig = TISParams()
+    """Staleness strategy (recipes/staleness/; registry in staleness/): OLMo 3's TIS by
+    default."""
+    length_control: LengthControlConfig = NoLengthControlParams()
+    """Length control (recipes/length_control/; registry in length_control/): none by
+    default, as in OLMo 3."""
     loss: LossConfig = LossConfig()
     rl: RLConfig = RLConfig()
     prompt_filter: PromptFilterConfig = PromptFilterConfig()
     eval: EvalConfig = EvalConfig()
+    spurious_reward: SpuriousRewardConfig = SpuriousRewardConfig()
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()

@@ -17,7 +17,7 @@ from pathlib import Path
 from recipe_arena.compose import ConfigError
 from recipe_arena.config import RewardsConfig, RunConfig
 
-NEEDS_CHECKPOINT = ("sft", "prompt_filter", "rlvr", "eval")
+NEEDS_CHECKPOINT = ("sft", "dpo", "prompt_filter", "rlvr", "eval")
 
 
 def check_runnable(cfg: RunConfig) -> None:
@@ -90,6 +90,8 @@ def check_paths(cfg: RunConfig) -> None:
     writable."""
     if cfg.world.checkpoint is not None:
         _checkpoint_dir("world.checkpoint", cfg.world.checkpoint)
+    if "dpo" in cfg.pipeline.stages and cfg.dpo.rejected_checkpoint is not None:
+        _checkpoint_dir("dpo.rejected_checkpoint", cfg.dpo.rejected_checkpoint)
     check_judge(cfg.rewards)
     if cfg.world.cache_dir is not None:
         _writable_dir("world.cache_dir", cfg.world.cache_dir)
@@ -97,21 +99,38 @@ def check_paths(cfg: RunConfig) -> None:
 
 
 def check_stages(cfg: RunConfig) -> None:
-    """A stage that needs a checkpoint must come after 'base' or get world.checkpoint
-    (a resumed run may have one from its earlier stages)."""
-    if cfg.resume or cfg.world.checkpoint is not None:
-        return
+    """Every stage's input exists before any work: a stage that needs a checkpoint comes
+    after 'base', or the world has a start checkpoint (world.checkpoint, smol's packaged
+    model), or a resumed run's stages.json shows an earlier stage made one or this stage
+    finished; DPO's weak (rejected) model is dpo.rejected_checkpoint or the checkpoint
+    the 'sft' stage starts from, so 'sft' must come before 'dpo' without it."""
+    import json
+
+    previous = Path(cfg.out_dir) / cfg.run_name / "stages.json"
+    state = json.loads(previous.read_text()) if cfg.resume and previous.exists() else {}
+    done, inputs = state.get("done", {}), state.get("inputs", {})
+    has_model = state.get("checkpoint") is not None or _has_start_checkpoint(cfg)
     stages = cfg.pipeline.stages
-    for stage in stages:
-        if stage == "base":
-            return
-        if stage == "prompt_filter" and not cfg.prompt_filter.enabled:
-            continue
-        if stage in NEEDS_CHECKPOINT:
+    for i, stage in enumerate(stages):
+        disabled = stage == "prompt_filter" and not cfg.prompt_filter.enabled
+        if stage in NEEDS_CHECKPOINT and not has_model and stage not in done and not disabled:
             raise ConfigError(
                 f"pipeline.stages={list(stages)}: stage '{stage}' needs a checkpoint; "
                 "put 'base' before it or set world.checkpoint"
             )
+        weak_missing = "sft" not in stages[:i] and "sft" not in inputs
+        if stage == "dpo" and cfg.dpo.rejected_checkpoint is None and weak_missing:
+            raise ConfigError(
+                f"pipeline.stages={list(stages)}: stage 'dpo' needs its weak (rejected) model, "
+                "the checkpoint the 'sft' stage starts from: put 'sft' before 'dpo' or set "
+                "dpo.rejected_checkpoint"
+            )
+        has_model = has_model or stage == "base"
+
+
+def _has_start_checkpoint(cfg: RunConfig) -> bool:
+    """The world brings a model (data.worlds.start_checkpoint), without converting it."""
+    return cfg.world.checkpoint is not None or cfg.world.name == "smol"
 
 
 def check_prompt_filter(cfg: RunConfig) -> None:

@@ -65,6 +65,18 @@ def _sft(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> Non
     state.checkpoint = str(run_sft(cfg, run, _require_checkpoint(state, "sft")))
 
 
+def _dpo(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.stages.dpo import run_dpo
+
+    init = _require_checkpoint(state, "dpo")
+    weak = cfg.dpo.rejected_checkpoint or state.inputs.get("sft")
+    if weak is None:  # config_checks.check_stages stops this before any work
+        raise RuntimeError(
+            "stage 'dpo' needs a weak model: put 'sft' before it or set dpo.rejected_checkpoint"
+        )
+    state.checkpoint = str(run_dpo(cfg, run, init, Path(weak)))
+
+
 def _prompt_filter(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.data.schema import write_rows
     from recipe_arena.stages.prompt_filter import run_prompt_filter
@@ -128,6 +140,7 @@ def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 STAGES: dict[str, StageFn] = {
     "base": _base,
     "sft": _sft,
+    "dpo": _dpo,
     "audit": _audit,
     "prompt_filter": _prompt_filter,
     "rlvr": _rlvr,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recipe_arena.config import RunConfig
+from recipe_arena.core.strategy import StrategyParams
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,14 @@ def rl_settings(cfg: RunConfig) -> dict[str, Any]:
         "response length (tokens)": rl.max_new_tokens,
         "pipeline depth": rl.pipeline_depth,
         "max staleness (versions)": rl.max_staleness,
-        "importance sampling": cfg.staleness.name,
-        "TIS cap": cfg.staleness.tis_cap,
+        "staleness": _strategy(cfg.staleness),
+        "length control": _strategy(cfg.length_control),
         "ratio clip": f"[{1 - loss.clip_low:g}, {1 + loss.clip_high:g}]",
         "clip-higher": loss.clip_high,
         "learning rate": f"{rl.lr:g} {rl.lr_schedule}",
         "temperature": rl.temperature,
         "KL beta": loss.kl_beta,
-        "advantage": loss.advantage,
+        "advantage": _strategy(cfg.advantage),
         "loss normalisation": loss.normalisation,
         "zero-gradient filter / active sampling": f"{rl.zero_gradient_filter} / {rl.active_sampling}",
         "steps": rl.steps,
@@ -71,6 +72,14 @@ def rl_settings(cfg: RunConfig) -> dict[str, Any]:
         "judge": cfg.rewards.judge_model,
         "code reward": cfg.rewards.code_reward,
     }
+
+
+def _strategy(params: StrategyParams) -> str:
+    """'tis (cap 2.0)': a strategy axis's option and its parameters."""
+    rest = {k: v for k, v in params.model_dump().items() if k != "name"}
+    if not rest:
+        return params.name
+    return f"{params.name} (" + ", ".join(f"{k} {v}" for k, v in rest.items()) + ")"
 
 
 def launch_problems(cfg: RunConfig) -> list[str]:

@@ -87,7 +87,7 @@ def _recipes_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     other prompts, used through the normal override path (RECIPE_ARENA_RECIPES)."""
     root = tmp_path / "recipes"
     shutil.copytree(recipes_dir(), root)
-    (root / "staleness" / "tis_cap3.yaml").write_text("name: tis\ntis_cap: 3.0\n")
+    (root / "staleness" / "tis_cap3.yaml").write_text("name: tis\ncap: 3.0\n")
     base = (root / "olmo3_think.yaml").read_text().replace("recipe: olmo3_think", "recipe: other")
     (root / "other.yaml").write_text(base + "eval: {max_prompts_per_domain: 3}\n")
     monkeypatch.setenv("RECIPE_ARENA_RECIPES", str(root))
@@ -147,8 +147,8 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     (plus 16 in seed 2): a paired difference of about +0.6 with little seed noise, so
     significant (p far below 0.05 even on 2 degrees of freedom). ifeval: both solve
     questions 20-24 in every seed: difference 0, inside the noise. The A/A control has
-    the baseline's scores: difference 0, not a false positive. Only staleness.name
-    differs between the arms; the HTML page has real tables and embedded plots."""
+    the baseline's scores: difference 0, not a false positive. Only the staleness
+    option differs between the arms (its name, and tis's cap, which none lacks); the HTML page has real tables and embedded plots."""
     root = tmp_path / "cmp"
     items = ["axis=staleness", "arms=[tis,none]", "seeds=3", "budget=smoke", "aa=true"]
     plan, _ = parse([*items, f"out_dir={tmp_path}", "name=cmp"])
@@ -169,7 +169,8 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     md = write_report(root).read_text()
     assert "| staleness.name | tis | none |" in md
     settings = md.split("## Settings that differ between arms")[1].split("##")[0]
-    assert settings.count("\n| ") == 2  # the header row and the staleness row only
+    # the header row, staleness.name and tis's own cap (none has none: shown as '-')
+    assert settings.count("\n| ") == 3 and "| staleness.cap | 2 | - |" in settings
     rows = {
         tuple(c.strip() for c in line.split("|")[1:3]): line
         for line in md.splitlines()
@@ -212,7 +213,7 @@ def test_smoke_comparison_end_to_end(tmp_path: Path) -> None:
     """The acceptance command through the real entry point: 2 arms x 2 seeds of real
     smoke runs, then the same command again, which runs nothing (every run finished)
     and rewrites the same report. The report shows both arms with intervals, the
-    paired test and a settings table where only staleness.name differs."""
+    paired test and a settings table where only the staleness option differs."""
     import subprocess
     import sys
 
@@ -226,7 +227,7 @@ def test_smoke_comparison_end_to_end(tmp_path: Path) -> None:
     md = (root / "report.md").read_text()
     assert "| staleness.name | tis | none |" in md
     settings = md.split("## Settings that differ between arms")[1].split("##")[0]
-    assert settings.count("\n| ") == 2
+    assert settings.count("\n| ") == 3 and "| staleness.cap | 2 | - |" in settings
     for arm in ("tis", "none"):
         assert f"| {arm} | 2 | " in md  # pass@1 row: 2 seeds, then intervals
     assert "| none | mean | " in md and "p (Holm)" in md

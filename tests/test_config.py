@@ -25,9 +25,9 @@ def test_recipe_defaults_are_olmo3() -> None:
     centred advantages, token-level loss, G = 8, prompt filter 8 rollouts / 0.625."""
     cfg = load_config(["recipe=olmo3_think"])
     assert (1 - cfg.loss.clip_low, 1 + cfg.loss.clip_high) == pytest.approx((0.8, 1.272))
-    assert cfg.staleness.name == "tis" and cfg.staleness.tis_cap == 2.0
+    assert cfg.staleness.name == "tis" and cfg.staleness.cap == 2.0
     assert cfg.loss.kl_beta == 0.0
-    assert cfg.loss.advantage == "centered" and cfg.loss.normalisation == "token"
+    assert cfg.advantage.name == "centered" and cfg.loss.normalisation == "token"
     assert cfg.rl.group_size == 8
     assert (cfg.prompt_filter.rollouts, cfg.prompt_filter.max_pass_rate) == (8, 0.625)
     assert cfg.budget.name == "default"

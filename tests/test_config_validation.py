@@ -136,3 +136,31 @@ def test_weak_sandbox_refused_at_start_up(capsys, tmp_path: Path, monkeypatch) -
     finally:
         monkeypatch.delenv("RECIPE_ARENA_BWRAP")
         sandbox.isolation_mode.cache_clear()
+
+
+def test_start_checkpoint_of_a_pretrained_world_counts(tmp_path: Path) -> None:
+    """world=smol runs [prompt_filter, rlvr, eval] with no 'base' stage: its packaged
+    SmolLM2 is the start checkpoint, so the stage check passes; the same stages on the
+    micro world (no packaged model, no world.checkpoint) fail naming prompt_filter."""
+    from recipe_arena.config_checks import check_stages
+
+    out = f"out_dir={tmp_path}"
+    check_stages(load_config(["world=smol", out]))
+    with pytest.raises(ConfigError, match="stage 'prompt_filter' needs a checkpoint"):
+        check_stages(load_config(["pipeline.stages=[prompt_filter,rlvr,eval]", out]))
+
+
+def test_dpo_needs_its_weak_model_unless_resumed_after_sft(tmp_path: Path) -> None:
+    """[base, dpo, eval]: no 'sft' before 'dpo' gives no weak model -> refused. A resumed
+    run whose stages.json records an 'sft' input has one -> passes."""
+    import json
+
+    from recipe_arena.config_checks import check_stages
+
+    over = ["pipeline.stages=[base,dpo,eval]", f"out_dir={tmp_path}", "name=r"]
+    with pytest.raises(ConfigError, match="stage 'dpo' needs its weak"):
+        check_stages(load_config(over))
+    (tmp_path / "r").mkdir()
+    state = {"checkpoint": "/x", "done": {"base": 1.0}, "inputs": {"sft": "/x"}}
+    (tmp_path / "r" / "stages.json").write_text(json.dumps(state))
+    check_stages(load_config([*over, "resume=true"]))

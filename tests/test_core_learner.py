@@ -7,7 +7,9 @@ import math
 import pytest
 import torch
 
+from recipe_arena.config import RLConfig
 from recipe_arena.core.learner import Learner, LearnerSettings, mismatch_metrics
+from recipe_arena.core.loss import LossConfig
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 
@@ -56,7 +58,7 @@ def test_train_step_raises_logprob_of_positive_advantage_tokens() -> None:
     model, _ = build_micro(
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
-    learner = Learner(model, LearnerSettings(lr=1e-2, temperature=1.0))
+    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
     batch = _positive_batch()
     from recipe_arena.core.logprobs import sequence_logprobs
 
@@ -84,13 +86,13 @@ def test_epochs_reuse_the_batch_against_a_fixed_pi_old() -> None:
     )
     twin = copy.deepcopy(model)
     batch = _positive_batch()
-    settings = LearnerSettings(lr=1e-3, temperature=1.0, epochs=3)
+    settings = LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0, epochs=3))
     learner = Learner(model, settings)
     metrics = learner.train_step(batch)
     assert learner.version == 1
     assert metrics["loss/ratio_mean"] > 1.0
 
-    by_hand = Learner(twin, LearnerSettings(lr=1e-3, temperature=1.0))
+    by_hand = Learner(twin, LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)))
     with torch.no_grad():
         old_BL = sequence_logprobs(twin, batch.tokens_BL)
     for _ in range(3):
@@ -100,12 +102,12 @@ def test_epochs_reuse_the_batch_against_a_fixed_pi_old() -> None:
         torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
         by_hand.optimizer.step()
     for a, b in zip(model.parameters(), twin.parameters(), strict=True):
-        assert torch.equal(a, b)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)  # gradients summed, then / count
     one = Learner(
         build_micro(
             TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
         )[0],
-        LearnerSettings(lr=1e-3, temperature=1.0),
+        LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)),
     )
     assert one.train_step(batch)["loss/ratio_mean"] == 1.0
 
@@ -122,14 +124,16 @@ def test_length_buckets_by_hand() -> None:
 
 
 def test_normaliser_count_by_hand() -> None:
-    """Mask rows (1,1,1,0), (0,0,0,0), (1,0,0,0): 4 trained tokens; 2 rows with a trained
-    token; B x L_const = 3 x 5 = 15."""
-    from recipe_arena.core.loss import normaliser_count
+    """Mask rows (1,1,1,0), (0,0,0,0), (1,0,0,0) and losses 1 everywhere: token: 4
+    trained tokens, numerator 4; sample: 2 rows with a trained token, each mean 1,
+    numerator 2; constant: B x L_const = 3 x 5 = 15, numerator 4."""
+    from recipe_arena.core.loss import reduce
 
     mask = torch.tensor([[1.0, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
-    assert normaliser_count(mask, "token") == 4
-    assert normaliser_count(mask, "sample") == 2
-    assert normaliser_count(mask, "constant", constant_len=5) == 15
+    ones = torch.ones(3, 4)
+    assert [(float(n), c) for n, c in [reduce(ones, mask, "token")]] == [(4.0, 4.0)]
+    assert [(float(n), c) for n, c in [reduce(ones, mask, "sample")]] == [(2.0, 2.0)]
+    assert [(float(n), c) for n, c in [reduce(ones, mask, "constant", 5)]] == [(4.0, 15.0)]
 
 
 def _ragged_batch() -> LearnerBatch:
@@ -172,12 +176,8 @@ def test_microbatches_give_the_gradient_of_one_forward(how: str, kl_beta: float)
     for tokens in (None, 12):
         model, _ = build_micro(spec, seed=0)
         settings = LearnerSettings(
-            lr=1e-2,
-            temperature=1.0,
-            normalisation=how,
-            constant_len=8,
-            kl_beta=kl_beta,
-            microbatch_tokens=tokens,
+            rl=RLConfig(lr=1e-2, temperature=1.0, max_new_tokens=8, microbatch_tokens=tokens),
+            loss=LossConfig(normalisation=how, kl_beta=kl_beta),
         )
         metrics = Learner(model, settings).train_step(batch)
         results.append((model, metrics))
@@ -201,9 +201,11 @@ def test_learner_lr_schedule_by_hand() -> None:
     )
 
     def lr_of(version: int, floor: float) -> float:
-        settings = LearnerSettings(
-            lr=1e-3, temperature=1.0, warmup_steps=4, total_steps=10, lr_floor=floor
+        schedule = "constant" if floor == 1.0 else "cosine"
+        rl = RLConfig(
+            lr=1e-3, warmup_steps=4, steps=10, lr_schedule=schedule, lr_floor=min(floor, 1.0)
         )
+        settings = LearnerSettings(rl=rl)
         return Learner(model, settings, version=version).train_step(_positive_batch())["loss/lr"]
 
     assert [lr_of(v, 1.0) for v in (0, 1, 4, 50)] == pytest.approx([2.5e-4, 5e-4, 1e-3, 1e-3])
@@ -217,7 +219,42 @@ def test_train_step_sets_the_scheduled_lr_from_the_version() -> None:
     model, _ = build_micro(
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
-    learner = Learner(model, LearnerSettings(lr=1e-2, temperature=1.0, warmup_steps=4), version=1)
+    learner = Learner(
+        model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0, warmup_steps=4)), version=1
+    )
     metrics = learner.train_step(_positive_batch())
     assert metrics["loss/lr"] == pytest.approx(5e-3)
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(5e-3)
+
+
+@pytest.mark.parametrize("how", ["token", "sample", "constant"])
+def test_masking_strategy_gives_the_same_gradient_in_microbatches(how: str) -> None:
+    """DeepSeek's stale-token mask (max_token_lag 0, learner version 1) removes rows 0 and
+    2 (their tokens were sampled at version 0) and keeps rows 1 and 3 (version 1). The
+    loss is a row sum over the tokens left divided by their count (2 + 1 = 3 tokens for
+    token; 2 rows for sample; B x L = 4 x 8 for constant), whatever the split: trained in
+    one forward and in the micro-batches {3, 4}, {6}, {9}, the updated weights agree.
+    (Normalising each micro-batch over the strategy's mask but weighting it by its share
+    of the input mask made the split change the gradient.)"""
+    from recipe_arena.staleness import DeepSeekMaskParams
+
+    spec = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64)
+    batch = _ragged_batch()
+    versions = torch.tensor([0, 1, 0, 1])[:, None].expand_as(batch.versions_BL)
+    batch.versions_BL = torch.where(batch.mask_BL > 0, versions, -1)
+    results = []
+    for tokens in (None, 12):
+        model, _ = build_micro(spec, seed=0)
+        settings = LearnerSettings(
+            rl=RLConfig(lr=1e-2, temperature=1.0, max_new_tokens=8, microbatch_tokens=tokens),
+            loss=LossConfig(normalisation=how),
+            staleness=DeepSeekMaskParams(delta=100.0, max_token_lag=0),
+        )
+        metrics = Learner(model, settings, version=1).train_step(batch)
+        results.append((model, metrics))
+    (one, m_one), (split, m_split) = results
+    assert m_split["throughput/microbatches"] == 3
+    assert m_one["staleness/masked_token_frac"] == pytest.approx((7 + 4) / (7 + 2 + 4 + 1))
+    assert m_split["loss/grad_norm"] == pytest.approx(m_one["loss/grad_norm"], rel=1e-4)
+    for a, b in zip(one.parameters(), split.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

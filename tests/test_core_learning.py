@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import ActorSettings
+from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.backends import ActorSpec, LocalBackend
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train
@@ -34,23 +35,16 @@ def test_async_olmorl_raises_the_lowercase_reward(tmp_path: Path) -> None:
         if r.ground_truth["instruction_id_list"] == ["change_case:english_lowercase"]
     ]
     model, tok = load_checkpoint(init)
-    learner = Learner(model, LearnerSettings(lr=1e-2, temperature=1.0))
+    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
     actor = ActorSpec(
         str(init),
         "torch",
         EngineConfig(max_batch_size=64),
         RewardsConfig(workers=1),
-        LengthControlConfig(),
         ActorSettings(group_size=8, temperature=1.0, max_new_tokens=8, max_groups_in_engine=8),
     )
-    s = LoopSettings(
-        steps=15,
-        prompts_per_step=8,
-        max_staleness=1,
-        pipeline_depth=2,
-        seed=0,
-        pad_id=int(tok.pad_token_id),
-    )
+    rl = RLConfig(steps=15, prompts_per_step=8, max_staleness=1, pipeline_depth=2)
+    s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=int(tok.pad_token_id))
     recs = train(learner, LocalBackend(actor), PromptSource(rows, {"ifeval": 1.0}, 0), s)
     first = sum(r.metrics["reward/mean"] for r in recs[:3]) / 3
     last = sum(r.metrics["reward/mean"] for r in recs[-3:]) / 3

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import Actor, ActorSettings
+from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.backends import ActorSpec, LocalBackend
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train
@@ -42,20 +43,19 @@ def rows() -> list[PromptRow]:
 
 
 def _settings(steps: int, depth: int, max_staleness: int = 1) -> LoopSettings:
-    return LoopSettings(
-        steps=steps, prompts_per_step=2, max_staleness=max_staleness, pipeline_depth=depth, seed=3
+    rl = RLConfig(
+        steps=steps, prompts_per_step=2, max_staleness=max_staleness, pipeline_depth=depth
     )
+    return LoopSettings(rl=rl, advantage=CenteredParams(), seed=3, pad_id=0)
 
 
 def _learner(ckpt: Path) -> Learner:
     model, _ = load_checkpoint(ckpt)
-    return Learner(model, LearnerSettings(lr=1e-2, temperature=1.0))
+    return Learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
 
 
 def _spec(ckpt: Path) -> ActorSpec:
-    return ActorSpec(
-        str(ckpt), "torch", EngineConfig(max_batch_size=16), REWARDS, LengthControlConfig(), ACTOR
-    )
+    return ActorSpec(str(ckpt), "torch", EngineConfig(max_batch_size=16), REWARDS, ACTOR)
 
 
 def test_async_loop_trains_with_in_flight_updates(init_ckpt: Path, rows: list[PromptRow]) -> None:
@@ -111,7 +111,6 @@ def test_async_loop_and_minimal_loop_give_the_same_loss(
         "torch",
         EngineConfig(max_batch_size=16),
         REWARDS,
-        LengthControlConfig(),
         ACTOR,
     )
     try:

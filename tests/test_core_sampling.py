@@ -6,7 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recipe_arena.core.batch import build_learner_batch, group_advantages
+from recipe_arena.core.advantages import CenteredParams
+from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.sampling import BatchFiller, is_trainable
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import Message, PromptRow
@@ -106,9 +107,7 @@ def test_no_trained_token_older_than_max_staleness(
         if f.offer(g, learner_version) != "kept":
             assert learner_version - min(versions) > max_staleness
             continue
-        batch = build_learner_batch(
-            f.kept, group_advantages(f.kept, "centered", 1.0, 1e-6), pad_id=0
-        )
+        batch = build_learner_batch(f.kept, CenteredParams(), pad_id=0)
         trained_versions = batch.versions_BL[batch.mask_BL.bool()]
         assert int((learner_version - trained_versions).max()) <= max_staleness
 
@@ -117,9 +116,41 @@ def test_learner_batch_layout_and_advantages() -> None:
     """Group r = (1, 0, 0, 1, 0, 0, 0, 1) of 3-token completions after a 2-token prompt:
     rows are [5, 6, 10, 11, 12], mask on positions 2..4, advantage +0.625 / -0.375 there."""
     g = _group("x", [1, 0, 0, 1, 0, 0, 0, 1])
-    batch = build_learner_batch([g], group_advantages([g], "centered", 1.0, 1e-6), pad_id=0)
+    batch = build_learner_batch([g], CenteredParams(), pad_id=0)
     assert batch.tokens_BL[0].tolist() == [5, 6, 10, 11, 12]
     assert batch.mask_BL[0].tolist() == [0, 0, 1, 1, 1]
     assert batch.advantages_BL[0, 2:].tolist() == [0.625] * 3
     assert batch.advantages_BL[1, 2:].tolist() == [-0.375] * 3
     assert batch.num_tokens == 24 and torch.equal(batch.versions_BL[0, :2], torch.tensor([-1, -1]))
+
+
+def test_an_empty_completion_does_not_make_its_group_stale() -> None:
+    """An aborted rollout with no tokens beside three rollouts sampled at version 5,
+    learner version 5, max_staleness 0: the group's oldest token is at version 5 (lag 0),
+    so it is trainable (an empty rollout used to count as version 0: lag 5, stale)."""
+    g = _group("x", [1.0, 0.0, 0.0], versions=[5, 5, 5])
+    empty = Rollout(
+        prompt_id="x",
+        prompt_tokens=(5, 6),
+        completion_tokens=(),
+        behavior_logprobs=(),
+        token_versions=(),
+        finish_reason="abort",
+        domain="math",
+    )
+    g = RolloutGroup(row=g.row, rollouts=(*g.rollouts, empty))
+    assert g.min_version == 5 and empty.min_version is None
+    f = BatchFiller(n_prompts=1, max_staleness=0)
+    assert f.offer(g, learner_version=5) == "kept"
+
+
+def test_a_group_with_no_rollouts_is_dropped_and_counted() -> None:
+    """Length control may drop every rollout of a group: the filler drops it as empty
+    (no staleness check on a group without tokens), counts it, and keeps filling."""
+    g = _group("x", [1.0, 0.0])
+    f = BatchFiller(n_prompts=1, max_staleness=0)
+    assert RolloutGroup(row=g.row, rollouts=()).min_version is None
+    assert f.offer(RolloutGroup(row=g.row, rollouts=()), learner_version=3) == "empty"
+    assert f.offer(_group("y", [1.0, 0.0], versions=[3, 3]), learner_version=3) == "kept"
+    m = f.metrics()
+    assert m["sampling/empty_groups"] == 1.0 and m["sampling/groups_kept"] == 1.0

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from recipe_arena.core.loss import PolicyLossInput, policy_loss
+from recipe_arena.core.loss import LossConfig, PolicyLossInput, policy_loss
 
 
 def _two_lengths(normalisation: str) -> torch.Tensor:
@@ -19,7 +19,7 @@ def _two_lengths(normalisation: str) -> torch.Tensor:
     adv = torch.ones(2, 100)
     out = policy_loss(
         PolicyLossInput(
-            logp, logp.detach(), adv, mask, normalisation=normalisation, constant_len=100
+            logp, logp.detach(), adv, mask, LossConfig(normalisation=normalisation), 100
         )
     )
     out.loss.backward()
@@ -54,7 +54,9 @@ def _single_token(ratio: float, adv: float) -> tuple[float, float, dict[str, flo
     """Loss value and d loss / d logp for one token with given ratio and advantage."""
     old = torch.tensor([[0.0]])
     logp = torch.tensor([[math.log(ratio)]], requires_grad=True)
-    out = policy_loss(PolicyLossInput(logp, old, torch.tensor([[adv]]), torch.ones(1, 1)))
+    out = policy_loss(
+        PolicyLossInput(logp, old, torch.tensor([[adv]]), torch.ones(1, 1), LossConfig(), 1)
+    )
     out.loss.backward()
     assert logp.grad is not None
     return out.loss.item(), logp.grad.item(), out.metrics
@@ -86,7 +88,7 @@ def test_one_epoch_ratio_is_one_and_gradient_is_policy_gradient() -> None:
     """logp_old = logp in value: ratio 1, loss = -mean(A) over tokens, grad = -A/n."""
     logp = torch.tensor([[-0.5, -2.0]], requires_grad=True)
     adv = torch.tensor([[0.625, 0.625]])
-    out = policy_loss(PolicyLossInput(logp, logp.detach(), adv, torch.ones(1, 2)))
+    out = policy_loss(PolicyLossInput(logp, logp.detach(), adv, torch.ones(1, 2), LossConfig(), 1))
     out.loss.backward()
     assert out.loss.item() == pytest.approx(-0.625)
     assert logp.grad is not None
@@ -104,6 +106,8 @@ def test_token_weights_scale_policy_term() -> None:
             logp.detach(),
             torch.ones(1, 2),
             torch.ones(1, 2),
+            LossConfig(),
+            1,
             token_weights_BL=torch.tensor([[2.0, 0.5]]),
         )
     )
@@ -117,13 +121,21 @@ def test_k3_kl_added_only_when_beta_positive() -> None:
     zero_a = torch.zeros(1, 1)
     out = policy_loss(
         PolicyLossInput(
-            logp, logp.detach(), zero_a, torch.ones(1, 1), ref_logprobs_BL=ref, kl_beta=0.5
+            logp,
+            logp.detach(),
+            zero_a,
+            torch.ones(1, 1),
+            LossConfig(kl_beta=0.5),
+            1,
+            ref_logprobs_BL=ref,
         )
     )
     assert out.loss.item() == pytest.approx(0.5 * (1 - math.log(2.0)))
     assert out.metrics["loss/kl_ref"] == pytest.approx(1 - math.log(2.0))
     out0 = policy_loss(
-        PolicyLossInput(logp, logp.detach(), zero_a, torch.ones(1, 1), ref_logprobs_BL=ref)
+        PolicyLossInput(
+            logp, logp.detach(), zero_a, torch.ones(1, 1), LossConfig(), 1, ref_logprobs_BL=ref
+        )
     )
     assert out0.loss.item() == 0.0 and "loss/kl_ref" not in out0.metrics
 
@@ -132,18 +144,18 @@ def test_masked_tokens_do_not_count() -> None:
     """Padding (mask 0) holds a huge advantage that must not enter the loss: loss = -1."""
     logp = torch.zeros(1, 3, requires_grad=True)
     adv = torch.tensor([[1.0, 1.0, 1000.0]])
-    out = policy_loss(PolicyLossInput(logp, logp.detach(), adv, torch.tensor([[1.0, 1.0, 0.0]])))
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    out = policy_loss(PolicyLossInput(logp, logp.detach(), adv, mask, LossConfig(), 1))
     assert out.loss.item() == pytest.approx(-1.0)
 
 
 def test_bad_normalisation_is_named() -> None:
+    """The config refuses an unknown rule; the reduction names the allowed ones."""
+    from pydantic import ValidationError
+
+    from recipe_arena.core.loss import reduce
+
+    with pytest.raises(ValidationError, match="token"):
+        LossConfig(normalisation="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="allowed"):
-        policy_loss(
-            PolicyLossInput(
-                torch.zeros(1, 1),
-                torch.zeros(1, 1),
-                torch.zeros(1, 1),
-                torch.ones(1, 1),
-                normalisation="x",
-            )
-        )
+        reduce(torch.zeros(1, 1), torch.ones(1, 1), "x")

@@ -32,14 +32,14 @@ def test_dry_run_prints_the_olmo3_7b_settings_and_plan(capsys):
         "prompts x samples per step": "64 x 8",
         "response length (tokens)": "32768",
         "pipeline depth": "8",
-        "importance sampling": "tis",
-        "TIS cap": "2.0",
+        "staleness": "tis (cap 2.0)",
+        "length control": "none",
         "ratio clip": "[0.8, 1.272]",
         "clip-higher": "0.272",
         "learning rate": "1e-06 constant",
         "temperature": "1.0",
         "KL beta": "0.0",
-        "advantage": "centered",
+        "advantage": "centered (reward_scale 1.0)",
         "judge": "http://judge:8000/v1",
     }
     for key, value in expected.items():

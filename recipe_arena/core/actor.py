@@ -2,9 +2,12 @@
 
 It pulls tasks from the prompt channel, keeps up to ``max_groups_in_engine`` groups
 generating at once (continuous batching backfills finished sequences), scores each
-group as soon as its G completions are back, applies the length-control strategy, and
-pushes the group to the result channel. Weight updates arrive at any time through
-``update_weights`` and land between two decode steps: the actor never drains.
+group as soon as its G completions are back (as a group: the rubric tournament compares
+a group's responses with each other), applies the length-control strategy, and pushes
+the group to the result channel. Weight updates arrive at any time through
+``update_weights`` and land between two decode steps: the actor never drains. Under
+shared quantisation (``staleness=shared_quant``) the engine runs the fake-quantised
+weights the trainer's forward runs.
 
 A plain class: the local backend runs ``run`` in a thread, the Ray backend wraps the
 class with ``ray.remote`` where it builds it.
@@ -21,12 +24,16 @@ from typing import Any
 
 import torch
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core.channels import Channel
+from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines.base import Completion, GenerationRequest, SamplingParams
-from recipe_arena.length_control import LengthInput, get_length_control
+from recipe_arena.length_control import LengthInput, apply_length_control
+from recipe_arena.models.chat import decode_response, encode_prompt
+from recipe_arena.rewards.spurious import spurious_rewards
+from recipe_arena.staleness.quant import quantise_state_dict
 
 
 @dataclass(frozen=True)
@@ -44,8 +51,21 @@ class ActorSettings:
     temperature: float
     max_new_tokens: int
     max_groups_in_engine: int = 8
-    length_control: str = "none"
-    budget_by_effort: Mapping[str, int] = field(default_factory=dict)
+    """Groups generating at once (a machine setting: enough to fill the engine's batch)."""
+    length_control: StrategyParams = field(
+        default_factory=lambda: RunConfig.model_fields["length_control"].get_default()
+    )
+    """The length-control strategy's parameters (``length_control``)."""
+    quant_bits: int | None = None
+    """Bits of the fake quantisation the engine shares with the trainer; None: none."""
+    max_staleness: int = field(default_factory=lambda: RLConfig().max_staleness)
+    """rl.max_staleness, which length control may take into account."""
+    prompt_template: str = "chat"
+    """How a row's messages become prompt tokens (``data.templates``)."""
+    spurious_p: float | None = None
+    """Spurious-reward control: when set, every rollout's reward is replaced by a seeded
+    random bit that is 1 with this probability, independent of the response
+    (``rewards.spurious``); None trains on the verifiers' scores."""
 
 
 @dataclass
@@ -53,24 +73,6 @@ class _Pending:
     task: ActorTask
     prompt_tokens: tuple[int, ...]
     completions: list[Completion] = field(default_factory=list)
-
-
-def encode_prompt(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
-    """Chat-template the row's messages and open the assistant turn."""
-    msgs = [m.model_dump() for m in row.messages]
-    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-    ids = enc["input_ids"] if not isinstance(enc, list) else enc
-    return tuple(int(i) for i in ids)
-
-
-def decode_response(tokenizer: Any, tokens: tuple[int, ...]) -> str:
-    """Completion text as verifiers see it: special tokens kept (``</think>`` matters),
-    the end-of-turn and padding markers removed."""
-    text = str(tokenizer.decode(list(tokens), skip_special_tokens=False))
-    for marker in (tokenizer.eos_token, tokenizer.pad_token):
-        if marker:
-            text = text.replace(marker, "")
-    return text
 
 
 class Actor:
@@ -82,7 +84,6 @@ class Actor:
         engine_name: str,
         engine_cfg: EngineConfig,
         rewards_cfg: RewardsConfig,
-        length_cfg: LengthControlConfig,
         settings: ActorSettings,
         version: int = 0,
         scorer: Any = None,
@@ -96,9 +97,12 @@ class Actor:
         self.actor_id = actor_id
         self.tokenizer = tokenizer
         self.settings = settings
-        self.length_cfg = length_cfg
-        self.length_fn = get_length_control(settings.length_control)
+        self.version = version
+        self._window_opens: list[int] = [0]
+        """Engine decode-step count at which each generation window opened (an update)."""
         self.engine = build_engine(engine_name, model, tokenizer, engine_cfg, version=version)
+        if settings.quant_bits is not None:
+            self.engine.update_weights(self._engine_weights(model.state_dict()), version)
         if scorer is None:
             from recipe_arena.rewards import build_scorer
 
@@ -111,7 +115,31 @@ class Actor:
 
     # ------------------------------------------------------------------ control
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        self.engine.update_weights(state_dict, version)
+        self.engine.update_weights(self._engine_weights(state_dict), version)
+        self.version = version
+        step = self.engine.stats().extra.get("steps")
+        if step is not None:
+            self._window_opens.append(int(step))
+
+    def _window(self, comps: list[Completion]) -> tuple[torch.Tensor, float | None]:
+        """Each completion's phase in its generation window (decode steps since the
+        window opened; -1 unknown) and the mean window length over the last 8 windows."""
+        opens = list(self._window_opens)
+        phases = [
+            c.start_step - max(o for o in opens if o <= c.start_step)
+            if c.start_step is not None
+            else -1
+            for c in comps
+        ]
+        recent = opens[-9:]
+        window = (recent[-1] - recent[0]) / (len(recent) - 1) if len(recent) > 1 else None
+        return torch.tensor(phases, dtype=torch.long), window
+
+    def _engine_weights(self, state_dict: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
+        """The weights the engine runs: the trainer's, fake-quantised when shared."""
+        if self.settings.quant_bits is None:
+            return state_dict
+        return quantise_state_dict(state_dict, self.settings.quant_bits)
 
     def stop(self) -> None:
         self._stop.set()
@@ -166,7 +194,7 @@ class Actor:
 
     def _submit(self, task: ActorTask) -> _Pending:
         s = self.settings
-        prompt = encode_prompt(self.tokenizer, task.row)
+        prompt = encode_prompt(self.tokenizer, task.row, self.settings.prompt_template)
         params = SamplingParams(
             max_new_tokens=s.max_new_tokens,
             temperature=s.temperature,
@@ -179,22 +207,32 @@ class Actor:
         return _Pending(task, prompt)
 
     def _finish(self, p: _Pending) -> RolloutGroup:
-        """Score the group's completions and apply length control."""
+        """Score the group's completions (as a group) and apply length control."""
         row = p.task.row
         comps = sorted(p.completions, key=lambda c: c.sample_index)
         texts = [decode_response(self.tokenizer, c.tokens) for c in comps]
-        results = self.scorer.score([row] * len(texts), texts)
-        rewards_G = torch.tensor([float(r.score) for r in results])
-        budget = row.token_budget or (
-            self.settings.budget_by_effort.get(row.effort) if row.effort else None
-        )
-        lc = self.length_fn(
+        results = self.scorer.score_group(row, texts)
+        verifier_G = torch.tensor([float(r.score) for r in results])
+        rewards_G = verifier_G
+        if self.settings.spurious_p is not None:  # the control: rewards carry no signal
+            rewards_G = spurious_rewards(p.task.seed, len(texts), self.settings.spurious_p)
+        phases_G, window = self._window(comps)
+        lc = apply_length_control(
+            self.settings.length_control,
             LengthInput(
                 rewards_G=rewards_G,
-                lengths_G=torch.tensor([len(c.tokens) for c in comps]),
-                budget=budget,
+                lengths_G=torch.tensor([len(c.tokens) for c in comps], dtype=torch.long),
+                row_budget=row.token_budget,
+                effort=row.effort,
                 finish_seconds_G=torch.tensor([c.seconds for c in comps]),
-            )
+                start_versions_G=_edge_versions(comps, 0),
+                end_versions_G=_edge_versions(comps, -1),
+                engine_version=self.version,
+                phase_steps_G=phases_G,
+                window_steps=window,
+                response_cap=self.settings.max_new_tokens,
+                max_staleness=self.settings.max_staleness,
+            ),
         )
         rollouts = tuple(
             Rollout(
@@ -209,12 +247,32 @@ class Actor:
                 reward=float(r),
                 reward_reason=res.reason,
                 gen_seconds=c.seconds,
+                verifier_reward=None if self.settings.spurious_p is None else float(v),
+                expert_ids=c.expert_ids,
             )
-            for c, t, r, res, keep in zip(
-                comps, texts, lc.rewards_G.tolist(), results, lc.keep_G.tolist(), strict=True
+            for c, t, r, v, res, keep in zip(
+                comps,
+                texts,
+                lc.rewards_G.tolist(),
+                verifier_G.tolist(),
+                results,
+                lc.keep_G.tolist(),
+                strict=True,
             )
             if keep
         )
         self.tokens_generated += sum(len(c.tokens) for c in comps)
         self.groups_done += 1
-        return RolloutGroup(row=row, rollouts=rollouts)
+        return RolloutGroup(
+            row=row,
+            rollouts=rollouts,
+            sampled_lengths=tuple(len(c.tokens) for c in comps),
+            metrics=lc.metrics,
+        )
+
+
+def _edge_versions(comps: list[Completion], at: int) -> torch.Tensor:
+    """Policy version of each completion's first (``at`` 0) or last (-1) token; -1 if empty."""
+    return torch.tensor(
+        [c.token_versions[at] if c.token_versions else -1 for c in comps], dtype=torch.long
+    )

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import torch
 
-from recipe_arena.config import EngineConfig, LengthControlConfig, RewardsConfig
+from recipe_arena.config import EngineConfig, RewardsConfig
 from recipe_arena.core.actor import Actor, ActorSettings
 from recipe_arena.core.channels import Channel, LocalChannel, RayChannel
 
@@ -29,7 +29,6 @@ class ActorSpec:
     engine_name: str
     engine_cfg: EngineConfig
     rewards_cfg: RewardsConfig
-    length_cfg: LengthControlConfig
     settings: ActorSettings
     version: int = 0
 
@@ -59,7 +58,6 @@ def _build(spec: ActorSpec, actor_id: int, scorer: Any = None) -> Actor:
         spec.engine_name,
         spec.engine_cfg,
         spec.rewards_cfg,
-        spec.length_cfg,
         spec.settings,
         version=spec.version,
         scorer=scorer,
@@ -143,7 +141,6 @@ class RayBackend:
                 spec.engine_name,
                 spec.engine_cfg,
                 spec.rewards_cfg,
-                spec.length_cfg,
                 spec.settings,
                 spec.version,
             )

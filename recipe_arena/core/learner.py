@@ -10,49 +10,48 @@ engine/trainer and staleness correction. With ``epochs = K > 1`` the batch is tr
 K times (PPO's sample reuse): pi_old is the trainer's logprobs before the first update,
 the ratio departs from 1 from the second update on and the clip binds. The policy
 version still goes up by one per batch: the version counts the weights actors see.
+
+Two strategies change the trainer's forward itself: shared quantisation runs it on the
+same fake-quantised weights as the engine (straight-through gradient), and routing
+replay sends each token of a mixture-of-experts model to the experts the engine chose.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
+from recipe_arena.config import RLConfig, RunConfig
 from recipe_arena.core.logprobs import sequence_logprobs
-from recipe_arena.core.loss import PolicyLossInput, normaliser_count, policy_loss
+from recipe_arena.core.loss import LossConfig, PolicyLossInput, PolicyLossResult, policy_loss
 from recipe_arena.core.schedule import lr_at
+from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch, length_buckets
-from recipe_arena.staleness import StalenessInput, StalenessParams, get_staleness
+from recipe_arena.staleness import (
+    StalenessInput,
+    apply_staleness,
+    replays_routing,
+    shared_quant_bits,
+)
+from recipe_arena.staleness.quant import quant_error, straight_through
+from recipe_arena.staleness.routing_replay import replay_routing
 
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    lr: float
-    temperature: float
-    """Trainer logprobs use the sampling temperature so they compare with the engine's."""
-    clip_low: float = 0.2
-    clip_high: float = 0.272
-    normalisation: str = "token"
-    kl_beta: float = 0.0
-    constant_len: int = 1
-    staleness: str = "tis"
-    staleness_params: StalenessParams = StalenessParams()
-    grad_clip: float = 1.0
-    weight_decay: float = 0.0
-    epochs: int = 1
-    """Optimiser updates per batch, each over the whole batch (module docstring)."""
-    microbatch_tokens: int | None = None
-    """Padded tokens per learner forward (rows of similar length together); None: one
-    forward over the whole padded batch. The gradient is the same either way."""
-    warmup_steps: int = 0
-    total_steps: int = 1
-    lr_floor: float = 1.0
-    """Schedule (``core.schedule.lr_at``): update k (0-based: the version it starts from)
-    warms up over ``warmup_steps``, then decays by a cosine to ``lr_floor * lr`` at
-    ``total_steps``; a floor of 1.0 keeps ``lr`` constant after warm-up."""
+    """What the learner reads: the RL section (lr and its schedule, AdamW, gradient
+    clip, epochs, micro-batching, temperature, response cap), the policy loss and the
+    staleness strategy, each exactly as configured."""
+
+    rl: RLConfig = field(default_factory=RLConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    staleness: StrategyParams = field(
+        default_factory=lambda: RunConfig.model_fields["staleness"].get_default()
+    )
 
 
 class Learner:
@@ -66,22 +65,26 @@ class Learner:
         self.model = model
         self.settings = settings
         self.version = version
-        self.staleness_fn = get_staleness(settings.staleness)
+        rl = settings.rl
         self.optimizer = torch.optim.AdamW(
-            model.parameters(),
-            lr=settings.lr,
-            weight_decay=settings.weight_decay,
-            betas=(0.9, 0.99),
+            model.parameters(), lr=rl.lr, weight_decay=rl.weight_decay, betas=rl.adam_betas
         )
+        self.quant_bits = shared_quant_bits(settings.staleness)
+        self.replay = replays_routing(settings.staleness)
         self.ref_model: nn.Module | None = None
-        if settings.kl_beta > 0:  # the reference: the given model, else the starting policy
+        if settings.loss.kl_beta > 0:  # the reference: the given model, else the starting policy
             ref = ref_model if ref_model is not None else copy.deepcopy(model)
             self.ref_model = ref.eval().requires_grad_(False)
 
     def _logprobs(self, model: nn.Module, batch: LearnerBatch) -> torch.Tensor:
-        return sequence_logprobs(
-            model, batch.tokens_BL, batch.attention_BL, self.settings.temperature
-        )
+        """The trainer's forward, as the staleness strategy shapes it (module docstring)."""
+        params = None
+        if self.quant_bits is not None:
+            params = straight_through(model.named_parameters(), self.quant_bits)
+        with replay_routing(model, batch.expert_ids_BLNK if self.replay else None):
+            return sequence_logprobs(
+                model, batch.tokens_BL, batch.attention_BL, self.settings.rl.temperature, params
+            )
 
     def _ref_logprobs(self, batch: LearnerBatch) -> torch.Tensor | None:
         if self.ref_model is None:
@@ -95,39 +98,12 @@ class Learner:
         logp_BL: torch.Tensor,
         old_BL: torch.Tensor,
         ref_BL: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, dict[str, float]]:
-        """Staleness strategy then policy loss, from logprobs already computed (the
-        engine-vs-trainer metrics are the caller's: once per batch, not per micro-batch)."""
+    ) -> tuple[PolicyLossResult, dict[str, float]]:
+        """``strategy_loss`` under this learner's settings and version."""
         s = self.settings
-        st = self.staleness_fn(
-            StalenessInput(
-                logprobs_BL=logp_BL,
-                old_logprobs_BL=old_BL,
-                behavior_logprobs_BL=batch.behavior_logprobs_BL,
-                advantages_BL=batch.advantages_BL,
-                mask_BL=batch.mask_BL,
-                versions_BL=batch.versions_BL,
-                learner_version=self.version,
-                params=s.staleness_params,
-            )
+        return strategy_loss(
+            s.staleness, s.loss, s.rl.max_new_tokens, self.version, batch, logp_BL, old_BL, ref_BL
         )
-        out = policy_loss(
-            PolicyLossInput(
-                logprobs_BL=logp_BL,
-                old_logprobs_BL=old_BL,
-                advantages_BL=batch.advantages_BL,
-                mask_BL=st.mask_BL,
-                token_weights_BL=st.token_weights_BL,
-                extra_loss_BL=st.extra_loss_BL,
-                ref_logprobs_BL=ref_BL,
-                clip_low=s.clip_low,
-                clip_high=s.clip_high,
-                normalisation=s.normalisation,
-                kl_beta=s.kl_beta,
-                constant_len=s.constant_len,
-            )
-        )
-        return out.loss, {**out.metrics, **st.metrics}
 
     def compute_loss(
         self, batch: LearnerBatch, old_logprobs_BL: torch.Tensor | None = None
@@ -138,51 +114,58 @@ class Learner:
         self.model.train()
         logp_BL = self._logprobs(self.model, batch)
         old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
-        loss, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
-        return loss, {**metrics, **mismatch_metrics(old_BL, batch, self.version)}
+        out, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
+        return out.loss, {**metrics, **mismatch_metrics(old_BL, batch, self.version)}
 
     def train_step(self, batch: LearnerBatch) -> dict[str, float]:
         """``epochs`` optimiser updates on ``batch``; the policy version goes up by one.
 
         Each update accumulates gradients over length-bucketed row micro-batches
-        (``microbatch_tokens``): micro-batch m contributes its loss times
-        count(m) / count(batch) (``normaliser_count``), so the gradient is the one of a
+        (``rl.microbatch_tokens``): micro-batch m back-propagates its loss numerator and
+        the summed gradient is divided by the whole batch's count under the mask the
+        staleness strategy returned (``core.loss``), so the gradient is the one of a
         single forward over the padded batch, without computing on its padding.
         Metrics are those of the last update, computed on the whole batch (its ratio
         and clip fractions show how far the reuse moved the policy)."""
-        s = self.settings
-        buckets = length_buckets(batch.lengths_B.tolist(), s.microbatch_tokens)
+        rl = self.settings.rl
+        buckets = length_buckets(batch.lengths_B.tolist(), rl.microbatch_tokens)
         parts = [batch.select(rows) for rows in buckets]
-        total = normaliser_count(batch.mask_BL, s.normalisation, s.constant_len)
         refs = olds = None
         with torch.no_grad():
             if self.ref_model is not None:
                 refs = [self._logprobs(self.ref_model, p) for p in parts]
-            if s.epochs > 1:
+            if rl.epochs > 1:
                 olds = [self._logprobs(self.model, p) for p in parts]
         self.model.train()
-        lr = lr_at(self.version, s.total_steps, s.warmup_steps, s.lr, s.lr_floor)
+        floor = 1.0 if rl.lr_schedule == "constant" else rl.lr_floor
+        lr = lr_at(self.version, rl.steps, rl.warmup_steps, rl.lr, floor)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         logps: list[torch.Tensor] = []
-        for _ in range(s.epochs):
+        for _ in range(rl.epochs):
             self.optimizer.zero_grad(set_to_none=True)
-            logps = []
+            logps, count = [], 0.0
             for i, part in enumerate(parts):
                 logp_BL = self._logprobs(self.model, part)
                 old_BL = logp_BL.detach() if olds is None else olds[i]
-                loss, _ = self._loss(part, logp_BL, old_BL, None if refs is None else refs[i])
-                share = normaliser_count(part.mask_BL, s.normalisation, s.constant_len)
-                (loss * (share / max(total, 1.0))).backward()  # type: ignore[no-untyped-call]
+                out, _ = self._loss(part, logp_BL, old_BL, None if refs is None else refs[i])
+                out.numerator.backward()  # type: ignore[no-untyped-call]
+                count += out.count
                 logps.append(logp_BL.detach())
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.grad_clip)
+            _divide_gradients(self.model, max(count, 1.0))
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip)
             self.optimizer.step()
         with torch.no_grad():  # the whole batch's metrics, from the last update's forwards
             logp_BL = _unbucket(logps, buckets, batch.tokens_BL.shape)
             old_BL = logp_BL if olds is None else _unbucket(olds, buckets, logp_BL.shape)
             ref_BL = None if refs is None else _unbucket(refs, buckets, logp_BL.shape)
             _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL)
+        metrics.update(batch.metrics)
         metrics.update(mismatch_metrics(old_BL, batch, self.version))
+        if self.quant_bits is not None:
+            metrics["staleness/quant_error"] = quant_error(
+                self.model.named_parameters(), self.quant_bits
+            )
         metrics["loss/grad_norm"] = float(norm)
         metrics["loss/lr"] = lr
         metrics["throughput/microbatches"] = float(len(parts))
@@ -199,6 +182,54 @@ class Learner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
+
+
+def strategy_loss(
+    staleness: StrategyParams,
+    loss: LossConfig,
+    constant_len: int,
+    learner_version: int,
+    batch: LearnerBatch,
+    logp_BL: torch.Tensor,
+    old_BL: torch.Tensor,
+    ref_BL: torch.Tensor | None,
+) -> tuple[PolicyLossResult, dict[str, float]]:
+    """The staleness strategy, then the policy loss over the mask it returned, from
+    logprobs already computed (the engine-vs-trainer metrics are the caller's: once per
+    batch, not per micro-batch)."""
+    st = apply_staleness(
+        staleness,
+        StalenessInput(
+            logprobs_BL=logp_BL,
+            old_logprobs_BL=old_BL,
+            behavior_logprobs_BL=batch.behavior_logprobs_BL,
+            advantages_BL=batch.advantages_BL,
+            mask_BL=batch.mask_BL,
+            versions_BL=batch.versions_BL,
+            learner_version=learner_version,
+        ),
+    )
+    out = policy_loss(
+        PolicyLossInput(
+            logprobs_BL=logp_BL,
+            old_logprobs_BL=old_BL,
+            advantages_BL=batch.advantages_BL,
+            mask_BL=st.mask_BL,
+            cfg=loss,
+            constant_len=constant_len,
+            token_weights_BL=st.token_weights_BL,
+            extra_loss_BL=st.extra_loss_BL,
+            ref_logprobs_BL=ref_BL,
+        )
+    )
+    return out, {**out.metrics, **st.metrics}
+
+
+def _divide_gradients(model: nn.Module, count: float) -> None:
+    """Turn the accumulated numerator gradients into the gradient of numerator / count."""
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad.div_(count)
 
 
 def _unbucket(

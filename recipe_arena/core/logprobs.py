@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 from torch import nn
+from torch.func import functional_call
 
 
 def sequence_logprobs(
@@ -11,12 +14,14 @@ def sequence_logprobs(
     tokens_BL: torch.Tensor,
     attention_mask_BL: torch.Tensor | None = None,
     temperature: float = 1.0,
+    params: Mapping[str, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """log p(tokens_BL[b, l] | tokens_BL[b, :l]) at ``temperature``; position 0 holds 0.
 
     Rows are right-padded (``attention_mask_BL`` 0 on padding). Dividing logits by the
     sampling temperature makes these comparable with the engine's behaviour logprobs,
-    which are taken after temperature.
+    which are taken after temperature. ``params`` replaces those of the model's
+    parameters it names for this forward only (shared fake quantisation).
     """
     if tokens_BL.dim() != 2:
         raise ValueError(
@@ -24,8 +29,12 @@ def sequence_logprobs(
         )
     if attention_mask_BL is None:
         attention_mask_BL = torch.ones_like(tokens_BL)
-    logits_BLV = model(input_ids=tokens_BL, attention_mask=attention_mask_BL).logits
-    logits_BLV = logits_BLV[:, :-1].float() / temperature
+    inputs = {"input_ids": tokens_BL, "attention_mask": attention_mask_BL}
+    if params:
+        out = functional_call(model, dict(params), args=(), kwargs=inputs)
+    else:
+        out = model(**inputs)
+    logits_BLV = out.logits[:, :-1].float() / temperature
     targets_BL = tokens_BL[:, 1:]
     # log_softmax then gather: exact and memory-light enough at the sizes run here.
     logp_BL = torch.log_softmax(logits_BLV, dim=-1).gather(-1, targets_BL.unsqueeze(-1)).squeeze(-1)

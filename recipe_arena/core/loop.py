@@ -21,32 +21,41 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from recipe_arena.config import RLConfig
 from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.backends import Backend
-from recipe_arena.core.batch import build_learner_batch, group_advantages
+from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.learner import Learner
-from recipe_arena.core.metrics import group_metrics
+from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.core.sampling import BatchFiller
+from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch, RolloutGroup
 
 
 @dataclass(frozen=True)
 class LoopSettings:
-    steps: int
-    prompts_per_step: int
-    max_staleness: int
-    pipeline_depth: int
-    zero_gradient_filter: bool = True
-    active_sampling: bool = True
-    max_resample_factor: int = 8
-    advantage: str = "centered"
-    reward_scale: float = 1.0
-    std_eps: float = 1e-6
-    seed: int = 0
-    pad_id: int = 0
+    """What the loop reads: the RL section as configured (steps, N, max_staleness,
+    pipeline_depth, filtering), the advantage strategy, the run seed, the pad token."""
+
+    rl: RLConfig
+    advantage: StrategyParams
+    """The advantage strategy's parameters (``core.advantages``)."""
+    seed: int
+    pad_id: int
     stall_timeout_s: float = 600.0
     """Fail (naming the cause) when no group arrives for this long."""
+
+    def batch_filler(self) -> BatchFiller:
+        """An empty batch of N prompts under the staleness rule and the filters."""
+        rl = self.rl
+        return BatchFiller(
+            n_prompts=rl.prompts_per_step,
+            max_staleness=rl.max_staleness,
+            zero_gradient_filter=rl.zero_gradient_filter,
+            active_sampling=rl.active_sampling,
+            max_draws=rl.prompts_per_step * rl.max_resample_factor,
+        )
 
 
 @dataclass
@@ -103,7 +112,7 @@ def top_up_prompts(
     backend: Backend, source: PromptSource, flight: InFlight, s: LoopSettings
 ) -> None:
     """Sample stage, learner side: keep pipeline_depth * N prompts in flight."""
-    while len(flight) < s.pipeline_depth * s.prompts_per_step:
+    while len(flight) < s.rl.pipeline_depth * s.rl.prompts_per_step:
         row = source.next()
         task = ActorTask(
             row=row, seed=draw_seed(s.seed, source.draws), tag=f"{row.id}@{source.draws}"
@@ -117,13 +126,7 @@ def collect_groups(
 ) -> Collected:
     """Sample + score happen in the actors; here, filter and staleness: take scored
     groups until the batch holds N prompts with reward variance (active sampling)."""
-    filler = BatchFiller(
-        n_prompts=s.prompts_per_step,
-        max_staleness=s.max_staleness,
-        zero_gradient_filter=s.zero_gradient_filter,
-        active_sampling=s.active_sampling,
-        max_draws=s.prompts_per_step * s.max_resample_factor,
-    )
+    filler = s.batch_filler()
     out = Collected(filler, [], [], [], 0.0)
     last = time.perf_counter()
     while not filler.done:
@@ -145,16 +148,15 @@ def collect_groups(
             source.requeue(group.row)  # drawn again before any new prompt
             flight.settle(group.prompt_id)
             out.stale.append(group.prompt_id)
-        elif verdict == "zero_variance":
+        elif verdict in ("zero_variance", "empty"):
             flight.settle(group.prompt_id)
             out.zero_variance.append(group.prompt_id)
     return out
 
 
 def advantage_batch(groups: Sequence[RolloutGroup], s: LoopSettings) -> LearnerBatch:
-    """Advantage stage: group-relative advantages, broadcast to tokens, padded batch."""
-    advantages = group_advantages(groups, s.advantage, s.reward_scale, s.std_eps)
-    return build_learner_batch(groups, advantages, s.pad_id)
+    """Advantage stage: the padded batch with per-token advantages (``core.advantages``)."""
+    return build_learner_batch(groups, s.advantage, s.pad_id)
 
 
 def sync_weights(backend: Backend, learner: Learner) -> float:
@@ -173,18 +175,19 @@ def train(
     start_step: int = 0,
     on_step: StepHook | None = None,
 ) -> list[StepRecord]:
-    """Run optimiser steps start_step+1 .. s.steps; ``on_step`` logs, checkpoints, evaluates."""
+    """Run optimiser steps start_step+1 .. rl.steps; ``on_step`` logs, checkpoints, evaluates."""
     flight = InFlight()
     records: list[StepRecord] = []
     backend.start()
     try:
-        for step in range(start_step + 1, s.steps + 1):
+        for step in range(start_step + 1, s.rl.steps + 1):
             t_step = time.perf_counter()
             got = collect_groups(
                 backend, source, flight, learner.version, s
             )  # sample, score, filter
             kept = got.filler.kept
             metrics = {**got.filler.metrics(), **group_metrics(got.received)}
+            metrics.update(length_metrics(got.received, kept))
             t_learn = time.perf_counter()
             if kept:
                 batch = advantage_batch(kept, s)  # advantage

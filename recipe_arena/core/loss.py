@@ -4,25 +4,56 @@ Per token t of sequence b, with ratio r = exp(logp_theta - logp_old):
     l_bt = -w_bt * min(r * A_bt, clip(r, 1 - eps_low, 1 + eps_high) * A_bt)
            + beta * k3_bt + extra_bt
     k3_bt = exp(logp_ref - logp_theta) - (logp_ref - logp_theta) - 1   (Schulman's k3)
-then normalised over trained tokens (``token``: sum / total tokens, DAPO; ``sample``:
-per-sequence mean, then mean over sequences, GRPO; ``constant``: sum / (B * L_const),
-Dr.GRPO). ``w`` comes from the staleness strategy (TIS weights), ``extra`` from it too
-(e.g. Kimi's regulariser).
+then reduced over the trained tokens m_bt (the mask the staleness strategy returns) as
+numerator / count:
+    token:    sum_bt m l / sum_bt m                                  (DAPO, OLMo 3)
+    sample:   sum_b [sum_t m l / sum_t m] / #{b : sum_t m > 0}       (GRPO)
+    constant: sum_bt m l / (B * L_const)                             (Dr.GRPO)
+``w`` and ``extra`` come from the staleness strategy (TIS weights; Kimi's regulariser);
+w multiplies the policy-gradient term only, never the KL.
+
+Every rule's numerator is a sum over rows and its count a sum over rows, so a batch
+split into row micro-batches has loss = sum_m numerator_m / sum_m count_m: the learner
+back-propagates each micro-batch's numerator and divides the gradient by the whole
+batch's count, which is the gradient of one forward over the batch whatever mask the
+strategy returned.
 
 Notes:
 - With one minibatch and one epoch per batch, logp_old equals logp_theta in value, so
   r = 1 and the clip never binds; the gradient is still the policy gradient because r
   carries the gradient of logp_theta. The clip binds once a batch is reused.
-- Clip fractions count tokens where the clipped branch is the active one.
+- Clip fractions count trained tokens where the clipped branch is the active one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
+from pydantic import BaseModel, Field
+
+from recipe_arena.core.strategy import STRICT_CONFIG
 
 NORMALISATIONS = ("token", "sample", "constant")
+
+
+class LossConfig(BaseModel):
+    """OlmoRL's GRPO variant; defaults are OLMo 3's (DESIGN.md 'Policy loss')."""
+
+    model_config = STRICT_CONFIG
+    normalisation: Literal["token", "sample", "constant"] = "token"
+    """token: sum over batch tokens / total tokens (DAPO; OLMo 3: no length bias);
+    sample: per-sequence mean then mean (GRPO); constant: sum / (B * rl.max_new_tokens)
+    (Dr.GRPO)."""
+    clip_low: float = Field(0.2, ge=0, le=1)
+    """Ratio clipped below at 1 - clip_low (unitless, 0-1; 0.8 in OLMo 3)."""
+    clip_high: float = Field(0.272, ge=0, le=10)
+    """Ratio clipped above at 1 + clip_high (unitless; 1.272 in OLMo 3, DAPO's
+    clip-higher: rewarded unlikely tokens can gain probability faster)."""
+    kl_beta: float = Field(0.0, ge=0)
+    """Weight of a k3 KL to the reference policy (>= 0); 0 in OLMo 3 (no KL: updates
+    less restricted, training stayed stable)."""
 
 
 @dataclass(frozen=True)
@@ -31,52 +62,49 @@ class PolicyLossInput:
     old_logprobs_BL: torch.Tensor
     advantages_BL: torch.Tensor
     mask_BL: torch.Tensor
+    """Trained tokens: the mask the staleness strategy returned."""
+    cfg: LossConfig
+    constant_len: int
+    """L_const of ``constant`` normalisation (the response cap, rl.max_new_tokens)."""
     token_weights_BL: torch.Tensor | None = None
     extra_loss_BL: torch.Tensor | None = None
     ref_logprobs_BL: torch.Tensor | None = None
-    clip_low: float = 0.2
-    clip_high: float = 0.272
-    normalisation: str = "token"
-    kl_beta: float = 0.0
-    constant_len: int = 1
-    """L_const of ``constant`` normalisation (the response cap)."""
 
 
 @dataclass(frozen=True)
 class PolicyLossResult:
     loss: torch.Tensor
+    """numerator / max(count, 1): the loss of this batch alone."""
+    numerator: torch.Tensor
+    """Sum over rows of the normalisation rule's numerator (module docstring)."""
+    count: float
+    """The rule's count over this batch's rows."""
     metrics: dict[str, float]
+
+
+def reduce(
+    loss_BL: torch.Tensor, mask_BL: torch.Tensor, how: str, constant_len: int = 1
+) -> tuple[torch.Tensor, float]:
+    """(numerator, count) of one normalisation rule (module docstring); both are sums
+    over rows, so micro-batches add up."""
+    if how == "token":
+        return (loss_BL * mask_BL).sum(), float(mask_BL.sum())
+    if how == "sample":
+        n_B = mask_BL.sum(-1)
+        has_B = (n_B > 0).float()
+        per_seq_B = (loss_BL * mask_BL).sum(-1) / n_B.clamp(min=1.0)
+        return (per_seq_B * has_B).sum(), float(has_B.sum())
+    if how == "constant":
+        return (loss_BL * mask_BL).sum(), float(mask_BL.shape[0] * constant_len)
+    raise ValueError(f"unknown normalisation {how!r}; allowed: {list(NORMALISATIONS)}")
 
 
 def normalise(
     loss_BL: torch.Tensor, mask_BL: torch.Tensor, how: str, constant_len: int = 1
 ) -> torch.Tensor:
-    """Reduce per-token losses to a scalar; see the module docstring for the three rules."""
-    if how == "token":
-        return (loss_BL * mask_BL).sum() / mask_BL.sum().clamp(min=1.0)
-    if how == "sample":
-        per_seq_B = (loss_BL * mask_BL).sum(-1) / mask_BL.sum(-1).clamp(min=1.0)
-        has_tokens_B = (mask_BL.sum(-1) > 0).float()
-        return (per_seq_B * has_tokens_B).sum() / has_tokens_B.sum().clamp(min=1.0)
-    if how == "constant":
-        return (loss_BL * mask_BL).sum() / (loss_BL.shape[0] * constant_len)
-    raise ValueError(f"unknown normalisation {how!r}; allowed: {list(NORMALISATIONS)}")
-
-
-def normaliser_count(mask_BL: torch.Tensor, how: str, constant_len: int = 1) -> float:
-    """The denominator ``normalise`` divides by: trained tokens (``token``), sequences
-    with a trained token (``sample``), B * L_const (``constant``).
-
-    Every rule is a sum over rows divided by this count, so a batch split into row
-    micro-batches m has loss = sum_m normalise(m) * count(m) / count(batch): gradient
-    accumulation that leaves the gradient unchanged."""
-    if how == "token":
-        return float(mask_BL.sum())
-    if how == "sample":
-        return float((mask_BL.sum(-1) > 0).sum())
-    if how == "constant":
-        return float(mask_BL.shape[0] * constant_len)
-    raise ValueError(f"unknown normalisation {how!r}; allowed: {list(NORMALISATIONS)}")
+    """numerator / count of ``reduce`` (0 when nothing is trained)."""
+    numerator, count = reduce(loss_BL, mask_BL, how, constant_len)
+    return numerator / max(count, 1.0)
 
 
 def k3_kl(logprobs_BL: torch.Tensor, ref_logprobs_BL: torch.Tensor) -> torch.Tensor:
@@ -87,10 +115,11 @@ def k3_kl(logprobs_BL: torch.Tensor, ref_logprobs_BL: torch.Tensor) -> torch.Ten
 
 def policy_loss(inp: PolicyLossInput) -> PolicyLossResult:
     """OlmoRL token loss (module docstring), with clip fractions and KL in the metrics."""
+    cfg = inp.cfg
     mask_BL = inp.mask_BL.float()
     adv_BL = inp.advantages_BL
     ratio_BL = torch.exp(inp.logprobs_BL - inp.old_logprobs_BL.detach())
-    lo, hi = 1.0 - inp.clip_low, 1.0 + inp.clip_high
+    lo, hi = 1.0 - cfg.clip_low, 1.0 + cfg.clip_high
     unclipped_BL = ratio_BL * adv_BL
     clipped_BL = torch.clamp(ratio_BL, lo, hi) * adv_BL
     pg_BL = -torch.minimum(unclipped_BL, clipped_BL)
@@ -98,15 +127,16 @@ def policy_loss(inp: PolicyLossInput) -> PolicyLossResult:
         pg_BL = pg_BL * inp.token_weights_BL.detach()
     loss_BL = pg_BL
     metrics: dict[str, float] = {}
-    if inp.kl_beta > 0:
+    if cfg.kl_beta > 0:
         if inp.ref_logprobs_BL is None:
             raise ValueError("kl_beta > 0 needs ref_logprobs_BL (a reference model's logprobs)")
         kl_BL = k3_kl(inp.logprobs_BL, inp.ref_logprobs_BL.detach())
-        loss_BL = loss_BL + inp.kl_beta * kl_BL
+        loss_BL = loss_BL + cfg.kl_beta * kl_BL
         metrics["loss/kl_ref"] = float(normalise(kl_BL.detach(), mask_BL, "token"))
     if inp.extra_loss_BL is not None:
         loss_BL = loss_BL + inp.extra_loss_BL
-    loss = normalise(loss_BL, mask_BL, inp.normalisation, inp.constant_len)
+    numerator, count = reduce(loss_BL, mask_BL, cfg.normalisation, inp.constant_len)
+    loss = numerator / max(count, 1.0)
 
     n = mask_BL.sum().clamp(min=1.0)
     with torch.no_grad():
@@ -116,7 +146,7 @@ def policy_loss(inp: PolicyLossInput) -> PolicyLossResult:
         metrics["loss/clip_high_frac"] = float((clip_high_BL.float() * mask_BL).sum() / n)
         metrics["loss/ratio_mean"] = float((ratio_BL * mask_BL).sum() / n)
         metrics["loss/policy"] = float(
-            normalise(pg_BL.detach(), mask_BL, inp.normalisation, inp.constant_len)
+            normalise(pg_BL.detach(), mask_BL, cfg.normalisation, inp.constant_len)
         )
         metrics["loss/total"] = float(loss.detach())
-    return PolicyLossResult(loss=loss, metrics=metrics)
+    return PolicyLossResult(loss=loss, numerator=numerator, count=count, metrics=metrics)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from recipe_arena.core.types import RolloutGroup
+from recipe_arena.core.types import Rollout, RolloutGroup
 
 PASS_THRESHOLD = 1.0 - 1e-6
 """A rollout passes when its verifier score is 1 (all-or-nothing verifiers)."""
@@ -26,6 +26,9 @@ def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
     for d, rs in sorted(by_domain.items()):
         out[f"reward/{d}/mean"] = sum(rs) / len(rs)
         out[f"reward/{d}/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rs) / len(rs)
+    verified = [r for r in rollouts if r.verifier_reward is not None]
+    if verified:  # spurious-reward control: what the verifiers would have paid
+        out.update(_verifier_metrics(verified))
     rewards = [r.reward for r in rollouts]
     out["reward/mean"] = sum(rewards) / len(rewards)
     out["reward/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rewards) / len(rewards)
@@ -37,3 +40,44 @@ def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
         rollouts
     )
     return out
+
+
+def _verifier_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
+    """``reward/verifier/mean`` and ``reward/<domain>/verifier_mean``: the verifiers' mean
+    score of rollouts trained on another reward (spurious-reward control)."""
+    by_domain: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rollouts:
+        assert r.verifier_reward is not None
+        by_domain[r.domain].append(r.verifier_reward)
+    out = {f"reward/{d}/verifier_mean": sum(v) / len(v) for d, v in sorted(by_domain.items())}
+    scores = [v for vs in by_domain.values() for v in vs]
+    out["reward/verifier/mean"] = sum(scores) / len(scores)
+    return out
+
+
+def length_metrics(
+    received: Sequence[RolloutGroup], trained: Sequence[RolloutGroup]
+) -> dict[str, float]:
+    """Sampled against trained response lengths, and what length control counted.
+
+    ``length/sampled_*``: every completion of every group the learner received (stale,
+    zero-variance and length-control-dropped ones too); ``length/trained_*``: the
+    rollouts of the groups it trained on. Means and counts, so runs can be pooled. The
+    counts length control reports per group (``length/budget_violations``,
+    ``length/discarded_short``, ...) are summed over the received groups."""
+    out: dict[str, float] = {}
+    sampled = [n for g in received for n in (g.sampled_lengths or _lengths(g))]
+    kept = [n for g in trained for n in _lengths(g)]
+    for name, lengths in (("sampled", sampled), ("trained", kept)):
+        if lengths:
+            out[f"length/{name}_mean"] = sum(lengths) / len(lengths)
+            out[f"length/{name}_n"] = float(len(lengths))
+    counts: collections.Counter[str] = collections.Counter()
+    for g in received:
+        counts.update(g.metrics)
+    out.update({k: float(v) for k, v in counts.items()})
+    return out
+
+
+def _lengths(group: RolloutGroup) -> list[int]:
+    return [len(r.completion_tokens) for r in group.rollouts]

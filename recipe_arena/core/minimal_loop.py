@@ -10,28 +10,20 @@ from __future__ import annotations
 from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import LoopSettings, StepRecord, advantage_batch, draw_seed
-from recipe_arena.core.metrics import group_metrics
+from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
-from recipe_arena.core.sampling import BatchFiller
 
 
 def minimal_train(
     learner: Learner, actor: Actor, source: PromptSource, s: LoopSettings
 ) -> list[StepRecord]:
     records = []
-    for step in range(1, s.steps + 1):
-        filler = BatchFiller(
-            s.prompts_per_step,
-            s.max_staleness,
-            s.zero_gradient_filter,
-            s.active_sampling,
-            max_draws=s.prompts_per_step * s.max_resample_factor,
-        )
+    n = s.rl.prompts_per_step
+    for step in range(1, s.rl.steps + 1):
+        filler = s.batch_filler()
         received, dropped = [], []
         while not filler.done:  # sample + score, then filter (active sampling refills)
-            need = (
-                s.prompts_per_step - len(filler.kept) if s.active_sampling else s.prompts_per_step
-            )
+            need = n - len(filler.kept) if s.rl.active_sampling else n
             tasks = []
             for _ in range(need):
                 row = source.next()
@@ -40,9 +32,10 @@ def minimal_train(
                 )
             for g in actor.rollouts(tasks):
                 received.append(g)
-                if filler.offer(g, learner.version) == "zero_variance":
+                if filler.offer(g, learner.version) in ("zero_variance", "empty"):
                     dropped.append(g.prompt_id)
         metrics = {**filler.metrics(), **group_metrics(received)}
+        metrics.update(length_metrics(received, filler.kept))
         if filler.kept:
             metrics.update(
                 learner.train_step(advantage_batch(filler.kept, s))

@@ -3,6 +3,9 @@
 Staleness (stated once, the only rule):
     a group is trainable  iff  learner_version - min(token_versions of the group) <= max_staleness
 A stale group is dropped, counted, and its prompt goes back to the prompt source.
+An empty completion (an abort) holds no token and so nothing stale: it does not make
+its group stale. A group left with no rollout (length control dropped them all) is
+dropped and counted, like a zero-variance group.
 
 Zero-gradient filter (DAPO's dynamic sampling, OLMo 3): a group whose rewards are all
 equal has A = 0 on every token and is dropped. Active sampling keeps drawing groups
@@ -17,11 +20,14 @@ from typing import Literal
 
 from recipe_arena.core.types import RolloutGroup
 
-Verdict = Literal["kept", "zero_variance", "stale", "ignored"]
+Verdict = Literal["kept", "zero_variance", "stale", "empty", "ignored"]
 
 
-def is_trainable(min_token_version: int, learner_version: int, max_staleness: int) -> bool:
-    """learner_version - min_token_version <= max_staleness."""
+def is_trainable(min_token_version: int | None, learner_version: int, max_staleness: int) -> bool:
+    """learner_version - min_token_version <= max_staleness; a group without tokens
+    (``None``) holds nothing stale."""
+    if min_token_version is None:
+        return True
     return learner_version - min_token_version <= max_staleness
 
 
@@ -48,6 +54,7 @@ class BatchFiller:
     received: int = 0
     zero_variance: int = 0
     stale: int = 0
+    empty: int = 0
     stale_lag: list[int] = field(default_factory=list)
 
     @property
@@ -62,9 +69,13 @@ class BatchFiller:
         if self.done:
             return "ignored"
         self.received += 1
-        if not is_trainable(group.min_version, learner_version, self.max_staleness):
+        if not group.rollouts:
+            self.empty += 1
+            return "empty"
+        oldest = group.min_version
+        if oldest is not None and not is_trainable(oldest, learner_version, self.max_staleness):
             self.stale += 1
-            self.stale_lag.append(learner_version - group.min_version)
+            self.stale_lag.append(learner_version - oldest)
             return "stale"
         if self.zero_gradient_filter and not has_reward_variance(group):
             self.zero_variance += 1
@@ -79,6 +90,7 @@ class BatchFiller:
             "sampling/groups_kept": float(len(self.kept)),
             "sampling/zero_variance_groups": float(self.zero_variance),
             "sampling/stale_groups": float(self.stale),
+            "sampling/empty_groups": float(self.empty),
             "sampling/resampled_groups": float(max(0, self.received - self.n_prompts)),
             "sampling/batch_short": float(max(0, self.n_prompts - len(self.kept))),
         }

@@ -35,6 +35,16 @@ class Rollout:
     reward: float = 0.0
     reward_reason: str = ""
     gen_seconds: float = 0.0
+    verifier_reward: float | None = None
+    """The verifier's score when ``reward`` is not derived from it (the spurious-reward
+    control); None otherwise."""
+    expert_ids: torch.Tensor | None = None
+    """int64 (P + T - 1, N, K): the K experts each MoE layer n routed position l to in
+    the engine, for every position fed to it (prompt and all completion tokens but the
+    last); None for a dense model."""
+    teacher_logprobs: tuple[float, ...] | None = None
+    """A teacher's log-probability of each completion token (on-policy distillation);
+    None when no teacher scored the rollout."""
 
     def __post_init__(self) -> None:
         n = len(self.completion_tokens)
@@ -45,8 +55,10 @@ class Rollout:
             )
 
     @property
-    def min_version(self) -> int:
-        return min(self.token_versions) if self.token_versions else 0
+    def min_version(self) -> int | None:
+        """Version of the oldest token; None for an empty completion (an abort), which
+        holds no token and so nothing stale."""
+        return min(self.token_versions) if self.token_versions else None
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,11 @@ class RolloutGroup:
 
     row: PromptRow
     rollouts: tuple[Rollout, ...]
+    """The rollouts that go to the learner (length control may have dropped some)."""
+    sampled_lengths: tuple[int, ...] = ()
+    """Completion lengths of every rollout sampled for this group, dropped ones too."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """Counts of what length control did to this group (summed over groups)."""
 
     @property
     def prompt_id(self) -> str:
@@ -65,8 +82,11 @@ class RolloutGroup:
         return torch.tensor([r.reward for r in self.rollouts], dtype=torch.float32)
 
     @property
-    def min_version(self) -> int:
-        return min(r.min_version for r in self.rollouts)
+    def min_version(self) -> int | None:
+        """Version of the group's oldest token; None when it holds no token (no
+        rollouts, or only empty ones)."""
+        versions = [v for r in self.rollouts if (v := r.min_version) is not None]
+        return min(versions) if versions else None
 
 
 @dataclass
@@ -91,6 +111,11 @@ class LearnerBatch:
     domains: list[str] = field(default_factory=list)
     rewards_B: torch.Tensor | None = None
     """float32, the (unscaled) reward of each row's rollout."""
+    expert_ids_BLNK: torch.Tensor | None = None
+    """int64, the engine's expert choice per position and MoE layer (-1 where none was
+    recorded: padding, a row's last token, dense models); None: no MoE routing."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """What building the batch measured (advantage statistics)."""
 
     @property
     def num_tokens(self) -> int:
@@ -117,6 +142,9 @@ class LearnerBatch:
             prompt_ids=[self.prompt_ids[i] for i in rows] if self.prompt_ids else [],
             domains=[self.domains[i] for i in rows] if self.domains else [],
             rewards_B=None if self.rewards_B is None else self.rewards_B[idx],
+            expert_ids_BLNK=(
+                None if self.expert_ids_BLNK is None else self.expert_ids_BLNK[idx, :length]
+            ),
         )
 
 

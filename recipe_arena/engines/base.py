@@ -50,6 +50,13 @@ class Completion:
     token_versions: tuple[int, ...]
     finish_reason: Literal["stop", "length", "abort"]
     seconds: float = 0.0
+    start_step: int | None = None
+    """Torch engine: its decode-step counter when the sample's first token was sampled
+    (``EngineStats.extra['steps']`` counts the same steps); None for other engines."""
+    expert_ids: torch.Tensor | None = None
+    """Mixture-of-experts models (torch engine): int64 (P + T - 1, N, K), the K experts
+    each of the N MoE layers routed every fed position to (prompt, then each sampled
+    token but the last); None for dense models and engines that do not record it."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.engines.base import Completion, EngineError, GenerationRequest
 
 HFCausalLM = Any
@@ -163,36 +164,85 @@ def check_state_dict(
             )
 
 
-class OutboxEngine:
-    """``get`` and ``generate`` of an engine whose worker thread puts finished samples
-    into ``self._outbox``; subclasses set ``_outbox``, ``vocab_size``, ``context`` and
-    define ``submit`` and ``_raise_if_dead``."""
+class CompletionStream:
+    """``get`` and ``generate`` over an engine's outbox, held by the engine (composition):
+    the engine's worker puts finished samples into ``outbox``; ``submit`` queues one
+    request; ``check_alive`` raises EngineError once the worker has failed or closed."""
 
-    _outbox: Outbox
-    vocab_size: int
-    context: int
-
-    def submit(self, request: GenerationRequest) -> None:
-        raise NotImplementedError
-
-    def _raise_if_dead(self) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        outbox: Outbox,
+        submit: Callable[[GenerationRequest], None],
+        vocab_size: int,
+        context: int,
+        check_alive: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.outbox = outbox
+        self._submit = submit
+        self._vocab_size = vocab_size
+        self._context = context
+        self._check_alive = check_alive
 
     def get(self, timeout: float | None = None) -> Completion | None:
         """Next finished completion, or None after ``timeout`` seconds. After a failure
         of the worker, the aborted samples (partial tokens, finish_reason 'abort') are
         handed out first, then EngineError is raised."""
-        return poll_outbox(self._outbox, timeout, self._raise_if_dead)
+        return poll_outbox(self.outbox, timeout, self._check_alive)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         return generate_blocking(
             requests,
-            self._outbox,
-            self.submit,
-            self.vocab_size,
-            self.context,
-            check_alive=self._raise_if_dead,
+            self.outbox,
+            self._submit,
+            self._vocab_size,
+            self._context,
+            check_alive=self._check_alive,
         )
+
+
+class PauseSwitch:
+    """The paused flag of an engine's worker thread, guarded by the engine's condition
+    variable (which the worker waits on)."""
+
+    def __init__(self, cv: threading.Condition) -> None:
+        self._cv = cv
+        self.paused = False
+
+    def pause(self, idle: Callable[[], bool] = lambda: True) -> None:
+        """Set the flag; then wait (holding nothing) until ``idle()`` is true, e.g. until
+        the worker has finished the step it was running."""
+        with self._cv:
+            self.paused = True
+            while not idle():
+                self._cv.wait(0.1)
+
+    def resume(self) -> None:
+        with self._cv:
+            self.paused = False
+            self._cv.notify_all()
+
+
+def score_tokens(
+    model: HFCausalLM,
+    lock: threading.Lock,
+    device: str,
+    context: int,
+    prompt_tokens: Sequence[int],
+    completion_tokens: Sequence[int],
+) -> list[float]:
+    """log p(completion_t | prompt, completion_<t) under ``model`` at temperature 1 (what
+    a teacher contributes in on-policy distillation), holding ``lock`` (the engine's
+    weight lock, so an update never lands mid-forward)."""
+    if not prompt_tokens or not completion_tokens:
+        raise EngineError("score: prompt and completion must both be non-empty")
+    if len(prompt_tokens) + len(completion_tokens) > context:
+        raise EngineError(
+            f"score: {len(prompt_tokens) + len(completion_tokens)} tokens exceed the context of {context}"
+        )
+    tokens_1L = torch.tensor([list(prompt_tokens) + list(completion_tokens)], device=device)
+    with lock, torch.no_grad():
+        logp_1L = sequence_logprobs(model, tokens_1L)
+    return logp_1L[0, len(prompt_tokens) :].tolist()
 
 
 class UniformStream:

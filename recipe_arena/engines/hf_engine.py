@@ -21,15 +21,17 @@ from transformers import GenerationConfig, PreTrainedTokenizerBase
 from recipe_arena.config import EngineConfig
 from recipe_arena.engines.base import Completion, EngineError, EngineStats, GenerationRequest
 from recipe_arena.engines.common import (
+    CompletionStream,
     HFCausalLM,
     Outbox,
-    OutboxEngine,
+    PauseSwitch,
     check_state_dict,
+    score_tokens,
     validate_request,
 )
 
 
-class HFEngine(OutboxEngine):
+class HFEngine:
     """``generate`` in static batches behind the engine protocol.
 
     Behaviour logprobs are log-softmax of the scores ``generate`` sampled from (after
@@ -62,10 +64,13 @@ class HFEngine(OutboxEngine):
         self._model_lock = threading.Lock()
         self._waiting: collections.deque[tuple[GenerationRequest, int]] = collections.deque()
         self._running = 0
-        self._paused = False
+        self._pause = PauseSwitch(self._cv)
         self._closed = False
         self._error: BaseException | None = None
         self._outbox = Outbox()
+        self._stream = CompletionStream(
+            self._outbox, self.submit, self.vocab_size, self.context, self._raise_if_dead
+        )
         self._generated = 0
         self._busy_s = 0.0
         self._thread = threading.Thread(target=self._loop, name="hf-engine", daemon=True)
@@ -85,26 +90,28 @@ class HFEngine(OutboxEngine):
                 self._params[k].copy_(t)
             self.version = version
 
-    def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
-        from recipe_arena.core.logprobs import sequence_logprobs
+    def get(self, timeout: float | None = None) -> Completion | None:
+        return self._stream.get(timeout)
 
-        if not prompt_tokens or not completion_tokens:
-            raise EngineError("score: prompt and completion must both be non-empty")
-        tokens_1L = torch.tensor(
-            [list(prompt_tokens) + list(completion_tokens)], device=self.cfg.device
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        return self._stream.generate(requests)
+
+    def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
+        return score_tokens(
+            self.model,
+            self._model_lock,
+            self.cfg.device,
+            self.context,
+            prompt_tokens,
+            completion_tokens,
         )
-        with self._model_lock, torch.no_grad():
-            logp_1L = sequence_logprobs(self.model, tokens_1L)
-        return logp_1L[0, len(prompt_tokens) :].tolist()
 
     def pause(self) -> None:
-        with self._cv:
-            self._paused = True
+        """Stop taking new batches (a batch in progress runs to its end)."""
+        self._pause.pause()
 
     def resume(self) -> None:
-        with self._cv:
-            self._paused = False
-            self._cv.notify_all()
+        self._pause.resume()
 
     def stats(self) -> EngineStats:
         with self._cv:
@@ -132,7 +139,7 @@ class HFEngine(OutboxEngine):
     def _loop(self) -> None:
         while True:
             with self._cv:
-                while not self._closed and (self._paused or not self._waiting):
+                while not self._closed and (self._pause.paused or not self._waiting):
                     self._cv.wait()
                 if self._closed:
                     return

@@ -21,7 +21,8 @@ layer (an MoE variant replaces it), and engines copy weights in through
 there).
 
 Supported: model types whose decoder layer is pre-norm attention + MLP with
-q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k norms).
+q/k/v/o projections (llama, mistral without a sliding window, qwen2, qwen3's q/k norms),
+and mixtral, whose sparse mixture-of-experts MLP runs as its own module (unfused).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import torch.nn.functional as F
 
 from recipe_arena.engines.common import HFCausalLM
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
 REFINE_TOP = 64
 """Logits per row recomputed in float32 when the engine runs in bfloat16."""
 
@@ -78,15 +79,15 @@ class SlotKVRunner:
         self._fused = [self._fuse(layer) for layer in self.layers]
 
     @staticmethod
-    def _fuse(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    def _fuse(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Concatenate q/k/v (and gate/up) weights into one matrix each and make the
         module parameters views into it: one matmul instead of three (two), and a weight
-        update copied into the parameters lands in the fused matrix with no extra step."""
+        update copied into the parameters lands in the fused matrix with no extra step.
+        A mixture-of-experts MLP (no gate_proj) is left as it is (None)."""
         a, mlp = layer.self_attn, layer.mlp
         projs = (a.q_proj, a.k_proj, a.v_proj)
         w_qkv = torch.cat([p.weight.data for p in projs])
         b_qkv = torch.cat([p.bias.data for p in projs]) if a.q_proj.bias is not None else None
-        w_gu = torch.cat([mlp.gate_proj.weight.data, mlp.up_proj.weight.data])
         row = 0
         for p in projs:
             n = p.weight.shape[0]
@@ -94,13 +95,19 @@ class SlotKVRunner:
             if b_qkv is not None:
                 p.bias.data = b_qkv[row : row + n]
             row += n
+        if not hasattr(mlp, "gate_proj"):
+            return w_qkv, b_qkv, None
+        w_gu = torch.cat([mlp.gate_proj.weight.data, mlp.up_proj.weight.data])
         n_ff = mlp.gate_proj.weight.shape[0]
         mlp.gate_proj.weight.data, mlp.up_proj.weight.data = w_gu[:n_ff], w_gu[n_ff:]
         return w_qkv, b_qkv, w_gu
 
     def _mlp(self, i: int, h_BTd: torch.Tensor) -> torch.Tensor:
         mlp = self.layers[i].mlp
-        gate, up = F.linear(h_BTd, self._fused[i][2]).chunk(2, dim=-1)
+        w_gu = self._fused[i][2]
+        if w_gu is None:  # mixture of experts: its own router and experts
+            return mlp(h_BTd)
+        gate, up = F.linear(h_BTd, w_gu).chunk(2, dim=-1)
         return mlp.down_proj(mlp.act_fn(gate) * up)
 
     def _logits(self, x_BD: torch.Tensor) -> torch.Tensor:

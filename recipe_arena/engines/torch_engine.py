@@ -28,7 +28,6 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config import EngineConfig
-from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.engines.base import (
     Completion,
     EngineError,
@@ -36,15 +35,18 @@ from recipe_arena.engines.base import (
     GenerationRequest,
 )
 from recipe_arena.engines.common import (
+    CompletionStream,
     HFCausalLM,
     Outbox,
-    OutboxEngine,
+    PauseSwitch,
     UniformStream,
     check_state_dict,
     sample_tokens,
+    score_tokens,
     validate_request,
 )
 from recipe_arena.engines.kv_runner import SlotKVRunner
+from recipe_arena.engines.routing import record_routing
 
 
 @dataclass
@@ -60,6 +62,10 @@ class _Sample:
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     versions: list[int] = field(default_factory=list)
+    expert_ids: list[torch.Tensor] = field(default_factory=list)
+    """MoE models: (positions, N, K) chunks of the experts each fed position went to."""
+    start_step: int | None = None
+    """Decode steps run before this sample's first token (for length control)."""
 
     @property
     def cached(self) -> int:
@@ -75,7 +81,7 @@ class _Update:
     error: BaseException | None = None
 
 
-class TorchEngine(OutboxEngine):
+class TorchEngine:
     """Continuous-batching engine over a private copy of a transformers causal LM.
 
     Thread-safe: ``submit``/``get``/``generate`` from any thread, ``update_weights`` from
@@ -118,16 +124,20 @@ class TorchEngine(OutboxEngine):
         self._inflight: dict[str, int] = {}
         self._pending_update: _Update | None = None
         self._update_lock = threading.Lock()
-        self._paused = False
+        self._pause = PauseSwitch(self._cv)
         self._busy = False
         self._closed = False
         self._error: BaseException | None = None
         self._outbox = Outbox()
+        self._stream = CompletionStream(
+            self._outbox, self.submit, self.vocab_size, self.context, self._raise_if_dead
+        )
         self._window: collections.deque[tuple[float, int]] = collections.deque()
         self._generated = 0
         self._steps = 0
         self._last_update_ms = 0.0
         self._thread = threading.Thread(target=self._loop, name="torch-engine", daemon=True)
+        self._routes = record_routing(self.model, self._thread)  # MoE: for routing replay
         self._thread.start()
 
     # ------------------------------------------------------------------ public API
@@ -172,33 +182,30 @@ class TorchEngine(OutboxEngine):
         if upd.error is not None:
             raise EngineError(f"update_weights failed: {upd.error}") from upd.error
 
+    def get(self, timeout: float | None = None) -> Completion | None:
+        return self._stream.get(timeout)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        return self._stream.generate(requests)
+
     def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
         """log p(completion_t | prompt, completion_<t) under the engine's current weights
         (temperature 1): what a teacher contributes in on-policy distillation."""
-        if not prompt_tokens or not completion_tokens:
-            raise EngineError("score: prompt and completion must both be non-empty")
-        if len(prompt_tokens) + len(completion_tokens) > self.context:
-            raise EngineError(
-                f"score: {len(prompt_tokens) + len(completion_tokens)} tokens exceed the context of {self.context}"
-            )
-        tokens_1L = torch.tensor(
-            [list(prompt_tokens) + list(completion_tokens)], device=self.cfg.device
+        return score_tokens(
+            self.model,
+            self._update_lock,
+            self.cfg.device,
+            self.context,
+            prompt_tokens,
+            completion_tokens,
         )
-        with self._update_lock, torch.no_grad():
-            logp_1L = sequence_logprobs(self.model, tokens_1L)
-        return logp_1L[0, len(prompt_tokens) :].tolist()
 
     def pause(self) -> None:
         """Stop decoding; returns once the step in progress (if any) has finished."""
-        with self._cv:
-            self._paused = True
-            while self._busy and threading.current_thread() is not self._thread:
-                self._cv.wait(0.1)
+        self._pause.pause(idle=lambda: not self._busy or threading.current_thread() is self._thread)
 
     def resume(self) -> None:
-        with self._cv:
-            self._paused = False
-            self._cv.notify_all()
+        self._pause.resume()
 
     def stats(self) -> EngineStats:
         with self._cv:
@@ -246,14 +253,14 @@ class TorchEngine(OutboxEngine):
                     while (
                         not self._closed
                         and self._pending_update is None
-                        and (self._paused or not (self._running or self._waiting))
+                        and (self._pause.paused or not (self._running or self._waiting))
                     ):
                         self._cv.wait()
                     if self._closed:
                         return
                     update, self._pending_update = self._pending_update, None
-                    admit = [] if self._paused else self._take_admissions()
-                    running = not self._paused
+                    admit = [] if self._pause.paused else self._take_admissions()
+                    running = not self._pause.paused
                     self._busy = True
                 if update is not None:
                     self._apply_update(update)
@@ -299,6 +306,7 @@ class TorchEngine(OutboxEngine):
         for chunk in chunks:
             prompts, slots = self._place(chunk)
             logits_NV = self.runner.prefill(prompts, slots)
+            self._take_routes([], chunk)
             self._append_tokens([s for g in chunk for s in g], _rows(logits_NV, 0, chunk))
         if decoding:
             self._decode_step([])
@@ -310,6 +318,8 @@ class TorchEngine(OutboxEngine):
             start = len(self._running)
             slots.append(list(range(start, start + len(group))))
             self._running.extend(group)
+            for s in group:
+                s.start_step = self._steps
         return [g[0].request.prompt_tokens for g in chunk], slots
 
     def _decode_step(self, chunk: list[list[_Sample]]) -> None:
@@ -318,11 +328,29 @@ class TorchEngine(OutboxEngine):
         positions_B = [s.cached for s in running]
         prompts, slots = self._place(chunk)
         logits = self.runner.decode(tokens_B, positions_B, prompts, slots)
+        self._take_routes(running, chunk)
         B = len(running)
         if chunk:
             logits = torch.cat([logits[:B], _rows(logits, B, chunk)])
         self._append_tokens(running + [s for g in chunk for s in g], logits)
         self._steps += 1
+
+    def _take_routes(self, running: list[_Sample], chunk: list[list[_Sample]]) -> None:
+        """MoE: hand the experts the last forward routed each position to, (M, N, K) for
+        its flat M = B + prompts x P tokens (runner._forward), to the samples: decode row
+        b to running sample b, prompt n's real positions (not its right padding) to every
+        sample of group n."""
+        if self._routes is None:
+            return
+        ids = self._routes.take()
+        for b, s in enumerate(running):
+            s.expert_ids.append(ids[b : b + 1])
+        P = max((len(g[0].request.prompt_tokens) for g in chunk), default=0)
+        for n, group in enumerate(chunk):
+            lo = len(running) + n * P
+            prompt_ids = ids[lo : lo + len(group[0].request.prompt_tokens)]
+            for s in group:
+                s.expert_ids = [prompt_ids]
 
     def _append_tokens(self, samples: list[_Sample], logits_BV: torch.Tensor) -> None:
         toks, lps = sample_tokens(
@@ -368,6 +396,8 @@ class TorchEngine(OutboxEngine):
             token_versions=tuple(s.versions),
             finish_reason=reason,  # type: ignore[arg-type]
             seconds=time.perf_counter() - s.t0,
+            expert_ids=torch.cat(s.expert_ids) if s.expert_ids else None,
+            start_step=s.start_step,
         )
         with self._cv:
             left = self._inflight.get(s.request.request_id, 1) - 1
@@ -396,6 +426,11 @@ class TorchEngine(OutboxEngine):
                 for lo in range(0, len(seqs), step):
                     part = seqs[lo : lo + step]
                     self.runner.prefill(part, [[lo + j] for j in range(len(part))])
+                    if self._routes is not None:  # the cached prefix's routing, re-recorded
+                        ids = self._routes.take()
+                        P = max(len(q) for q in part)
+                        for j, q in enumerate(part):
+                            self._running[lo + j].expert_ids = [ids[j * P : j * P + len(q)]]
         except BaseException as exc:  # noqa: BLE001
             upd.error = exc
         finally:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import tempfile
 import threading
 import time
@@ -39,11 +38,12 @@ from transformers import PreTrainedTokenizerBase
 from recipe_arena.config import EngineConfig
 from recipe_arena.engines.base import Completion, EngineError, EngineStats, GenerationRequest
 from recipe_arena.engines.common import (
+    CompletionStream,
     HFCausalLM,
     Outbox,
-    generate_blocking,
     validate_request,
 )
+from recipe_arena.logsetup import verbose
 
 # vLLM-CPU reserves a core for its scheduler by default; on small machines the model needs it.
 os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
@@ -100,6 +100,8 @@ class VLLMEngine:
             # requests submitted after it, stamped with the new version: off.
             enable_prefix_caching=False,
             seed=0,
+            # a "Loading safetensors checkpoint shards" bar at every weight reload: -v only
+            use_tqdm_on_load=verbose(),
         )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -108,6 +110,7 @@ class VLLMEngine:
         self._thread.start()
         self._llm: Any = self._call(self._start(AsyncLLM, args))
         self._outbox = Outbox()
+        self._stream = CompletionStream(self._outbox, self.submit, self.vocab_size, self.context)
         self._lock = threading.Lock()
         self._update_lock = threading.Lock()
         self._inflight: dict[str, int] = {}
@@ -197,13 +200,10 @@ class VLLMEngine:
             self._outbox.put(c)
 
     def get(self, timeout: float | None = None) -> Completion | None:
-        try:
-            return self._outbox.shared.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        return self._stream.get(timeout)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        return generate_blocking(requests, self._outbox, self.submit, self.vocab_size, self.context)
+        return self._stream.generate(requests)
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Pause (keeping requests), reload weights in place from a safetensors file, resume."""

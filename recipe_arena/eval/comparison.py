@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from recipe_arena.compare import PLAN_FILE, RUN_KEYS, Plan, flatten, run_finished
+from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Plan, flatten, run_finished
 from recipe_arena.eval import stats
 from recipe_arena.eval.scores import ScoreRecord, final_scores, read_eval_scores, rl_evaluations
 from recipe_arena.rundir import read_metrics
@@ -130,11 +130,8 @@ def group_runs(paths: Sequence[Path]) -> list[ArmData]:
     base_cfg = groups[0][0]
     arms = []
     for i, (cfg, runs) in enumerate(groups):
-        diff = [
-            f"{k}={cfg.get(k)}"
-            for k in sorted(set(cfg) | set(base_cfg))
-            if cfg.get(k) != base_cfg.get(k)
-        ]
+        # a key the arm lacks (another strategy's own parameter) is implied by its option
+        diff = [f"{k}={cfg[k]}" for k in sorted(cfg) if cfg[k] != base_cfg.get(k)]
         name = "baseline" if i == 0 else ",".join(diff)[:80]
         arms.append(ArmData(name, sorted(runs, key=lambda r: r.seed)))
     arms[0].missing = skipped

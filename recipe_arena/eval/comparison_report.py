@@ -48,7 +48,7 @@ CURVE_METRICS = {
 def write_comparison_report(paths: Sequence[Path]) -> Path:
     """Write report.md and report.html into the comparison directory (or, for loose run
     directories, into the first one's parent as comparison_report.md/.html)."""
-    from recipe_arena.eval.report import write_pages
+    from recipe_arena.eval.html import write_pages
 
     if len(paths) == 1 and (paths[0] / "comparison.json").exists():
         root = paths[0]

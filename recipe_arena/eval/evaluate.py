@@ -1,6 +1,6 @@
 """Held-out evaluation: pass@1 per domain through any engine and the run's verifiers.
 
-Each row's messages go through the chat template with the generation prompt; one
+Each row's messages go through the prompt template (``prompt_template``) with the generation prompt; one
 completion is sampled per row (greedy when ``eval_cfg.temperature == 0``), decoded with
 special tokens kept (the verifiers look after ``</think>``) and scored. pass@1 of a
 domain is the mean score of its rows: with scores in {0, 1} that is the fraction of
@@ -22,27 +22,16 @@ from typing import Any
 from recipe_arena.config import EvalConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines.base import Engine, GenerationRequest, SamplingParams
-
-
-def prompt_tokens(tokenizer: Any, row: PromptRow) -> tuple[int, ...]:
-    """The row's conversation with the assistant turn opened, as token ids."""
-    msgs = [m.model_dump() for m in row.messages]
-    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
-    ids = enc if isinstance(enc, list) else enc["input_ids"]
-    return tuple(int(i) for i in ids)
-
-
-def decode(tokenizer: Any, tokens: Sequence[int]) -> str:
-    """Completion text with special tokens kept, end-of-turn and padding removed."""
-    text = str(tokenizer.decode(list(tokens), skip_special_tokens=False))
-    for marker in (tokenizer.eos_token, tokenizer.pad_token):
-        if marker:
-            text = text.replace(marker, "")
-    return text
+from recipe_arena.models.chat import decode_response, encode_prompt
 
 
 def generate_responses(
-    engine: Engine, tokenizer: Any, rows: Sequence[PromptRow], eval_cfg: EvalConfig, seed: int = 0
+    engine: Engine,
+    tokenizer: Any,
+    rows: Sequence[PromptRow],
+    eval_cfg: EvalConfig,
+    seed: int = 0,
+    template: str = "chat",
 ) -> tuple[list[str], list[int]]:
     """One decoded response per row and its length in tokens, in row order."""
     sampling = SamplingParams(
@@ -50,12 +39,12 @@ def generate_responses(
     )
     # ids carry the position: rows from different sources may share an id
     requests = [
-        GenerationRequest(f"{i}/{row.id}", prompt_tokens(tokenizer, row), sampling)
+        GenerationRequest(f"{i}/{row.id}", encode_prompt(tokenizer, row, template), sampling)
         for i, row in enumerate(rows)
     ]
     by_id = {c.request_id: c for c in engine.generate(requests)}
     comps = [by_id[r.request_id] for r in requests]
-    return [decode(tokenizer, c.tokens) for c in comps], [len(c.tokens) for c in comps]
+    return [decode_response(tokenizer, c.tokens) for c in comps], [len(c.tokens) for c in comps]
 
 
 @dataclass(frozen=True)
@@ -67,12 +56,18 @@ class Evaluation:
 
 
 def evaluate_rows(
-    engine: Engine, tokenizer: Any, rows: Sequence[PromptRow], scorer: Any, eval_cfg: EvalConfig
+    engine: Engine,
+    tokenizer: Any,
+    rows: Sequence[PromptRow],
+    scorer: Any,
+    eval_cfg: EvalConfig,
+    template: str = "chat",
 ) -> Evaluation:
-    """``evaluate``'s metrics and the per-row scores behind them."""
+    """``evaluate``'s metrics and the per-row scores behind them; prompts are written with
+    ``template`` (``data.templates``)."""
     if not rows:
         raise ValueError("evaluate: no rows to evaluate")
-    responses, lengths = generate_responses(engine, tokenizer, rows, eval_cfg)
+    responses, lengths = generate_responses(engine, tokenizer, rows, eval_cfg, template=template)
     row_scores = [float(r.score) for r in scorer.score(rows, responses)]
     scores: dict[str, list[float]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from recipe_arena.cache import cache_key, write_json_atomic
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation
@@ -48,9 +49,9 @@ def evaluate_model(
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     try:
         if scorer is not None:
-            return evaluate_rows(engine, tok, chosen, scorer, cfg.eval)
+            return evaluate_rows(engine, tok, chosen, scorer, cfg.eval, cfg.prompt_template)
         with build_scorer(cfg.rewards, shared=True) as own:
-            return evaluate_rows(engine, tok, chosen, own, cfg.eval)
+            return evaluate_rows(engine, tok, chosen, own, cfg.eval, cfg.prompt_template)
     finally:
         engine.close()
 
@@ -61,7 +62,6 @@ def evaluate_checkpoint(
     """``evaluate_model`` of the checkpoint directory, cached in it (module docstring).
     A checkpoint directory that cannot be written to is evaluated without caching."""
     from recipe_arena.models.factory import load_checkpoint
-    from recipe_arena.stages.common import cache_key, write_json_atomic
 
     key = cache_key(
         {
@@ -69,6 +69,7 @@ def evaluate_checkpoint(
             "eval": cfg.eval.model_dump(mode="json"),
             "rewards": cfg.rewards.model_dump(mode="json"),
             "engine": cfg.engine.name,
+            **({"template": cfg.prompt_template} if cfg.prompt_template != "chat" else {}),
             "rows": [r.id for r in eval_rows(cfg, rows)],
         }
     )

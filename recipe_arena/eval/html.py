@@ -65,3 +65,10 @@ def markdown_to_html(title: str, markdown: str, base_dir: str | Path) -> str:
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>\n"
         f"<body>\n{body}</body></html>\n"
     )
+
+
+def write_pages(out_dir: Path, title: str, md: list[str]) -> None:
+    """report.md and its self-contained report.html in ``out_dir``."""
+    text = "\n".join(md) + "\n"
+    (out_dir / "report.md").write_text(text)
+    (out_dir / "report.html").write_text(markdown_to_html(title, text, out_dir))

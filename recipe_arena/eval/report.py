@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from recipe_arena.eval.html import write_pages
+from recipe_arena.eval.report_dpo import dpo_section
 from recipe_arena.rundir import read_metrics
 
 PLOTTED_PREFIXES = ("loss/", "reward/", "eval/")
@@ -93,6 +95,7 @@ def write_run_report(run_path: str | Path) -> Path:
         ]
         md.append("")
     md += _final_intervals(run_path)
+    md += dpo_section(run_path)
     if "rlvr" in series:
         md += _rl_curves(series["rlvr"], run_path)
         md += _length_curve(series["rlvr"], run_path)
@@ -106,15 +109,6 @@ def write_run_report(run_path: str | Path) -> Path:
         md.append("")
     write_pages(run_path, f"Run report: {run_path.name}", md)
     return run_path / "report.md"
-
-
-def write_pages(out_dir: Path, title: str, md: list[str]) -> None:
-    """report.md and its self-contained report.html in ``out_dir``."""
-    from recipe_arena.eval.html import markdown_to_html
-
-    text = "\n".join(md) + "\n"
-    (out_dir / "report.md").write_text(text)
-    (out_dir / "report.html").write_text(markdown_to_html(title, text, out_dir))
 
 
 def _final_intervals(run_path: Path) -> list[str]:

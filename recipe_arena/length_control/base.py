@@ -1,15 +1,19 @@
-"""The shape every length-control strategy shares: a pure function over one group.
+"""The shape every length-control strategy shares: a pure function over one scored group.
 
-In: the group's rewards, response lengths, per-row token budget and the order in which
-the rollouts finished. Out: possibly changed rewards, which rollouts to keep, metrics.
-Kimi's token budget (reward -1 past the budget) changes rewards; DeepSeek's
-discard-early-short drops rollouts; both join the registry with this shape.
+In: the group's rewards and response lengths, the row's token budget and effort level,
+and when each rollout was generated (seconds, the policy versions of its first and last
+token, where its first token fell in the engine's generation window, the engine's
+version when the group was finished). Out: possibly changed rewards, which rollouts to
+keep, metrics. Kimi's token budget changes rewards;
+DeepSeek's discard-early-short drops rollouts. A group whose rollouts are all dropped
+reaches the learner empty and is counted and replaced (``core.sampling``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -17,19 +21,40 @@ import torch
 @dataclass(frozen=True)
 class LengthInput:
     rewards_G: torch.Tensor
+    """float32, verifier rewards."""
     lengths_G: torch.Tensor
-    """Completion tokens of each rollout."""
-    budget: int | None
-    """Per-problem token budget (from the row or its effort level); None: no budget."""
+    """int64, completion tokens of each rollout."""
+    row_budget: int | None
+    """The row's own token budget (``PromptRow.token_budget``); None if it has none."""
+    effort: str | None
+    """The row's effort level (low, medium, high); None if it has none."""
     finish_seconds_G: torch.Tensor
-    """Seconds each rollout took to finish (early finishers are short under async)."""
+    """float32, seconds from submission to each rollout's last token."""
+    start_versions_G: torch.Tensor
+    """int64, policy version of each rollout's first token (-1 for an empty rollout)."""
+    end_versions_G: torch.Tensor
+    """int64, policy version of each rollout's last token (-1 for an empty rollout)."""
+    engine_version: int
+    """The engine's policy version when the group was finished."""
+    phase_steps_G: torch.Tensor
+    """int64, decode steps from the opening of the generation window (the engine's last
+    weight update before it) to each rollout's first token; -1 where the engine does not
+    count decode steps."""
+    window_steps: float | None
+    """Mean decode steps per generation window (between two weight updates) over the
+    actor's recent windows; None before a window has closed."""
+    response_cap: int
+    """rl.max_new_tokens: the decode steps a full-length response takes."""
+    max_staleness: int
+    """rl.max_staleness: the learner drops a group whose oldest token lags more."""
 
 
 @dataclass(frozen=True)
 class LengthResult:
     rewards_G: torch.Tensor
-    keep_G: torch.Tensor  # bool
+    keep_G: torch.Tensor
+    """bool, rollouts that go on to the learner."""
     metrics: dict[str, float]
 
 
-LengthFn = Callable[[LengthInput], LengthResult]
+LengthFn = Callable[[LengthInput, Any], LengthResult]

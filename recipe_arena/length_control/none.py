@@ -1,14 +1,23 @@
-"""No length control (OLMo 3: a length verifier was tried and did not help)."""
+"""No length control (OLMo 3: a length-control verifier was tried and did not help;
+arXiv:2512.13961, seed Table 9.2, row "Length control")."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
+from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.length_control.base import LengthInput, LengthResult
 
 
-def no_length_control(inp: LengthInput) -> LengthResult:
+class NoLengthControlParams(StrategyParams):
+    name: Literal["none"] = "none"
+
+
+def no_length_control(inp: LengthInput, params: NoLengthControlParams) -> LengthResult:
     """r' = r; every rollout kept."""
+    del params
     return LengthResult(
         rewards_G=inp.rewards_G,
         keep_G=torch.ones_like(inp.rewards_G, dtype=torch.bool),

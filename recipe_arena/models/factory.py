@@ -2,19 +2,31 @@
 
 The micro model is a ``transformers`` Llama built from a config, so loading a real
 checkpoint (SmolLM2, OLMo 3) later goes through the same ``AutoModelForCausalLM`` path.
+With ``num_experts > 0`` it is a Mixtral instead: the same attention, and a sparse
+mixture-of-experts MLP in every layer (what MoE routing replay acts on).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
     LlamaConfig,
     LlamaForCausalLM,
+    MixtralConfig,
+    MixtralForCausalLM,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
@@ -33,29 +45,63 @@ class TinyModelSpec(BaseModel):
     )
     intermediate_size: int = Field(384, ge=16)
     max_position_embeddings: int = Field(512, ge=32)
+    num_experts: int = Field(0, ge=0)
+    """Experts per MoE layer; 0 keeps the dense Llama MLP. With E > 0 the model is a
+    Mixtral whose every layer routes each token to ``experts_per_token`` of E experts of
+    width ``intermediate_size`` (the micro variant for MoE routing replay)."""
+    experts_per_token: int = Field(2, ge=1)
+    """Top-k experts per token (MoE only; <= num_experts); 2 as in Mixtral."""
+
+    @model_validator(mode="after")
+    def _experts_fit(self) -> TinyModelSpec:
+        if self.num_experts and self.experts_per_token > self.num_experts:
+            raise ValueError(
+                f"experts_per_token={self.experts_per_token} exceeds num_experts={self.num_experts}"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dense_dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A dense spec dumps without the MoE fields, so the cache keys of dense base
+        models (which hash this dump) are what they were before MoE existed."""
+        out: dict[str, Any] = handler(self)
+        if not self.num_experts:
+            out.pop("num_experts", None)
+            out.pop("experts_per_token", None)
+        return out
 
 
 def build_tiny_model(
     spec: TinyModelSpec, tokenizer: PreTrainedTokenizerBase, seed: int = 0
-) -> LlamaForCausalLM:
-    """A randomly initialised Llama sized by ``spec`` for ``tokenizer``'s vocabulary."""
-    vocab = len(tokenizer)
-    config = LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_heads,
-        max_position_embeddings=spec.max_position_embeddings,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        rope_theta=10000.0,
-    )
+) -> PreTrainedModel:
+    """A randomly initialised Llama (or, with ``spec.num_experts``, Mixtral) sized by
+    ``spec`` for ``tokenizer``'s vocabulary."""
+    shape: dict[str, Any] = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "num_hidden_layers": spec.num_layers,
+        "num_attention_heads": spec.num_heads,
+        "num_key_value_heads": spec.num_heads,
+        "max_position_embeddings": spec.max_position_embeddings,
+        "tie_word_embeddings": True,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "rope_theta": 10000.0,
+    }
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    model: PreTrainedModel
+    if spec.num_experts:
+        moe = MixtralConfig(
+            **shape,
+            num_local_experts=spec.num_experts,
+            num_experts_per_tok=spec.experts_per_token,
+            sliding_window=None,
+        )
+        model = MixtralForCausalLM(moe)
+    else:
+        model = LlamaForCausalLM(LlamaConfig(**shape))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model
@@ -63,7 +109,7 @@ def build_tiny_model(
 
 def build_micro(
     spec: TinyModelSpec | None = None, seed: int = 0
-) -> tuple[LlamaForCausalLM, PreTrainedTokenizerBase]:
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     tok = build_char_tokenizer()
     return build_tiny_model(spec or TinyModelSpec(), tok, seed), tok
 

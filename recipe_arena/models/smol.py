@@ -21,7 +21,9 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 def cache_root() -> Path:
     """$RECIPE_ARENA_CACHE, else ~/.cache/recipe_arena."""
-    return Path(os.environ.get("RECIPE_ARENA_CACHE") or Path.home() / ".cache" / "recipe_arena")
+    from recipe_arena.cache import cache_root as root
+
+    return root(None)
 
 
 def gguf_path() -> Path:

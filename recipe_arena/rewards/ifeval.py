@@ -26,7 +26,9 @@ from recipe_arena.rewards.text import answer_text
 
 def cache_root() -> Path:
     """$RECIPE_ARENA_CACHE, else ~/.cache/recipe_arena."""
-    return Path(os.environ.get("RECIPE_ARENA_CACHE") or Path.home() / ".cache" / "recipe_arena")
+    from recipe_arena.cache import cache_root as root
+
+    return root(None)
 
 
 def _write_punkt_tab(root: Path) -> None:

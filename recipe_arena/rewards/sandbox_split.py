@@ -147,11 +147,13 @@ class _Rewriter(ast.NodeTransformer):
         return self._call_like(node, node.func)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        if isinstance(node.ctx, ast.Load):
-            return self._call_like(node, node.value)
-        return self.generic_visit(node)
+        return self._loaded(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        return self._loaded(node)
+
+    def _loaded(self, node: ast.Attribute | ast.Subscript) -> ast.AST:
+        """x.a and x[i] alike: a load goes through ``_call_like``."""
         if isinstance(node.ctx, ast.Load):
             return self._call_like(node, node.value)
         return self.generic_visit(node)

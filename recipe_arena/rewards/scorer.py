@@ -190,14 +190,36 @@ class Scorer:
 
     def score_group(self, row: PromptRow, responses: Sequence[str]) -> list[RewardResult]:
         """Scores of one prompt's G responses; group-aware for the rubric tournament."""
-        if row.domain == "chat" and self.cfg.chat == "rubric_tournament":
-            from recipe_arena.rewards.rubric import tournament
+        return self.score_groups([(row, responses)])[0]
 
-            with self.judge.lock:
-                results, counts = tournament(self.judge, row, responses, self.cfg)
-            self.counts.update(counts)
-            return results
-        return self.score([row] * len(responses), responses)
+    def score_groups(
+        self, groups: Sequence[tuple[PromptRow, Sequence[str]]]
+    ) -> list[list[RewardResult]]:
+        """Scores of several prompts' responses, one list per group. A chat group under
+        ``chat: rubric_tournament`` is scored by a tournament among its own responses;
+        every other response goes to ``score`` in one batch (checks run in parallel)."""
+        out: list[list[RewardResult]] = [[] for _ in groups]
+        flat_rows: list[PromptRow] = []
+        flat_responses: list[str] = []
+        where: list[int] = []
+        for gi, (row, responses) in enumerate(groups):
+            if row.domain == "chat" and self.cfg.chat == "rubric_tournament":
+                out[gi] = self._tournament(row, responses)
+            else:
+                flat_rows += [row] * len(responses)
+                flat_responses += list(responses)
+                where += [gi] * len(responses)
+        for gi, result in zip(where, self.score(flat_rows, flat_responses), strict=True):
+            out[gi].append(result)
+        return out
+
+    def _tournament(self, row: PromptRow, responses: Sequence[str]) -> list[RewardResult]:
+        from recipe_arena.rewards.rubric import tournament
+
+        with self.judge.lock:
+            results, counts = tournament(self.judge, row, responses, self.cfg)
+        self.counts.update(counts)
+        return results
 
     def metrics(self) -> dict[str, float]:
         """Counters since start, under ``reward/`` (checks, timeouts, errors, judge failures)."""

@@ -12,15 +12,15 @@ prompt's pass rate) and ``train_filtered.jsonl`` (the kept rows) into the run di
 from __future__ import annotations
 
 import collections
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recipe_arena.config import RunConfig
-from recipe_arena.core.actor import decode_response, encode_prompt
 from recipe_arena.core.metrics import PASS_THRESHOLD
 from recipe_arena.data.schema import PromptRow, write_rows
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
+from recipe_arena.models.chat import decode_response, encode_prompt
+from recipe_arena.progress import StageBar
 from recipe_arena.rundir import RunDir
 
 CHUNK = 32
@@ -44,17 +44,16 @@ def run_prompt_filter(
     model, tok = load_checkpoint(init)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     rates: list[float] = []
+    bar = StageBar("prompt_filter", len(todo), unit="prompt")
     try:
         with build_scorer(cfg.rewards, shared=True) as scorer:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start : start + CHUNK]
                 rates += _pass_rates(cfg, engine, tok, scorer, chunk, seed=start)
-                print(
-                    f"prompt_filter: {start + len(chunk)}/{len(todo)} prompts",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                kept = sum(keep_prompt(p, pf.max_pass_rate, pf.min_pass_rate) for p in rates)
+                bar.update(len(chunk), f"kept {kept}/{len(rates)}")
     finally:
+        bar.close()
         engine.close()
     kept = [
         r
@@ -137,16 +136,16 @@ def _pass_rates(
         seed=cfg.seed + seed,
     )
     reqs = [
-        GenerationRequest(f"{i}/{r.id}", encode_prompt(tok, r), params) for i, r in enumerate(rows)
+        GenerationRequest(f"{i}/{r.id}", encode_prompt(tok, r, cfg.prompt_template), params)
+        for i, r in enumerate(rows)
     ]
     comps = engine.generate(reqs)  # type: ignore[attr-defined]
-    texts = [decode_response(tok, c.tokens) for c in comps]
-    flat_rows = [rows[int(c.request_id.split("/", 1)[0])] for c in comps]
-    results = scorer.score(flat_rows, texts)  # type: ignore[attr-defined]
-    passed: dict[int, list[bool]] = collections.defaultdict(list)
-    for c, res in zip(comps, results, strict=True):
-        passed[int(c.request_id.split("/", 1)[0])].append(res.score >= PASS_THRESHOLD)
-    return [sum(passed[i]) / len(passed[i]) for i in range(len(rows))]
+    texts: dict[int, list[str]] = collections.defaultdict(list)
+    for c in comps:
+        texts[int(c.request_id.split("/", 1)[0])].append(decode_response(tok, c.tokens))
+    # scored as groups: the rubric tournament compares a prompt's rollouts with each other
+    results = scorer.score_groups([(r, texts[i]) for i, r in enumerate(rows)])  # type: ignore[attr-defined]
+    return [sum(res.score >= PASS_THRESHOLD for res in g) / len(g) for g in results]
 
 
 def filter_metrics(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,47 +38,19 @@ from recipe_arena.eval.evaluate import Evaluation, churn
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint, evaluate_model
 from recipe_arena.eval.scores import log_eval_scores
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
+from recipe_arena.progress import StageBar, heldout_text, rl_postfix
 from recipe_arena.rundir import RunDir
-from recipe_arena.staleness import StalenessParams
+from recipe_arena.staleness import shared_quant_bits
 
 
 def loop_settings(cfg: RunConfig, pad_id: int) -> LoopSettings:
-    rl, loss = cfg.rl, cfg.loss
-    return LoopSettings(
-        steps=rl.steps,
-        prompts_per_step=rl.prompts_per_step,
-        max_staleness=rl.max_staleness,
-        pipeline_depth=rl.pipeline_depth,
-        zero_gradient_filter=rl.zero_gradient_filter,
-        active_sampling=rl.active_sampling,
-        max_resample_factor=rl.max_resample_factor,
-        advantage=loss.advantage,
-        reward_scale=loss.reward_scale,
-        std_eps=loss.std_eps,
-        seed=cfg.seed,
-        pad_id=pad_id,
-    )
+    """The loop reads the RL section and the advantage strategy as configured."""
+    return LoopSettings(rl=cfg.rl, advantage=cfg.advantage, seed=cfg.seed, pad_id=pad_id)
 
 
 def learner_settings(cfg: RunConfig) -> LearnerSettings:
-    loss, st = cfg.loss, cfg.staleness
-    return LearnerSettings(
-        lr=cfg.rl.lr,
-        temperature=cfg.rl.temperature,
-        clip_low=loss.clip_low,
-        clip_high=loss.clip_high,
-        normalisation=loss.normalisation,
-        kl_beta=loss.kl_beta,
-        constant_len=cfg.rl.max_new_tokens,
-        staleness=st.name,
-        staleness_params=StalenessParams(tis_cap=st.tis_cap),
-        grad_clip=cfg.rl.grad_clip,
-        epochs=cfg.rl.epochs,
-        microbatch_tokens=cfg.rl.microbatch_tokens,
-        warmup_steps=cfg.rl.warmup_steps,
-        total_steps=cfg.rl.steps,
-        lr_floor=1.0 if cfg.rl.lr_schedule == "constant" else 0.1,
-    )
+    """The learner reads the RL section, the loss and the staleness strategy as configured."""
+    return LearnerSettings(rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness)
 
 
 def actor_settings(cfg: RunConfig) -> ActorSettings:
@@ -90,7 +61,11 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         max_new_tokens=rl.max_new_tokens,
         # enough groups to fill the engine's batch: max_batch_size // G (at least one)
         max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
-        length_control=cfg.length_control.name,
+        length_control=cfg.length_control,
+        quant_bits=shared_quant_bits(cfg.staleness),
+        max_staleness=rl.max_staleness,
+        prompt_template=cfg.prompt_template,
+        spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
     )
 
 
@@ -101,10 +76,14 @@ def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
         engine_name=cfg.engine.name,
         engine_cfg=cfg.engine,
         rewards_cfg=cfg.rewards,
-        length_cfg=cfg.length_control,
         settings=actor_settings(cfg),
         version=version,
     )
+
+
+def prompt_source(cfg: RunConfig, train_rows: Sequence[PromptRow]) -> PromptSource:
+    """The training rows drawn in the configured domain mixture, seeded by the run."""
+    return PromptSource(train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed)
 
 
 def run_rlvr(
@@ -126,9 +105,7 @@ def run_rlvr(
     random.seed(cfg.seed)
     ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
     learner = Learner(model, learner_settings(cfg), ref_model=ref)
-    source = PromptSource(
-        train_rows, {str(d): w for d, w in cfg.rl.domain_weights.items()}, cfg.seed
-    )
+    source = prompt_source(cfg, train_rows)
     start_step = 0
     if resumed is not None:
         state = load_training_state(resumed)
@@ -149,7 +126,7 @@ def run_rlvr(
     held = list(heldout_rows)
     final = root / "final"
     scorer = build_scorer(cfg.rewards, shared=True)
-    t0 = time.perf_counter()
+    bar = StageBar("rlvr", cfg.rl.steps, initial=start_step)
     try:
         # cached when the previous stage evaluated ``init`` (and on resume: this stage did)
         start = evaluate_checkpoint(cfg, Path(init), held, scorer) if held else None
@@ -158,6 +135,10 @@ def run_rlvr(
         if start is not None and start_step == 0:
             run.log("rlvr", 0, start.metrics)
             log_eval_scores(run.path, "rlvr", 0, held_rows, start.scores)
+        start_metrics = start.metrics if start is not None else {}
+        latest = [f"@0 {heldout_text(start_metrics)}" if start_metrics else ""]
+        if start_metrics:
+            bar.note(f"rlvr step 0/{cfg.rl.steps}: held-out pass@1 {heldout_text(start_metrics)}")
 
         def held_out(result: Evaluation, step: int) -> dict[str, float]:
             """The evaluation's metrics and, per domain, its churn against the RL start;
@@ -180,18 +161,25 @@ def run_rlvr(
             last = rec.step == cfg.rl.steps
             if last:  # the eval stage then finds this checkpoint's evaluation cached
                 save_checkpoint(learner.model, tok, final)
+            evaluated: dict[str, float] = {}
             if held and last:
-                metrics.update(held_out(evaluate_checkpoint(cfg, final, held, scorer), rec.step))
+                evaluated = held_out(evaluate_checkpoint(cfg, final, held, scorer), rec.step)
             elif held and rec.step % cfg.rl.eval_every == 0:
-                result = evaluate_model(cfg, learner.model, tok, held, scorer)
-                metrics.update(held_out(result, rec.step))
+                evaluated = held_out(
+                    evaluate_model(cfg, learner.model, tok, held, scorer), rec.step
+                )
+            if evaluated:
+                metrics.update(evaluated)
+                latest[0] = f"@{rec.step} {heldout_text(evaluated)}"
+                result = heldout_text(evaluated, start_metrics)
+                bar.note(f"rlvr step {rec.step}/{cfg.rl.steps}: held-out pass@1 {result}")
             run.log("rlvr", rec.step, metrics)
             run.log_rollouts(_sample_rollouts(rec))
             if rec.step % cfg.rl.checkpoint_every == 0 or last:
                 state = {"learner": learner.state_dict(), "source": source.state_dict(flight.ids())}
                 save_training_state(root, rec.step, learner.model, tok, state)
                 prune(root, keep=2)
-            _progress(rec, cfg.rl.steps, time.perf_counter() - t0)
+            bar.update(1, rl_postfix(rec.metrics, latest[0]))
 
         spec = actor_spec(cfg, start_model, learner.version)
         backend = make_backend(
@@ -199,6 +187,7 @@ def run_rlvr(
         )
         train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
+        bar.close()
         scorer.close()
     if not final.exists():  # no step ran (rl.steps reached before a resume)
         save_checkpoint(model, tok, final)
@@ -223,15 +212,3 @@ def _sample_rollouts(rec: StepRecord, per_step: int = 2) -> list[dict[str, objec
                 }
             )
     return out
-
-
-def _progress(rec: StepRecord, total: int, elapsed: float) -> None:
-    m = rec.metrics
-    print(
-        f"rlvr step {rec.step}/{total}  reward {m.get('reward/mean', float('nan')):.3f}  "
-        f"loss {m.get('loss/total', float('nan')):+.4f}  dropped {int(m.get('sampling/zero_variance_groups', 0))}"
-        f"+{int(m.get('sampling/stale_groups', 0))} stale  idle {m.get('throughput/learner_idle_frac', 0):.0%}  "
-        f"{elapsed:.0f}s",
-        file=sys.stderr,
-        flush=True,
-    )

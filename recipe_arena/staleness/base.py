@@ -2,28 +2,23 @@
 
 A strategy sees the trainer's current logprobs (with gradient), the trainer's logprobs
 before the step (``old``, no gradient), the engine's behaviour logprobs, advantages,
-the trained-token mask and each token's policy version. It returns any of: per-token
-weights multiplying the policy-gradient term, an extra per-token loss added to it, and
-a token mask (a sequence mask is a token mask constant along a row). The loss then
-normalises over the returned mask.
+the trained-token mask and each token's policy version. It returns per-token weights
+multiplying the policy-gradient term, an extra per-token loss added to it, and the mask
+of tokens that stay trained (a sequence mask is a token mask constant along a row). The
+loss then normalises over the returned mask (``core.loss``).
+
+Two strategy properties change the forward passes rather than the loss; a strategy's
+parameter model opts in by carrying the field (``SharesQuantisation``,
+``ReplaysRouting``), and the actor and the learner ask for them by these protocols.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import torch
-
-
-@dataclass(frozen=True)
-class StalenessParams:
-    """The scalars strategies read; each uses only its own."""
-
-    tis_cap: float = 2.0
-    kimi_tau: float = 0.1
-    deepseek_delta: float = 0.1
-    deepseek_k: int = 1
 
 
 @dataclass(frozen=True)
@@ -36,9 +31,10 @@ class StalenessInput:
     """log pi_behavior: what the engine sampled with."""
     advantages_BL: torch.Tensor
     mask_BL: torch.Tensor
+    """1 on trained completion tokens."""
     versions_BL: torch.Tensor
+    """Policy version that sampled each token (-1 on prompt and padding)."""
     learner_version: int
-    params: StalenessParams = field(default_factory=StalenessParams)
 
 
 @dataclass(frozen=True)
@@ -52,4 +48,27 @@ class StalenessResult:
     metrics: dict[str, float]
 
 
-StalenessFn = Callable[[StalenessInput], StalenessResult]
+StalenessFn = Callable[[StalenessInput, Any], StalenessResult]
+
+
+@runtime_checkable
+class SharesQuantisation(Protocol):
+    """Parameters of a strategy under which the rollout engine and the trainer's forward
+    both run the same fake-quantised linear weights (``staleness.quant``)."""
+
+    @property
+    def quant_bits(self) -> int: ...
+
+
+@runtime_checkable
+class ReplaysRouting(Protocol):
+    """Parameters of a strategy under which the trainer's forward replays the experts
+    the engine routed each token to (MoE models; ``staleness.routing_replay``)."""
+
+    @property
+    def routing_replay(self) -> bool: ...
+
+
+def masked_mean(x_BL: torch.Tensor, mask_BL: torch.Tensor) -> float:
+    """Mean of ``x`` over the tokens of ``mask`` (0 when it is empty)."""
+    return float((x_BL * mask_BL).sum() / mask_BL.sum().clamp(min=1.0))

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
+from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.staleness.base import StalenessInput, StalenessResult
 
 
-def no_correction(inp: StalenessInput) -> StalenessResult:
-    """w_t = 1. The baseline every correction is compared against."""
+class NoCorrectionParams(StrategyParams):
+    """The ablation baseline: the policy gradient as if every token were on-policy."""
+
+    name: Literal["none"] = "none"
+
+
+def no_correction(inp: StalenessInput, params: NoCorrectionParams) -> StalenessResult:
+    """w_t = 1, extra_t = 0, mask unchanged."""
+    del params
     return StalenessResult(
         token_weights_BL=torch.ones_like(inp.mask_BL),
         extra_loss_BL=torch.zeros_like(inp.mask_BL),

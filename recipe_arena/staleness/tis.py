@@ -1,31 +1,41 @@
-"""Truncated importance sampling (Yao et al. 2025; OLMo 3, seed sec. 9.4).
+"""Truncated importance sampling (Yao et al. 2025, "Your efficient RL framework secretly
+brings you off-policy RL training"; OLMo 3, arXiv:2512.13961, seed sec. 9.4).
 
-rho_t = min(exp(log pi_old(y_t) - log pi_behavior(y_t)), cap): the trainer's probability
-over the engine's, capped so no token dominates. OLMo 3 used cap = 2.0.
+    rho_t = min(exp(logp_trainer_old - logp_behavior), cap)
+
+the trainer's probability of the sampled token over the engine's, capped so no token
+dominates; it multiplies the token's policy-gradient term and carries no gradient.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+from pydantic import Field
 
-from recipe_arena.staleness.base import StalenessInput, StalenessResult
+from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
 
 
-def truncated_importance_sampling(inp: StalenessInput) -> StalenessResult:
+class TISParams(StrategyParams):
+    name: Literal["tis"] = "tis"
+    cap: float = Field(2.0, gt=0)
+    """Upper bound of rho_t (unitless, > 0). 2.0 in OLMo 3's runs; a lower cap trades
+    bias for variance when the engine and the trainer disagree."""
+
+
+def truncated_importance_sampling(inp: StalenessInput, params: TISParams) -> StalenessResult:
     """rho_t = min(exp(logp_old - logp_behavior), cap); reports the fraction capped."""
-    cap = inp.params.tis_cap
     log_ratio_BL = (inp.old_logprobs_BL - inp.behavior_logprobs_BL).detach()
     raw_BL = torch.exp(log_ratio_BL)
-    weights_BL = torch.clamp(raw_BL, max=cap) * inp.mask_BL
-    n = inp.mask_BL.sum().clamp(min=1.0)
-    capped = ((raw_BL > cap).float() * inp.mask_BL).sum() / n
-    mean_w = weights_BL.sum() / n
+    weights_BL = torch.clamp(raw_BL, max=params.cap) * inp.mask_BL
     return StalenessResult(
         token_weights_BL=weights_BL,
         extra_loss_BL=torch.zeros_like(inp.mask_BL),
         mask_BL=inp.mask_BL,
         metrics={
-            "staleness/tis_capped_frac": float(capped),
-            "staleness/tis_weight_mean": float(mean_w),
+            "staleness/tis_capped_frac": masked_mean((raw_BL > params.cap).float(), inp.mask_BL),
+            "staleness/tis_weight_mean": masked_mean(weights_BL, inp.mask_BL),
         },
     )

@@ -1,0 +1,116 @@
+"""Length bias of asynchronous RL: mean length of the trained completions against all
+sampled ones, with and without ``length_control=discard_early_short``, side by side.
+
+Both arms run the RL stage of ``recipe-arena run recipe=olmo3_think`` (the default
+budget's RL settings: N = 16 prompts x G = 8, two batches in flight, max_staleness 1,
+in-flight weight updates; ``--rl`` adds overrides to both) from the same SFT checkpoint
+with the same seed, for ``--steps`` steps, through the real entry point; only the
+length-control axis differs. Each run's metrics.jsonl gives, per step, the mean length
+and count of every completion the learner received (``length/sampled_*``: stale,
+zero-variance and discarded groups too) and of those it trained on
+(``length/trained_*``); the script pools them.
+
+Two things separate trained from sampled completions: asynchrony (groups that went
+stale, and what discard_early_short drops) and the zero-gradient filter (groups whose
+rewards are all equal, sync or async alike). ``--rl rl.zero_gradient_filter=false``
+leaves asynchrony alone; ``rl.max_staleness=0`` makes it bite (every group that spans
+an in-flight update is stale).
+
+Written against the public entry point and the run's artifacts only, so it measures
+whatever micro world the checkout has. Last line:
+    length_bias: trained/sampled = <x> without, <y> with
+
+Run: python benchmarks/length_bias.py [--steps 60 --seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from recipe_arena.stages.start import rl_start_checkpoint
+
+ARMS = {"without": "none", "with": "discard_early_short"}
+
+
+def run_arm(
+    init: Path, option: str, steps: int, seed: int, rl: list[str], out: Path
+) -> list[dict[str, float]]:
+    """One RL stage from ``init`` through the CLI; its rlvr step records."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "recipe_arena.cli",
+        "run",
+        "recipe=olmo3_think",
+        f"length_control={option}",
+        f"world.checkpoint={init}",
+        "pipeline.stages=[rlvr]",
+        f"rl.steps={steps}",
+        f"rl.eval_every={steps}",
+        "eval.max_prompts_per_domain=1",
+        "eval.domain_prompts={}",
+        f"seed={seed}",
+        *rl,
+        f"out_dir={out}",
+        f"name={option}",
+    ]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    lines = (out / option / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["stage"] == "rlvr" and "length/trained_n" in r]
+
+
+def pooled(records: list[dict[str, float]], which: str) -> float:
+    n = sum(r[f"length/{which}_n"] for r in records)
+    return sum(r[f"length/{which}_mean"] * r[f"length/{which}_n"] for r in records) / n
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rl", nargs="*", default=[], help="overrides for both arms' RL stage")
+    p.add_argument(
+        "--start",
+        nargs="*",
+        default=[],
+        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
+    )
+    a = p.parse_args()
+    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
+    ratios = {}
+    with tempfile.TemporaryDirectory(prefix="length-bias-") as d:
+        for arm, option in ARMS.items():
+            recs = run_arm(init, option, a.steps, a.seed, a.rl, Path(d))
+            sampled, trained = pooled(recs, "sampled"), pooled(recs, "trained")
+            ratios[arm] = trained / sampled
+            total = {
+                k: sum(r.get(k, 0.0) for r in recs)
+                for k in (
+                    "length/sampled_n",
+                    "length/trained_n",
+                    "sampling/stale_groups",
+                    "sampling/zero_variance_groups",
+                    "sampling/empty_groups",
+                    "length/discarded_short",
+                )
+            }
+            print(
+                f"{arm:7s} ({option}): sampled {sampled:.1f} tokens (n={total['length/sampled_n']:.0f}), "
+                f"trained {trained:.1f} (n={total['length/trained_n']:.0f}), ratio {ratios[arm]:.3f}; "
+                f"stale groups {total['sampling/stale_groups']:.0f}, zero-variance "
+                f"{total['sampling/zero_variance_groups']:.0f}, empty {total['sampling/empty_groups']:.0f}, "
+                f"discarded rollouts {total['length/discarded_short']:.0f}",
+                flush=True,
+            )
+    print(
+        f"length_bias: trained/sampled = {ratios['without']:.3f} without, {ratios['with']:.3f} with"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The plan file of `recipe-arena compare` (its arms, seeds and common overrides) and
+what the comparison reads from a run directory: written by ``compare``, read by the
+comparison report (``eval.comparison``) without importing the runner.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PLAN_FILE = "comparison.json"
+RUN_KEYS = ("seed", "name", "out_dir", "resume")
+"""Settings that differ between runs by construction and never between arms."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    overrides: list[str]
+    seeds: list[int]
+    control: bool = False
+    """The A/A control: the baseline's settings on a second seed set."""
+
+
+@dataclass
+class Plan:
+    recipe: str
+    axis: str | None
+    arms: list[Arm]
+    baseline: str
+    common: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Plan:
+        arms = [Arm(**a) for a in raw["arms"]]
+        return cls(raw["recipe"], raw["axis"], arms, raw["baseline"], list(raw["common"]))
+
+    def runs(self) -> list[tuple[Arm, int]]:
+        """(arm, seed) of every run, seed-major so that early results come in pairs."""
+        width = max(len(a.seeds) for a in self.arms)
+        return [(a, a.seeds[i]) for i in range(width) for a in self.arms if i < len(a.seeds)]
+
+
+def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {"a.b.c": value}; lists stay values."""
+    if isinstance(raw, dict):
+        out: dict[str, Any] = {}
+        for k, v in raw.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: raw}
+
+
+def run_finished(run_dir: Path) -> bool:
+    """Every stage of the run's pipeline is recorded as done in stages.json."""
+    try:
+        done = json.loads((run_dir / "stages.json").read_text()).get("done", {})
+        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(set(cfg["pipeline"]["stages"]) <= set(done))

@@ -1,0 +1,63 @@
+"""Fake quantisation of the linear weights, shared by the rollout engine and the trainer.
+
+Symmetric, per output channel (per row of a weight matrix; per expert and row for a
+mixture of experts' stacked weights), with b bits:
+
+    s_r = max_j |W_rj| / (2^(b-1) - 1),   Q(W)_rj = s_r * clamp(round(W_rj / s_r), -(2^(b-1) - 1), 2^(b-1) - 1)
+
+Applied to the decoder layers' projection weights (attention q/k/v/o, MLP gate/up/down,
+experts); embeddings, norms, the LM head and MoE routers stay in full precision. The
+engine receives Q(W) (``quantise_state_dict``); the trainer's forward runs Q(W) with a
+straight-through gradient, W + (Q(W) - W).detach(), so the full-precision weights
+still learn (``straight_through``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import torch
+
+
+def is_quantised(name: str, tensor: torch.Tensor) -> bool:
+    """Whether parameter ``name`` is one of the decoder's linear weights."""
+    if tensor.dim() < 2:
+        return False
+    return name.endswith("_proj.weight") or name.endswith(
+        ("experts.gate_up_proj", "experts.down_proj")
+    )
+
+
+def fake_quant(w: torch.Tensor, bits: int) -> torch.Tensor:
+    """Q(w): symmetric per-output-channel quantise-dequantise (module docstring)."""
+    qmax = 2 ** (bits - 1) - 1
+    scale: torch.Tensor = w.detach().abs().amax(dim=-1, keepdim=True).clamp(min=1e-12) / qmax
+    q: torch.Tensor = torch.clamp(torch.round(w / scale), -qmax, qmax)
+    return q * scale
+
+
+def quantise_state_dict(
+    state_dict: Mapping[str, torch.Tensor], bits: int
+) -> dict[str, torch.Tensor]:
+    """The weights an engine runs: Q(W) for the linear weights, the rest unchanged."""
+    with torch.no_grad():
+        return {k: fake_quant(v, bits) if is_quantised(k, v) else v for k, v in state_dict.items()}
+
+
+def straight_through(
+    named: Iterable[tuple[str, torch.Tensor]], bits: int
+) -> dict[str, torch.Tensor]:
+    """The trainer's replacements: W + (Q(W) - W).detach() for each linear weight (the
+    value of Q(W), the gradient of W)."""
+    return {k: w + (fake_quant(w, bits) - w).detach() for k, w in named if is_quantised(k, w)}
+
+
+def quant_error(named: Iterable[tuple[str, torch.Tensor]], bits: int) -> float:
+    """Relative error of the quantised weights, ||Q(W) - W|| / ||W|| over all of them."""
+    num = den = 0.0
+    with torch.no_grad():
+        for k, w in named:
+            if is_quantised(k, w):
+                num += float((fake_quant(w, bits) - w).square().sum())
+                den += float(w.square().sum())
+    return (num / den) ** 0.5 if den > 0 else 0.0

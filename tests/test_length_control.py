@@ -1,0 +1,137 @@
+"""Length-control strategies with hand-derived values: Kimi's token budget, the
+discard-early-short rule, the no-op; and the actor applying them to a real group."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from recipe_arena.length_control import (
+    LENGTH_CONTROL,
+    DiscardEarlyShortParams,
+    LengthInput,
+    NoLengthControlParams,
+    TokenBudgetParams,
+    apply_length_control,
+)
+
+
+def _inp(
+    lengths: list[int],
+    row_budget: int | None = 60,
+    effort: str | None = "medium",
+    phase: int = 0,
+    window: float | None = 100.0,
+    cap: int = 96,
+    k: int = 1,
+) -> LengthInput:
+    g = len(lengths)
+    return LengthInput(
+        rewards_G=torch.tensor([1.0, 0.0, 1.0, 0.0][:g]),
+        lengths_G=torch.tensor(lengths),
+        row_budget=row_budget,
+        effort=effort,
+        finish_seconds_G=torch.zeros(g),
+        start_versions_G=torch.zeros(g, dtype=torch.long),
+        end_versions_G=torch.zeros(g, dtype=torch.long),
+        engine_version=0,
+        phase_steps_G=torch.full((g,), phase, dtype=torch.long),
+        window_steps=window,
+        response_cap=cap,
+        max_staleness=k,
+    )
+
+
+def test_token_budget_uses_the_row_budget() -> None:
+    """Budget 60 from the row: lengths (10, 50, 70, 150) -> the last two exceed it and get
+    -1 whatever their reward; rewards (1, 0, 1, 0) become (1, 0, -1, -1); 2 violations."""
+    out = apply_length_control(TokenBudgetParams(), _inp([10, 50, 70, 150]))
+    assert out.rewards_G.tolist() == [1.0, 0.0, -1.0, -1.0]
+    assert out.keep_G.all() and out.metrics["length/budget_violations"] == 2.0
+
+
+def test_token_budget_falls_back_to_the_effort_level() -> None:
+    """No row budget, effort medium -> 96 tokens: only 150 exceeds it. With source effort
+    the level's budget wins over the row's 60: the same single violation."""
+    out = apply_length_control(TokenBudgetParams(), _inp([10, 50, 70, 150], row_budget=None))
+    assert out.rewards_G.tolist() == [1.0, 0.0, 1.0, -1.0]
+    by_level = apply_length_control(TokenBudgetParams(source="effort"), _inp([10, 50, 70, 150]))
+    assert by_level.rewards_G.tolist() == [1.0, 0.0, 1.0, -1.0]
+
+
+def test_token_budget_without_any_budget_changes_nothing() -> None:
+    out = apply_length_control(TokenBudgetParams(), _inp([500, 10], row_budget=None, effort=None))
+    assert out.rewards_G.tolist() == [1.0, 0.0] and out.metrics["length/budget_missing"] == 1.0
+
+
+def test_discard_early_short_by_hand() -> None:
+    """k = 1, W = 100 decode steps, D = 96 (the cap): kept iff phi + 96 <= 200, so a group
+    starting 104 steps into its window is kept and one at 105 is discarded whole (its
+    4 rollouts counted), whatever its own lengths (5 tokens each here)."""
+    kept = apply_length_control(DiscardEarlyShortParams(), _inp([5] * 4, phase=104))
+    assert kept.keep_G.all() and kept.metrics["length/discarded_short"] == 0.0
+    late = apply_length_control(DiscardEarlyShortParams(), _inp([5] * 4, phase=105))
+    assert not late.keep_G.any()
+    assert late.metrics["length/discarded_short"] == 4.0
+    assert late.metrics["length/discarded_groups"] == 1.0
+
+
+def test_discard_early_short_full_length_and_staleness_bound() -> None:
+    """phi = 150, W = 100: with D = 96 and k = 1, 246 > 200 -> discarded; with D = 50,
+    200 <= 200 -> kept; with k = 2 (bound 300) -> kept; with k = 0 even phi = 5 is
+    discarded (101 > 100)."""
+    rule = DiscardEarlyShortParams()
+    assert not apply_length_control(rule, _inp([5, 5], phase=150)).keep_G.any()
+    short = DiscardEarlyShortParams(full_length=50)
+    assert apply_length_control(short, _inp([5, 5], phase=150)).keep_G.all()
+    assert apply_length_control(rule, _inp([5, 5], phase=150, k=2)).keep_G.all()
+    assert not apply_length_control(rule, _inp([5, 5], phase=5, k=0)).keep_G.any()
+
+
+def test_discard_early_short_keeps_what_it_cannot_place() -> None:
+    """No window closed yet, or an engine that does not count decode steps (phase -1):
+    nothing is discarded."""
+    rule = DiscardEarlyShortParams()
+    assert apply_length_control(rule, _inp([5, 5], phase=500, window=None)).keep_G.all()
+    assert apply_length_control(rule, _inp([5, 5], phase=-1)).keep_G.all()
+
+
+def test_none_and_the_registry() -> None:
+    out = apply_length_control(NoLengthControlParams(), _inp([500, 10]))
+    assert out.rewards_G.tolist() == [1.0, 0.0] and out.keep_G.all()
+    assert set(LENGTH_CONTROL) == {"none", "token_budget", "discard_early_short"}
+
+
+@pytest.mark.parametrize("k", [1])
+def test_actor_discards_groups_that_start_too_late(k: int) -> None:
+    """Through the real actor and torch engine: two weight updates with no decoding
+    between them make the last window 0 steps long (W = 0), so any group starts too late
+    (phi + D > (k + 1) x 0): it reaches the learner empty, its sampled lengths and the
+    discard count kept. Before any update (no window closed) the same task is kept."""
+    from recipe_arena.config import EngineConfig, RewardsConfig
+    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.data.micro import generate_split
+    from recipe_arena.models.factory import TinyModelSpec, build_micro
+
+    model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
+    settings = ActorSettings(
+        group_size=3,
+        temperature=1.0,
+        max_new_tokens=8,
+        length_control=DiscardEarlyShortParams(),
+        max_staleness=k,
+    )
+    actor = Actor(
+        0, model, tok, "torch", EngineConfig(max_batch_size=4), RewardsConfig(workers=1), settings
+    )
+    row = generate_split("math", "train", 1, seed=0)[0]
+    try:
+        first = actor.rollouts([ActorTask(row, seed=1, tag="a")])[0]
+        assert len(first.rollouts) == 3 and first.metrics["length/discarded_short"] == 0.0
+        actor.update_weights(model.state_dict(), 1)
+        actor.update_weights(model.state_dict(), 2)
+        late = actor.rollouts([ActorTask(row, seed=1, tag="b")])[0]
+    finally:
+        actor.close()
+    assert late.rollouts == () and len(late.sampled_lengths) == 3
+    assert late.metrics["length/discarded_short"] == 3.0
