@@ -174,9 +174,13 @@ class DPOConfig(Strict):
     max_new_tokens: int = Field(160, ge=1)
     """Cap of a sampled response, tokens (the longest micro references are ~150)."""
     domain_weights: dict[Domain, float] = Field(
-        default={"math": 0.7, "code": 0.0, "ifeval": 0.2, "chat": 0.1}
+        default={"math": 0.0, "code": 0.0, "ifeval": 0.7, "chat": 0.3}
     )
-    """Share of the pair prompts per domain (train split, a draw of its own)."""
+    """Share of the pair prompts per domain (train split, a draw of its own). Math is
+    left out on the micro world: its references are the careful procedure, which the
+    SFT stage deliberately mixes with a quick form so that RL has a choice to learn
+    (``sft.careful_fraction``); pairs that prefer the careful form would make that
+    choice before RL."""
     multiturn_fraction: float = Field(0.2, ge=0, le=1)
     """Share of pairs whose final user turn follows an earlier exchange; chosen and
     rejected then share that context and differ only in the final turn."""
@@ -185,7 +189,7 @@ class DPOConfig(Strict):
     tokens longer than its rejected one (OLMo 3: 100). None keeps every pair."""
     subset_length_delta: dict[DPOSubset, int | None] = Field(default={})
     """Per-subset caps that replace ``max_length_delta`` for the subsets listed."""
-    validation_prompts: dict[Domain, PositiveInt] = Field(default={"math": 200})
+    validation_prompts: dict[Domain, PositiveInt] = Field(default={"ifeval": 100})
     """Validation slice for early stopping and the size sweep: a draw of its own from the
     train split (the held-out evaluation rows are never used to select), per domain;
     the score is the mean of the domains' greedy pass@1."""
