@@ -56,7 +56,9 @@ def pass_at_k(cfg: RunConfig, checkpoint: Path, k: int) -> float:
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
     params = SamplingParams(max_new_tokens=cfg.eval.max_new_tokens, temperature=1.0, n=k, seed=0)
     try:
-        reqs = [GenerationRequest(str(i), prompt_tokens(tok, r), params) for i, r in enumerate(rows)]
+        reqs = [
+            GenerationRequest(str(i), prompt_tokens(tok, r), params) for i, r in enumerate(rows)
+        ]
         comps = engine.generate(reqs)
     finally:
         engine.close()
@@ -81,7 +83,9 @@ def seed_figures(run_dir: Path, steps: int) -> dict[str, Any]:
         "end": {d: end[f"eval/{d}/pass@1"] for d in domains},
         "gain": 100 * (end["eval/math/pass@1"] - start["eval/math/pass@1"]),
         "last_quarter": (
-            100 * (end["eval/math/pass@1"] - quarter["eval/math/pass@1"]) if quarter else float("nan")
+            100 * (end["eval/math/pass@1"] - quarter["eval/math/pass@1"])
+            if quarter
+            else float("nan")
         ),
         "length_ratio": (sum(tail) / len(tail)) / (sum(head) / len(head)),
         "rl_minutes": stages["rlvr"] / 60,
@@ -89,7 +93,9 @@ def seed_figures(run_dir: Path, steps: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", default="/tmp/rl_signal")
     ap.add_argument("--k", type=int, default=8, help="samples per prompt for pass@k at the start")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-import sympy
 
 from recipe_arena.config import WorldConfig
 from recipe_arena.data.micro import (

@@ -217,7 +217,12 @@ def _length_curve(metrics: dict[str, list[tuple[int, float]]], run_path: Path) -
     names += sorted(m for m in metrics if m.startswith("eval/") and m.endswith("/tokens"))
     if not names:
         return []
-    md = ["## RL: response length", "", "| series | start | end | end / start |", "|---|---|---|---|"]
+    md = [
+        "## RL: response length",
+        "",
+        "| series | start | end | end / start |",
+        "|---|---|---|---|",
+    ]
     for name in names:
         pts = metrics[name]
         first, last = pts[0][1], pts[-1][1]

@@ -11,6 +11,7 @@ and unparsable verdicts score 0 and are counted (``chat/judge_failed``,
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import threading
@@ -257,10 +258,12 @@ def build_generator(cfg: Any) -> TextGenerator:
         model, tok = load_smol()
     elif name == "micro":
         from recipe_arena.models.factory import load_checkpoint
-        from recipe_arena.stages.micro_judge import micro_judge_checkpoint
 
-        model, tok = load_checkpoint(micro_judge_checkpoint(cfg.micro_judge))
-        model.eval()
+        # The micro judge is trained by a stage; looked up by name so that the rewards
+        # package does not import the stages package (which imports it back).
+        micro_judge = importlib.import_module("recipe_arena.stages.micro_judge")
+        model, tok = load_checkpoint(micro_judge.micro_judge_checkpoint(cfg.micro_judge))
+        model.eval()  # type: ignore[no-untyped-call]
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

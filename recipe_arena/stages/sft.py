@@ -92,7 +92,8 @@ def sft_conversations(cfg: RunConfig) -> list[list[dict[str, str]]]:
     short = pools["math"] + pools["chat"]
 
     def turn(ex: Example) -> list[dict[str, str]]:
-        careful = cfg.sft.careful_fraction.get(ex.row.domain, {}).get(ex.row.effort or "", 1.0)
+        shares = cfg.sft.careful_fraction.get(ex.row.domain, {})
+        careful = shares.get(ex.row.effort, 1.0) if ex.row.effort else 1.0
         response = ex.response if rng.random() < careful else ex.quick_response
         return [
             *(m.model_dump() for m in ex.row.messages),
