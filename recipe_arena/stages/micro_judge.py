@@ -35,11 +35,11 @@ import torch
 from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerFast
 
+from recipe_arena.cache import build_cached, cache_key, cache_root
 from recipe_arena.config import MicroJudgeConfig
 from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
-from recipe_arena.cache import build_cached, cache_key, cache_root
 from recipe_arena.stages.common import train_steps
 
 _JUDGE_DATA_SEED = 4_000_037
