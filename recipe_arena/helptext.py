@@ -221,13 +221,23 @@ def allowed(annotation: Any, metadata: list[Any] | None = None) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+def _default_at(config: BaseModel, key: str) -> Any:
+    """The value at dotted ``key`` of a default-built config: a section's own default
+    can differ from its model's field defaults (the micro judge's model spec)."""
+    value: Any = config
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
 def key_rows(model: type[BaseModel] = RunConfig) -> list[tuple[str, str, str, str]]:
     """(key, default, allowed values, one line) for every leaf field of ``model``."""
     axes = {f"{axis}.name": "|".join(opts) for axis, opts in axis_options(model).items()}
+    defaults = model()
     return [
         (
             key,
-            _yaml_value(field.get_default(call_default_factory=True)),
+            _yaml_value(_default_at(defaults, key)),
             axes.get(key) or allowed(field.annotation, field.metadata),
             first_sentence(field.description),
         )

@@ -64,7 +64,7 @@ def test_one_key_of_a_mapping_overrides_that_key_only() -> None:
     whole = load_config(["rl.domain_weights={math:1}", "rl.domain_weights.code=0.5"])
     assert whole.rl.domain_weights == {"math": 1.0, "code": 0.5}
     assert load_config(["eval.domain_prompts.code=7"]).eval.domain_prompts == {
-        "math": 500,
+        "math": 300,
         "chat": 25,
         "code": 7,
     }
