@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from recipe_arena.stages.start import rl_start_checkpoint
+from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 
 ARMS = {"without": "none", "with": "discard_early_short"}
 
@@ -72,14 +72,8 @@ def pooled(records: list[dict[str, float]], which: str) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rl", nargs="*", default=[], help="overrides for both arms' RL stage")
-    p.add_argument(
-        "--start",
-        nargs="*",
-        default=[],
-        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
-    )
+    add_start_arguments(p)
     a = p.parse_args()
     init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
     ratios = {}

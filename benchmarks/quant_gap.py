@@ -25,7 +25,7 @@ from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import load_checkpoint
-from recipe_arena.stages.start import rl_start_checkpoint
+from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.staleness import NoCorrectionParams, SharedQuantParams
 
 
@@ -34,13 +34,7 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--tokens", type=int, default=96)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--start",
-        nargs="*",
-        default=[],
-        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
-    )
+    add_start_arguments(p)
     a = p.parse_args()
     cfg = load_config([f"seed={a.seed}"])
     init = rl_start_checkpoint([f"seed={a.seed}", *a.start])

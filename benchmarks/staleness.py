@@ -36,7 +36,7 @@ from recipe_arena.eval.final import evaluate_model
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards import build_scorer
 from recipe_arena.stages import rlvr
-from recipe_arena.stages.start import rl_start_checkpoint
+from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.staleness import STALENESS
 
 BOUNDS = (0, 1, 2, 4, 8)
@@ -74,13 +74,7 @@ def main() -> None:
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--heldout", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--start",
-        nargs="*",
-        default=[],
-        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
-    )
+    add_start_arguments(p)
     a = p.parse_args()
     init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
     results: dict[tuple[str, int], dict[str, float]] = {}

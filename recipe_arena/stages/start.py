@@ -3,6 +3,7 @@ kept in the cache: what benchmarks that compare RL settings start every arm from
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -35,3 +36,15 @@ def rl_start_checkpoint(overrides: list[str]) -> Path:
         shutil.rmtree(run)
 
     return build_cached(entry, build) / "checkpoint"
+
+
+def add_start_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--seed`` and ``--start`` (overrides of the run that trains the RL starting
+    checkpoint), the options every benchmark that starts arms from it shares."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--start",
+        nargs="*",
+        default=[],
+        help="overrides of the run that trains the RL starting checkpoint (base, SFT)",
+    )
