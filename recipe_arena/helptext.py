@@ -36,7 +36,8 @@ DEFAULT_RECIPE = "olmo3_think"
 
 RUN_DESCRIPTION = """\
 Run a recipe's stages (pipeline.stages; olmo3_think on the micro world: base -> SFT ->
-DPO -> prompt filter -> RLVR -> eval) and write runs/<recipe>-<budget>-s<seed>/ with report.md and report.html.
+DPO -> prompt filter -> RLVR -> eval) and write runs/<recipe>-<budget>-s<seed>/ with
+report.md and report.html.
 
   recipe-arena run recipe=olmo3_think                 the default budget (minutes)
   recipe-arena run recipe=olmo3_think budget=smoke    every stage, a few steps (seconds)
