@@ -31,6 +31,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from recipe_arena.integrity import CHECKSUMS, seal, verify
 from recipe_arena.models.tokenizer import build_char_tokenizer
 
 
@@ -118,7 +119,9 @@ def save_checkpoint(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: str | Path
 ) -> Path:
     """Save model (safetensors) and tokenizer to ``path`` atomically: written to a
-    sibling temporary directory, then renamed, so a crash never leaves half a checkpoint."""
+    sibling temporary directory, sealed (every file fsynced, its SHA-256 listed in
+    ``checksums.json``), then renamed, so a crash never leaves half a checkpoint and
+    ``load_checkpoint`` can tell a corrupt one."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     if tmp.exists():
@@ -127,6 +130,7 @@ def save_checkpoint(
         shutil.rmtree(tmp)
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
+    seal(tmp)
     if path.exists():
         import shutil
 
@@ -141,6 +145,10 @@ def load_checkpoint(
     path = Path(path)
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no checkpoint at {path} (config.json missing)")
+    if (path / CHECKSUMS).exists():  # written by save_checkpoint; others load unchecked
+        problem = verify(path)
+        if problem is not None:
+            raise ValueError(f"checkpoint {path} is corrupt: {problem}")
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     tok = AutoTokenizer.from_pretrained(path)
     return model, tok
