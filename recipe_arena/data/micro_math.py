@@ -1,9 +1,8 @@
 """Math problems for a character-level micro model: repeated steps on a last digit.
 
-``What is the last digit of 38+7*3?`` (add 7 to 38, three times; or take away). The number of
-repeats ``k`` (1-7) is the difficulty and sets the effort level (1-2 low, 3-4 medium,
-5-7 high).
-Every problem has two reference responses that end in the same ``\\boxed{digit}``:
+``What is the last digit of 38+7*3?`` (add 7 to 38, three times; or take away). The
+number of repeats ``k`` (1-7) is the difficulty and sets the effort level (1-2 low, 3-4
+medium, 5-7 high). Every problem has two reference responses that end in the same ``\\boxed{digit}``:
 
 - careful (``Problem.response``): the think block takes the start's last digit
   (``38->8``), then works one repeat at a time, counting down from ``k``, each step a
@@ -23,7 +22,6 @@ The answer is a digit, which SymPy checks like any number.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 from recipe_arena.data.micro_problem import Problem
 from recipe_arena.data.schema import Effort
@@ -89,16 +87,7 @@ def make_repeat(rng: random.Random, k: int) -> Problem:
     )
 
 
-def _maker(k: int) -> Callable[[random.Random], Problem]:
-    return lambda rng: make_repeat(rng, k)
-
-
-_KINDS: dict[str, tuple[float, Callable[[random.Random], Problem]]] = {
-    f"repeat{k}": (w, _maker(k)) for k, w in REPEAT_WEIGHTS.items()
-}
-
-
 def sample_math(rng: random.Random) -> Problem:
-    weights = [w for w, _ in _KINDS.values()]
-    (make,) = rng.choices([f for _, f in _KINDS.values()], weights=weights)
-    return make(rng)
+    """One problem, its number of repeats drawn by ``REPEAT_WEIGHTS``."""
+    (k,) = rng.choices(list(REPEAT_WEIGHTS), weights=list(REPEAT_WEIGHTS.values()))
+    return make_repeat(rng, k)
