@@ -37,11 +37,25 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS)
 
 
+def _sealed_digests(folder: Path) -> dict[Path, str]:
+    """Digests already listed by folders under ``folder`` that were sealed on their own
+    (a training state's ``model/``, sealed by ``save_checkpoint``), by absolute path."""
+    known: dict[Path, str] = {}
+    for listing in folder.rglob(CHECKSUMS):
+        if listing.parent != folder:
+            sums = json.loads(listing.read_text(encoding="utf-8"))
+            known.update({listing.parent / rel: digest for rel, digest in sums.items()})
+    return known
+
+
 def seal(folder: Path) -> None:
-    """fsync every file and folder under ``folder``, then write its checksums (fsynced)."""
+    """fsync every file and folder under ``folder``, then write its checksums (fsynced).
+    A file inside a folder that was sealed already keeps that digest rather than being
+    read again (a model's weights are hashed once per save)."""
+    known = _sealed_digests(folder)
     sums = {}
     for p in _files(folder):
-        sums[str(p.relative_to(folder))] = _sha256(p)
+        sums[str(p.relative_to(folder))] = known.get(p) or _sha256(p)
         fd = os.open(p, os.O_RDONLY)
         try:
             os.fsync(fd)
