@@ -4,6 +4,15 @@ import os
 
 __version__ = "0.1.0"
 
+# OpenMP threads that wait for each other sleep instead of spinning. Set here, at the
+# package's import, because the OpenMP runtime reads it once, when torch loads it. The
+# actor and the learner share one process and the machine's cores, and every other job
+# on the machine competes for them: a spinning thread then holds a core its peer needs,
+# and each parallel region waits out a scheduler time slice (a micro-model training step
+# measured 20-30x slower with the default policy beside a second job; docs/results.md).
+# A value set by the user is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def offline_env() -> None:
     """Nothing may reach a model hub at run time: HF offline switches (set before

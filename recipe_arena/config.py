@@ -20,7 +20,7 @@ from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, Effort
 from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
-from recipe_arena.models.factory import TinyModelSpec
+from recipe_arena.models.spec import TinyModelSpec
 from recipe_arena.staleness import StalenessConfig, TISParams
 
 SEED_MAX = 2**32 - 1
