@@ -43,8 +43,14 @@ def rows() -> list[PromptRow]:
 
 
 def _settings(steps: int, depth: int, max_staleness: int = 1) -> LoopSettings:
+    # A draw cap far above what a batch needs: whether a batch fills is then up to the
+    # loop's active sampling, not to how many groups a loaded machine lets go stale.
     rl = RLConfig(
-        steps=steps, prompts_per_step=2, max_staleness=max_staleness, pipeline_depth=depth
+        steps=steps,
+        prompts_per_step=2,
+        max_staleness=max_staleness,
+        pipeline_depth=depth,
+        max_resample_factor=64,
     )
     return LoopSettings(rl=rl, advantage=CenteredParams(), seed=3, pad_id=0)
 
