@@ -45,8 +45,8 @@ def pass_at_k(cfg: RunConfig, checkpoint: Path, k: int) -> float:
     from recipe_arena.data.micro import generate_split
     from recipe_arena.engines import build_engine
     from recipe_arena.engines.base import GenerationRequest, SamplingParams
-    from recipe_arena.eval.evaluate import decode, prompt_tokens
     from recipe_arena.eval.final import eval_rows
+    from recipe_arena.models.chat import decode_response, encode_prompt
     from recipe_arena.models.factory import load_checkpoint
     from recipe_arena.rewards import build_scorer
 
@@ -57,14 +57,16 @@ def pass_at_k(cfg: RunConfig, checkpoint: Path, k: int) -> float:
     params = SamplingParams(max_new_tokens=cfg.eval.max_new_tokens, temperature=1.0, n=k, seed=0)
     try:
         reqs = [
-            GenerationRequest(str(i), prompt_tokens(tok, r), params) for i, r in enumerate(rows)
+            GenerationRequest(str(i), encode_prompt(tok, r, cfg.prompt_template), params)
+            for i, r in enumerate(rows)
         ]
         comps = engine.generate(reqs)
     finally:
         engine.close()
     with build_scorer(cfg.rewards) as scorer:
         results = scorer.score(
-            [rows[int(c.request_id)] for c in comps], [decode(tok, c.tokens) for c in comps]
+            [rows[int(c.request_id)] for c in comps],
+            [decode_response(tok, c.tokens) for c in comps],
         )
     solved = {int(c.request_id) for c, r in zip(comps, results, strict=True) if r.score >= 1.0}
     return len(solved) / len(rows)
