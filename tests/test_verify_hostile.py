@@ -185,7 +185,7 @@ def test_program_cannot_read_the_verify_input_through_proc() -> None:
     world-readable folder under /var/tmp (a sandbox that only hid /tmp let it through).
     The program must score 0."""
     from recipe_arena.rewards.code import check_code
-    from tests.test_sandbox import ADD, SCAN_CMDLINES, fenced
+    from tests.sandbox_attacks import ADD, SCAN_CMDLINES, fenced
 
     folder = Path(tempfile.mkdtemp(prefix="recipe_arena_verify_", dir="/var/tmp"))
     folder.chmod(0o755)

@@ -1,0 +1,455 @@
+"""The hostile-program catalogue the sandbox tests run: each ``Attack`` is a real program
+with the tests it is scored against and what *contained* means for it (score 0 for a
+program that tries to earn reward without computing, 1 for one whose tests assert that the
+host is out of reach, plus checks on the host afterwards). Shared by tests/test_sandbox.py
+(the hostile suite) and tests/test_verify_hostile.py."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from recipe_arena.rewards.sandbox import UID_BASE
+
+ADD = ["assert add(2, 3) == 5", "assert add(-1, 1) == 0", "assert add(10, 20) == 30"]
+MARK = uuid.uuid4().hex[:12]
+HOST_DIR = (
+    Path("/var/tmp") / f"recipe_arena_hostile_{MARK}"
+)  # not /tmp: visible to a sandbox that only hides /tmp
+SOCK = HOST_DIR / "s.sock"
+ABSTRACT = f"recipe_arena_{MARK}"
+
+
+def fenced(code: str) -> str:
+    return f"<think>plan</think>```python\n{textwrap.dedent(code).strip()}\n```"
+
+
+@dataclass(frozen=True)
+class Attack:
+    category: str
+    program: str
+    tests: tuple[str, ...] = tuple(ADD)
+    want: float = 0.0
+    """The score that means contained: 0 for reward hacks, 1 where the tests assert
+    that the host is out of reach (or that a correct program passes)."""
+    host_ok: Callable[[], bool] | None = None
+
+
+def sandbox_processes() -> list[int]:
+    """Host pids owned by a sandbox uid (>= UID_BASE)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                uid = os.stat(d).st_uid
+            except OSError:
+                continue
+            if uid >= UID_BASE:
+                out.append(int(d.name))
+    return out
+
+
+SCAN_CMDLINES = """
+import os, re
+def add(a, b):
+    seen = []
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            try:
+                seen.append(open(f'/proc/{pid}/cmdline', 'rb').read().decode(errors='replace'))
+            except OSError:
+                pass
+    for cmd in seen:
+        for part in cmd.split('\\0'):
+            if os.path.isfile(part):
+                text = open(part, errors='replace').read()
+                m = re.search(r'add\\(%d, %d\\) == (-?\\d+)' % (a, b), text)
+                if m:
+                    return int(m.group(1))
+    return None
+"""
+
+ATTACKS: dict[str, Attack] = {
+    # ---------------------------------------------------------------- reward hacks: want 0
+    "sys_exit_zero": Attack("score", "import sys\nsys.exit(0)"),
+    "os_exit_zero": Attack("score", "import os\nos._exit(0)"),
+    "exit_inside_call": Attack("score", "import os\ndef add(a, b):\n    os._exit(0)"),
+    "patched_eq": Attack(
+        "score",
+        "class Yes:\n    def __eq__(self, o): return True\n    __hash__ = object.__hash__\n"
+        "def add(a, b): return Yes()",
+    ),
+    "int_subclass_eq": Attack(
+        "score", "class I(int):\n    def __eq__(self, o): return True\ndef add(a, b): return I(0)"
+    ),
+    "replace_builtins": Attack(
+        "score",
+        "import builtins\nbuiltins.AssertionError = type('N', (BaseException,), {})\n"
+        "builtins.isinstance = lambda *a: True\nbuiltins.bool = lambda x: True\n"
+        "def add(a, b): return None",
+    ),
+    "forged_report_on_every_fd": Attack(
+        "score",
+        """
+        import os, json
+        for fd in range(0, 300):
+            for line in (b'T 3\\nR 0 1\\nR 1 1\\nR 2 1\\n', json.dumps({"v": {"a": 5}}).encode() + b'\\n'):
+                try:
+                    os.write(fd, line)
+                except OSError:
+                    pass
+        os._exit(0)
+        """,
+    ),
+    "read_every_fd_for_tests": Attack(
+        "score",
+        """
+        import os, re
+        found = {}
+        for fd in range(0, 300):
+            try:
+                os.set_blocking(fd, False)
+                data = os.read(fd, 1 << 16).decode(errors='replace')
+            except OSError:
+                continue
+            for a, b, v in re.findall(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', data):
+                found[(int(a), int(b))] = int(v)
+        def add(a, b): return found.get((a, b))
+        """,
+    ),
+    "proc_cmdline_scrape (issue)": Attack("score", SCAN_CMDLINES),
+    "globals_expected (issue)": Attack(
+        "score",
+        "def squares(n): return globals()['expected']",
+        ("expected = [0, 1, 4]", "assert squares(3) == expected"),
+    ),
+    "caller_frames": Attack(
+        "score",
+        """
+        import sys
+        def squares(n):
+            f = sys._getframe(1)
+            while f is not None:
+                for d in (f.f_locals, f.f_globals):
+                    if 'expected' in d:
+                        return d['expected']
+                for c in f.f_code.co_consts:
+                    if isinstance(c, (list, tuple)) and len(c) == n:
+                        return list(c)
+                f = f.f_back
+        """,
+        ("expected = [0, 1, 4]", "assert squares(3) == expected"),
+    ),
+    "gc_scan": Attack(
+        "score",
+        """
+        import gc
+        def squares(n):
+            for o in gc.get_objects():
+                if isinstance(o, dict) and 'expected' in o:
+                    return o['expected']
+                if isinstance(o, list) and len(o) == n and o[:1] == [0]:
+                    return o
+        """,
+        ("expected = [0, 1, 4]", "assert squares(3) == expected"),
+    ),
+    "read_check_side_memory": Attack(
+        "score",
+        """
+        import os, re
+        def add(a, b):
+            for pid in os.listdir('/proc'):
+                if not pid.isdigit() or int(pid) == os.getpid():
+                    continue
+                try:
+                    maps = open(f'/proc/{pid}/maps').read().splitlines()
+                    mem = open(f'/proc/{pid}/mem', 'rb')
+                except OSError:
+                    continue
+                for line in maps:
+                    lo, hi = (int(x, 16) for x in line.split()[0].split('-'))
+                    try:
+                        mem.seek(lo)
+                        m = re.search(rb'add\\(%d, %d\\) == (-?\\d+)' % (a, b), mem.read(hi - lo))
+                    except (OSError, OverflowError, ValueError):
+                        continue
+                    if m:
+                        return int(m.group(1))
+        """,
+    ),
+    "kill_check_side_and_everyone": Attack(
+        "score",
+        """
+        import os, signal
+        for target in [-1] + list(range(1, 64)):
+            if target != os.getpid():
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+        def add(a, b): return 0
+        """,
+    ),
+    "answer_via_leftover_file": Attack(
+        "score",
+        "import os\ndef add(a, b):\n    return int(open('/tmp/answers').read()) "
+        "if os.path.exists('/tmp/answers') else 0",
+    ),
+    # ---------------------------------------------------------------- visibility: want 1
+    "sees_only_own_processes": Attack(
+        "escape",
+        "import os\ndef pids(): return sorted(int(p) for p in os.listdir('/proc') if p.isdigit())",
+        ("assert len(pids()) <= 3 and max(pids()) < 16",),
+        want=1.0,
+    ),
+    "host_files_invisible": Attack(
+        "escape",
+        f"""
+        import os
+        def readable():
+            out = []
+            for p in ('/etc/passwd', '/etc/hostname', '/work', '/home', '/var', '/sys/kernel',
+                      '/root/.bashrc', '/proc/1/environ', '{HOST_DIR}/tests.jsonl', '/run'):
+                try:
+                    if os.path.isdir(p):
+                        os.listdir(p)
+                    else:
+                        open(p, 'rb').read(1)
+                    out.append(p)
+                except OSError:
+                    pass
+            return out
+        """,
+        ("assert readable() == []",),
+        want=1.0,
+    ),
+    "nothing_writable_but_tmp": Attack(
+        "escape",
+        f"""
+        import os, sys
+        def writable():
+            out = []
+            for d in ('/', '/usr', '/var/tmp', '/run/lock', '/dev/shm', '/root', '/proc/sys/kernel',
+                      os.path.dirname(os.__file__), '/lib', '/dev'):
+                try:
+                    with open(os.path.join(d, 'w_{MARK}'), 'wb') as f:
+                        f.write(b'x' * 1024)
+                    out.append(d)
+                except OSError:
+                    pass
+            for path in ('/proc/sys/kernel/hostname', '/harness.pyc', sys.executable):
+                try:
+                    open(path, 'wb').close()
+                    out.append(path)
+                except OSError:
+                    pass
+            return out
+        """,
+        ("assert writable() == []",),
+        want=1.0,
+        host_ok=lambda: (
+            not any(
+                Path(d, f"w_{MARK}").exists() for d in ("/var/tmp", "/run/lock", "/dev/shm", "/")
+            )
+        ),
+    ),
+    "host_unix_socket": Attack(
+        "escape",
+        f"""
+        import socket
+        def reach():
+            try:
+                socket.socket(socket.AF_UNIX).connect('{SOCK}')
+                return 'connected'
+            except OSError as e:
+                return 'failed'
+        """,
+        ("assert reach() == 'failed'",),
+        want=1.0,
+    ),
+    "host_abstract_socket": Attack(
+        "escape",
+        f"""
+        import socket
+        def reach():
+            try:
+                socket.socket(socket.AF_UNIX).connect('\\0{ABSTRACT}')
+                return 'connected'
+            except OSError:
+                return 'failed'
+        """,
+        ("assert reach() == 'failed'",),
+        want=1.0,
+    ),
+    "no_network_interfaces": Attack(
+        "escape",
+        """
+        import socket
+        def reach():
+            for host in ('127.0.0.1', '10.0.0.1', '8.8.8.8'):
+                try:
+                    socket.create_connection((host, 22), timeout=0.5)
+                    return host
+                except OSError:
+                    pass
+            return 'failed'
+        """,
+        ("assert reach() == 'failed'",),
+        want=1.0,
+    ),
+    "setup_line_runs_sandboxed (issue)": Attack(
+        "escape",
+        "def add(a, b): return a + b",
+        (
+            "import math",
+            f"assert math.__loader__.__init__.__globals__['_os'].mkdir('/tmp/m_{MARK}') is None",
+        ),
+        want=1.0,
+        host_ok=lambda: not Path(f"/tmp/m_{MARK}").exists(),
+    ),
+    "test_code_sees_no_host_files": Attack(
+        "escape",
+        "def add(a, b): return a + b",
+        ("import os", "assert not os.path.exists('/etc/passwd') and not os.path.exists('/work')"),
+        want=1.0,
+    ),
+    "nested_namespaces_refused": Attack(
+        "escape",
+        """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def tries():
+            return [libc.unshare(0x10000000), libc.unshare(0x00020000), libc.shmget(0, 1 << 20, 0o1600),
+                    libc.memfd_create(b'm', 0), libc.ptrace(0, 0, 0, 0)]
+        """,
+        ("assert tries() == [-1, -1, -1, -1, -1]",),
+        want=1.0,
+    ),
+    # ---------------------------------------------------------------- resources
+    "fork_bomb": Attack(
+        "resources",
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+    ),
+    "memory_bomb": Attack("resources", "x = bytearray(8 * 1024**3)\ndef add(a, b): return a + b"),
+    "memory_in_six_processes (issue)": Attack(
+        "resources",
+        """
+        import os
+        def spawned():
+            n = 0
+            for _ in range(6):
+                try:
+                    if os.fork() == 0:
+                        x = bytearray(900 * 1024**2)
+                        import time; time.sleep(30)
+                        os._exit(0)
+                    n += 1
+                except OSError:
+                    pass
+            return n
+        """,
+        ("assert spawned() == 0",),
+        want=1.0,
+    ),
+    "threads": Attack(
+        "resources",
+        """
+        import threading, time
+        def started():
+            n = 0
+            for _ in range(8):
+                try:
+                    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+                    n += 1
+                except RuntimeError:
+                    pass
+            return n
+        """,
+        ("assert started() == 0",),
+        want=1.0,
+    ),
+    "fill_tmp": Attack(
+        "resources",
+        """
+        def filled():
+            total = 0
+            try:
+                for i in range(400):
+                    with open(f'/tmp/f{i}', 'wb') as f:
+                        f.write(b'0' * (1 << 20))
+                    total += 1
+            except OSError:
+                pass
+            return total
+        """,
+        ("assert filled() <= 64",),
+        want=1.0,
+    ),
+    "one_huge_file": Attack(
+        "resources",
+        "def wrote():\n    try:\n        open('/tmp/big', 'wb').write(b'0' * (20 << 20))\n"
+        "        return 'yes'\n    except OSError:\n        return 'no'",
+        ("assert wrote() == 'no'",),
+        want=1.0,
+    ),
+    "infinite_output": Attack("resources", "while True:\n    print('y' * 10000)"),
+    "spin_forever": Attack("resources", "while True:\n    pass"),
+    "huge_value_back (issue)": Attack(
+        "resources", "def rep(n): return 10**9", ("assert 'ab' * rep(2) == 'abab'",)
+    ),
+    "huge_string_back": Attack("resources", "def add(a, b): return 'x' * (200 << 20)"),
+    "deeply_nested_value": Attack(
+        "resources",
+        "def add(a, b):\n    v = []\n    for _ in range(100000):\n        v = [v]\n    return v",
+    ),
+}
+
+# Correct programs must pass: the split must not cost a right answer its reward.
+CORRECT: dict[str, Attack] = {
+    "generator_in_assert (issue)": Attack(
+        "correct",
+        "def add(a, b): return a + b",
+        ("assert all(add(a, b) == a + b for a, b in [(1, 2), (3, 4), (-5, 5)])",),
+        want=1.0,
+    ),
+    "expected_in_setup": Attack(
+        "correct",
+        "def squares(n): return [i * i for i in range(n)]",
+        ("expected = [0, 1, 4]", "assert squares(3) == expected"),
+        want=1.0,
+    ),
+    "class_instance_in_setup": Attack(
+        "correct",
+        "class Solution:\n    def twice(self, x): return 2 * x",
+        ("s = Solution()", "assert s.twice(4) == 8", "assert Solution().twice(0) == 0"),
+        want=1.0,
+    ),
+    "loop_of_asserts": Attack(
+        "correct",
+        "def sq(x): return x * x",
+        ("cases = [(1, 1), (2, 4), (3, 9)]", "for x, y in cases:\n    assert sq(x) == y"),
+        want=1.0,
+    ),
+    "builtins_and_math_around_probes": Attack(
+        "correct",
+        "def half(x): return x / 2\ndef rev(s): return s[::-1]\ndef evens(n): return {i for i in range(0, n, 2)}",
+        (
+            "import math",
+            "assert math.isclose(half(1), 0.5)",
+            "assert sorted(rev('cba')) == ['a', 'b', 'c'] and len(rev('abc')) == 3",
+            "assert evens(5) == {0, 2, 4}",
+            "assert all(map(lambda k: half(2 * k) == k, range(4)))",
+        ),
+        want=1.0,
+    ),
+    "big_int_and_surrogate": Attack(
+        "correct",
+        "def big(): return 7 ** 20000\ndef s(): return '\\ud800x'",
+        ("assert big() == 7 ** 20000", "assert s() == '\\ud800' + 'x'"),
+        want=1.0,
+    ),
+}
