@@ -34,6 +34,8 @@ class PipelineState:
     """stage -> seconds it took."""
     inputs: dict[str, str | None] = field(default_factory=dict)
     """stage -> the checkpoint it started from."""
+    teachers: dict[str, str] = field(default_factory=dict)
+    """route -> checkpoint of the specialists stage's teachers (distill.teachers)."""
 
     def save(self, run: RunDir) -> None:
         run.write_json("stages.json", asdict(self))
@@ -127,6 +129,40 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
     state.checkpoint = str(final)
 
 
+def _specialists(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """RL specialists per (domain, effort); the current checkpoint stays the student."""
+    from recipe_arena.distill.stages import run_specialists
+
+    start = _require_checkpoint(state, "specialists")
+    state.teachers = run_specialists(cfg, run, start, _train_rows(world, state), world.heldout)
+
+
+def _mopd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """The current checkpoint learns from the specialists (or distill.teachers)."""
+    from recipe_arena.distill.stages import run_distill
+
+    student = _require_checkpoint(state, "mopd")
+    teachers = dict(cfg.distill.teachers) or state.teachers
+    rows = _train_rows(world, state)
+    final = run_distill(cfg, run, student, teachers, rows, world.heldout, stage="mopd")
+    state.checkpoint = str(final)
+
+
+def _opd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """The RL stage's starting checkpoint learns from its output (or, with
+    distill.teachers set, the current checkpoint from those)."""
+    from recipe_arena.distill.stages import run_distill
+
+    current = str(_require_checkpoint(state, "opd"))
+    if cfg.distill.teachers:
+        student, teachers = current, dict(cfg.distill.teachers)
+    else:  # config_checks.check_stages makes sure an rlvr stage ran before
+        student, teachers = str(state.inputs["rlvr"]), {"*": current}
+    rows = _train_rows(world, state)
+    final = run_distill(cfg, run, Path(student), teachers, rows, world.heldout, stage="opd")
+    state.checkpoint = str(final)
+
+
 def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
     from recipe_arena.eval.scores import log_eval_scores
@@ -144,6 +180,9 @@ STAGES: dict[str, StageFn] = {
     "audit": _audit,
     "prompt_filter": _prompt_filter,
     "rlvr": _rlvr,
+    "specialists": _specialists,
+    "mopd": _mopd,
+    "opd": _opd,
     "eval": _eval,
 }
 

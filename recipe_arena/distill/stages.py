@@ -1,0 +1,133 @@
+"""The specialists stage and the on-policy distillation stages, on the RLVR stage's code.
+
+specialists (Kimi K3): for each route ``domain/effort`` of ``specialists.routes()``,
+``stages.rlvr.run_rlvr`` from the current checkpoint on the training prompts of that
+domain and effort alone, ``specialists.steps`` steps, evaluated on the held-out prompts
+of the same route; metrics under the stage ``specialist_<domain>_<effort>``, the
+checkpoint under ``checkpoints/specialist_<domain>_<effort>/final``. A specialist whose
+final checkpoint exists (a resumed run) is not trained again.
+
+mopd / opd: ``run_rlvr`` of the student with the actors scoring every group with its
+prompt's teacher (``distill.teachers.TeacherPool``) and the ``distill`` advantage, on
+the training prompts some route serves, ``distill.steps`` steps, the zero-gradient
+filter and active sampling off (rewards play no part in the advantage). MOPD weighs the
+routed domains equally, so that the student learns from every specialist; OPD (a
+single ``*`` teacher) keeps ``rl.domain_weights``, the mixture its teacher trained on.
+Afterwards each route's teacher and the student are evaluated on that route's held-out
+prompts (``route/<teacher>/<domain>/teacher``, ``.../student``, ``.../ratio`` =
+student / teacher) under the stage's name at step ``distill.steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from recipe_arena.config import RunConfig
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.distill.teachers import ANY, route_for, routed_rows, teacher_name
+from recipe_arena.rundir import RunDir
+
+
+def specialist_stage(route: str) -> str:
+    """The stage name of a specialist: ``math/high`` -> ``specialist_math_high``."""
+    return "specialist_" + route.replace("/", "_")
+
+
+def rows_of(route: str, rows: Sequence[PromptRow]) -> list[PromptRow]:
+    """The rows that ``route`` matches (exactly what ``route_for`` would send to it)."""
+    return routed_rows(rows, {route: ""})
+
+
+def run_specialists(
+    cfg: RunConfig,
+    run: RunDir,
+    init: Path,
+    train_rows: Sequence[PromptRow],
+    heldout_rows: Sequence[PromptRow],
+) -> dict[str, str]:
+    """Train every specialist from ``init``; return route -> its final checkpoint."""
+    from recipe_arena.stages.rlvr import run_rlvr
+
+    out: dict[str, str] = {}
+    for route in cfg.specialists.routes():
+        stage = specialist_stage(route)
+        final = run.checkpoints / stage / "final"
+        if not final.exists():
+            rows = rows_of(route, train_rows)
+            if not rows:
+                raise RuntimeError(
+                    f"specialist {route}: no training prompt of that domain and effort"
+                )
+            domain = route.split("/")[0]
+            rl = cfg.rl.model_copy(
+                update={"steps": cfg.specialists.steps, "domain_weights": {domain: 1.0}}
+            )
+            scfg = cfg.model_copy(update={"rl": rl})
+            run_rlvr(scfg, run, init, rows, rows_of(route, heldout_rows), stage=stage)
+        out[route] = str(final)
+    return out
+
+
+def distill_domain_weights(cfg: RunConfig, teachers: dict[str, str]) -> dict[str, float]:
+    """The prompt mixture of a distillation stage (module docstring)."""
+    if ANY in teachers:
+        return {str(d): w for d, w in cfg.rl.domain_weights.items()}
+    return {route.split("/")[0]: 1.0 for route in teachers}
+
+
+def run_distill(
+    cfg: RunConfig,
+    run: RunDir,
+    student: Path,
+    teachers: dict[str, str],
+    train_rows: Sequence[PromptRow],
+    heldout_rows: Sequence[PromptRow],
+    *,
+    stage: str,
+) -> Path:
+    """On-policy distillation of ``student`` from ``teachers`` (route -> checkpoint);
+    returns the student's final checkpoint."""
+    from recipe_arena.stages.rlvr import run_rlvr
+
+    rows = routed_rows(train_rows, teachers)
+    if not rows:
+        raise RuntimeError(
+            f"stage {stage!r}: no training prompt has a teacher ({sorted(teachers)})"
+        )
+    rl = cfg.rl.model_copy(
+        update={
+            "steps": cfg.distill.steps,
+            "zero_gradient_filter": False,
+            "active_sampling": False,
+            "domain_weights": distill_domain_weights(cfg, teachers),
+        }
+    )
+    dcfg = cfg.model_copy(update={"rl": rl, "advantage": cfg.distill.advantage})
+    final = run_rlvr(dcfg, run, student, rows, heldout_rows, stage=stage, teachers=teachers)
+    run.log(stage, cfg.distill.steps, compare_routes(cfg, final, teachers, heldout_rows))
+    return final
+
+
+def compare_routes(
+    cfg: RunConfig, student: Path, teachers: dict[str, str], heldout_rows: Sequence[PromptRow]
+) -> dict[str, float]:
+    """Held-out pass@1 of each route's teacher and of the student on that route's
+    held-out prompts, per domain, and their ratio (student / teacher; 0 when the
+    teacher scores 0). Evaluations are cached in the checkpoints."""
+    from recipe_arena.eval.final import evaluate_checkpoint
+
+    out: dict[str, float] = {}
+    for route, checkpoint in sorted(teachers.items()):
+        rows = [r for r in heldout_rows if route_for(r, teachers) == route]
+        if not rows:
+            continue
+        teacher = evaluate_checkpoint(cfg, Path(checkpoint), rows).metrics
+        mine = evaluate_checkpoint(cfg, student, rows).metrics
+        for domain in sorted({r.domain for r in rows}):
+            key = f"eval/{domain}/pass@1"
+            name = f"route/{teacher_name(route)}/{domain}"
+            out[f"{name}/teacher"] = teacher[key]
+            out[f"{name}/student"] = mine[key]
+            out[f"{name}/ratio"] = mine[key] / teacher[key] if teacher[key] > 0 else 0.0
+    return out
