@@ -59,14 +59,34 @@ def run_specialists(
                 raise RuntimeError(
                     f"specialist {route}: no training prompt of that domain and effort"
                 )
-            domain = route.split("/")[0]
-            rl = cfg.rl.model_copy(
-                update={"steps": cfg.specialists.steps, "domain_weights": {domain: 1.0}}
-            )
-            scfg = cfg.model_copy(update={"rl": rl})
+            scfg = specialist_config(cfg, route)
             run_rlvr(scfg, run, init, rows, rows_of(route, heldout_rows), stage=stage)
         out[route] = str(final)
     return out
+
+
+def specialist_config(cfg: RunConfig, route: str) -> RunConfig:
+    """The RL config of the specialist of ``route``: ``specialists.steps`` steps, its
+    domain alone in the mixture (the prompts are already that route's)."""
+    rl = cfg.rl.model_copy(
+        update={"steps": cfg.specialists.steps, "domain_weights": {route.split("/")[0]: 1.0}}
+    )
+    return cfg.model_copy(update={"rl": rl})
+
+
+def distill_config(cfg: RunConfig, teachers: dict[str, str]) -> RunConfig:
+    """The RL config a distillation stage runs: ``distill.steps`` steps, the
+    ``distill.advantage``, no zero-gradient filter or active sampling, the distillation
+    mixture."""
+    rl = cfg.rl.model_copy(
+        update={
+            "steps": cfg.distill.steps,
+            "zero_gradient_filter": False,
+            "active_sampling": False,
+            "domain_weights": distill_domain_weights(cfg, teachers),
+        }
+    )
+    return cfg.model_copy(update={"rl": rl, "advantage": cfg.distill.advantage})
 
 
 def distill_domain_weights(cfg: RunConfig, teachers: dict[str, str]) -> dict[str, float]:
@@ -95,16 +115,15 @@ def run_distill(
         raise RuntimeError(
             f"stage {stage!r}: no training prompt has a teacher ({sorted(teachers)})"
         )
-    rl = cfg.rl.model_copy(
-        update={
-            "steps": cfg.distill.steps,
-            "zero_gradient_filter": False,
-            "active_sampling": False,
-            "domain_weights": distill_domain_weights(cfg, teachers),
-        }
+    final = run_rlvr(
+        distill_config(cfg, teachers),
+        run,
+        student,
+        rows,
+        heldout_rows,
+        stage=stage,
+        teachers=teachers,
     )
-    dcfg = cfg.model_copy(update={"rl": rl, "advantage": cfg.distill.advantage})
-    final = run_rlvr(dcfg, run, student, rows, heldout_rows, stage=stage, teachers=teachers)
     run.log(stage, cfg.distill.steps, compare_routes(cfg, final, teachers, heldout_rows))
     return final
 

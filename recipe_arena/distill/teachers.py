@@ -38,8 +38,8 @@ def route_for(row: PromptRow, routes: Mapping[str, Any]) -> str | None:
 
 
 def teacher_name(route: str) -> str:
-    """A route as a metric name: ``math/high`` -> ``math-high``, ``*`` -> ``all``."""
-    return "all" if route == ANY else route.replace("/", "-")
+    """A route as a metric name: ``math/high`` -> ``math-high``, ``*`` -> ``any``."""
+    return "any" if route == ANY else route.replace("/", "-")
 
 
 def routed_rows(rows: Sequence[PromptRow], routes: Mapping[str, Any]) -> list[PromptRow]:
