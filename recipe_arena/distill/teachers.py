@@ -60,7 +60,7 @@ class TeacherPool:
         self._engines: dict[str, Any] = {}
         for path in sorted(set(self.routes.values())):
             model, tok = load_checkpoint(path)
-            model.eval()
+            model.train(False)  # inference only (dropout off)
             self._engines[path] = build_engine("torch", model, tok, engine_cfg)
 
     def score_group(
