@@ -139,27 +139,21 @@ def _specialists(cfg: RunConfig, run: RunDir, world: World, state: PipelineState
 
 def _mopd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     """The current checkpoint learns from the specialists (or distill.teachers)."""
-    from recipe_arena.distill.stages import run_distill
-
-    student = _require_checkpoint(state, "mopd")
-    teachers = dict(cfg.distill.teachers) or state.teachers
-    rows = _train_rows(world, state)
-    final = run_distill(cfg, run, student, teachers, rows, world.heldout, stage="mopd")
-    state.checkpoint = str(final)
+    _distill(cfg, run, world, state, "mopd")
 
 
 def _opd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
-    """The RL stage's starting checkpoint learns from its output (or, with
-    distill.teachers set, the current checkpoint from those)."""
-    from recipe_arena.distill.stages import run_distill
+    """The RL stage's starting checkpoint learns from its output (or distill.teachers)."""
+    _distill(cfg, run, world, state, "opd")
 
-    current = str(_require_checkpoint(state, "opd"))
-    if cfg.distill.teachers:
-        student, teachers = current, dict(cfg.distill.teachers)
-    else:  # config_checks.check_stages makes sure an rlvr stage ran before
-        student, teachers = str(state.inputs["rlvr"]), {"*": current}
+
+def _distill(cfg: RunConfig, run: RunDir, world: World, state: PipelineState, stage: str) -> None:
+    from recipe_arena.distill.stages import roles, run_distill
+
+    current = str(_require_checkpoint(state, stage))
+    student, teachers = roles(cfg, stage, current, state.teachers, state.inputs.get("rlvr"))
     rows = _train_rows(world, state)
-    final = run_distill(cfg, run, Path(student), teachers, rows, world.heldout, stage="opd")
+    final = run_distill(cfg, run, Path(student), teachers, rows, world.heldout, stage=stage)
     state.checkpoint = str(final)
 
 

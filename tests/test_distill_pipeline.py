@@ -13,6 +13,7 @@ from recipe_arena.config_checks import check_paths, check_stages
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.distill.stages import (
     distill_config,
+    roles,
     rows_of,
     specialist_config,
     specialist_stage,
@@ -149,6 +150,20 @@ def test_distillation_runs_its_steps_with_the_distill_advantage() -> None:
     assert not d.rl.zero_gradient_filter and not d.rl.active_sampling
     assert d.rl.domain_weights == {"math": 1.0, "ifeval": 1.0}
     assert distill_config(cfg, {"*": "x"}).rl.domain_weights == cfg.rl.domain_weights
+
+
+def test_who_teaches_whom() -> None:
+    """mopd: the current checkpoint (SFT) learns from the specialists' routes; opd: the
+    RL stage's input (SFT) learns from the current checkpoint (the RL output) on every
+    prompt ('*'); with distill.teachers set, both stages distil those into the current
+    checkpoint instead."""
+    cfg = load_config(["recipe=kimi_k3"])
+    spec = {"math/low": "ck/low", "math/high": "ck/high"}
+    assert roles(cfg, "mopd", "sft", spec, None) == ("sft", spec)
+    assert roles(cfg, "opd", "rl_out", {}, "sft") == ("sft", {"*": "rl_out"})
+    given = load_config(["recipe=kimi_k3", "distill.teachers={math:/t}"])
+    assert roles(given, "mopd", "sft", spec, None) == ("sft", {"math": "/t"})
+    assert roles(given, "opd", "rl_out", {}, "sft") == ("rl_out", {"math": "/t"})
 
 
 # ----------------------------------------------------------------------------- start-up

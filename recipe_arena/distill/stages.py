@@ -89,6 +89,27 @@ def distill_config(cfg: RunConfig, teachers: dict[str, str]) -> RunConfig:
     return cfg.model_copy(update={"rl": rl, "advantage": cfg.distill.advantage})
 
 
+def roles(
+    cfg: RunConfig,
+    stage: str,
+    current: str,
+    specialists: dict[str, str],
+    rl_input: str | None,
+) -> tuple[str, dict[str, str]]:
+    """(student, route -> teacher checkpoint) of a distillation stage. ``distill.teachers``
+    when set, with the current checkpoint as the student; otherwise mopd: the current
+    checkpoint learns from ``specialists`` (the specialists stage's routes); opd: the
+    RL stage's input ``rl_input`` learns from the current checkpoint (the RL output),
+    the single teacher of every prompt."""
+    if cfg.distill.teachers:
+        return current, dict(cfg.distill.teachers)
+    if stage == "mopd":
+        return current, dict(specialists)
+    if rl_input is None:  # config_checks.check_stages stops this before any work
+        raise RuntimeError("stage 'opd' needs the rlvr stage before it or distill.teachers")
+    return rl_input, {ANY: current}
+
+
 def distill_domain_weights(cfg: RunConfig, teachers: dict[str, str]) -> dict[str, float]:
     """The prompt mixture of a distillation stage (module docstring)."""
     if ANY in teachers:
