@@ -215,3 +215,46 @@ def test_rl_with_the_distill_advantage_fails_at_start_up() -> None:
     cfg = load_config(["recipe=olmo3_think", "advantage.name=distill"])
     with pytest.raises(ConfigError, match=r"advantage.name='distill' in stage 'rlvr'"):
         check_stages(cfg)
+
+
+def test_report_section_compares_teachers_and_student() -> None:
+    """Two mopd steps of teacher math-low: gap -0.2 then -0.4 (mean -0.300), |gap| 0.5
+    then 0.3 (mean 0.400), clipped 0.1 then 0.3 (mean 0.200); its route comparison:
+    teacher 0.8, student 0.76, ratio 0.95; the specialist went 0.1 -> 0.8 in 20 steps."""
+    from recipe_arena.eval.report_distill import distill_section
+
+    def gap(g: float, a: float, c: float) -> dict[str, float]:
+        return {"gap_mean": g, "gap_abs_mean": a, "clipped_frac": c, "tokens": 10.0}
+
+    steps = [
+        {"stage": "mopd", "step": i + 1}
+        | {f"distill/{t}/{k}": v for t in ("all", "math-low") for k, v in gap(*g).items()}
+        for i, g in enumerate([(-0.2, 0.5, 0.1), (-0.4, 0.3, 0.3)])
+    ]
+    records = [
+        {
+            "stage": "specialist_math_low",
+            "step": 0,
+            "eval/math/pass@1": 0.1,
+            "eval/mean/pass@1": 0.1,
+        },
+        {
+            "stage": "specialist_math_low",
+            "step": 20,
+            "eval/math/pass@1": 0.8,
+            "eval/mean/pass@1": 0.8,
+        },
+        *steps,
+        {
+            "stage": "mopd",
+            "step": 2,
+            "route/math-low/math/teacher": 0.8,
+            "route/math-low/math/student": 0.76,
+            "route/math-low/math/ratio": 0.95,
+        },
+    ]
+    md = distill_section(records)
+    assert "| math_low | math | 0.100 | 0.800 | 20 |" in md
+    assert "| math-low | math | 0.800 | 0.760 | 0.95 |" in md
+    assert "| math-low | 2 | -0.300 | 0.400 | 0.200 | 0.500 | 0.300 |" in md
+    assert distill_section([r for r in records if r["stage"] == "sft"]) == []
