@@ -19,6 +19,7 @@ from recipe_arena.core.strategy import STRICT_CONFIG
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, Effort
 from recipe_arena.data.templates import PromptTemplate
+from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.spec import TinyModelSpec
 from recipe_arena.staleness import StalenessConfig, TISParams
@@ -437,19 +438,26 @@ class RewardsConfig(Strict):
     """Opponents per response under 'round_robin' (cost ~ G * k instead of G^2)."""
 
 
-class PipelineConfig(Strict):
-    """OLMo 3's mixed-domain RLVR pipeline (SFT -> DPO -> RLVR) or its RL-Zero (RLVR from
-    the base model), chosen by the ``pipeline`` group's file; Kimi's specialists + MOPD
-    and DeepSeek's RL + OPD are planned."""
+Stage = Literal[
+    "base", "sft", "dpo", "audit", "prompt_filter", "rlvr", "specialists", "mopd", "opd", "eval"
+]
 
-    stages: list[Literal["base", "sft", "dpo", "audit", "prompt_filter", "rlvr", "eval"]] = Field(
-        default=["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]
-    )
+
+class PipelineConfig(Strict):
+    """OLMo 3's mixed-domain RLVR pipeline (SFT -> DPO -> RLVR), its RL-Zero (RLVR from
+    the base model), Kimi K3's specialists + MOPD or DeepSeek's RL + OPD, chosen by the
+    ``pipeline`` group's file."""
+
+    stages: list[Stage] = Field(default=["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"])
     """Stages in order. base: micro-world base training (cached); sft: think SFT; dpo:
     DPO with delta learning (needs the sft stage before it, or dpo.rejected_checkpoint); audit:
     probe training tasks' verifiers with known hacks (quarantine with
     rewards.audit_quarantine); prompt_filter: OLMo 3's offline pass-rate filter; rlvr:
-    the RL stage; eval: held-out pass@1 of the final checkpoint."""
+    the RL stage; specialists: one RL run per (domain, effort) from the current
+    checkpoint (``specialists``), which stays current; mopd: on-policy distillation of
+    the current checkpoint from the specialists; opd: on-policy distillation of the RL
+    stage's starting checkpoint from its output (``distill``); eval: held-out pass@1
+    of the final checkpoint."""
 
 
 class ClusterConfig(Strict):
@@ -554,6 +562,10 @@ class RunConfig(Strict):
     prompt_filter: PromptFilterConfig = PromptFilterConfig()
     eval: EvalConfig = EvalConfig()
     spurious_reward: SpuriousRewardConfig = SpuriousRewardConfig()
+    specialists: SpecialistsConfig = SpecialistsConfig()
+    """The specialists stage (Kimi K3; ``distill.config``)."""
+    distill: DistillConfig = DistillConfig()
+    """The distillation stages mopd and opd (``distill.config``)."""
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()

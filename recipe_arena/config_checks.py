@@ -17,7 +17,7 @@ from pathlib import Path
 from recipe_arena.compose import ConfigError
 from recipe_arena.config import RewardsConfig, RunConfig
 
-NEEDS_CHECKPOINT = ("sft", "dpo", "prompt_filter", "rlvr", "eval")
+NEEDS_CHECKPOINT = ("sft", "dpo", "prompt_filter", "rlvr", "specialists", "mopd", "opd", "eval")
 
 
 def check_runnable(cfg: RunConfig) -> None:
@@ -92,6 +92,9 @@ def check_paths(cfg: RunConfig) -> None:
         _checkpoint_dir("world.checkpoint", cfg.world.checkpoint)
     if "dpo" in cfg.pipeline.stages and cfg.dpo.rejected_checkpoint is not None:
         _checkpoint_dir("dpo.rejected_checkpoint", cfg.dpo.rejected_checkpoint)
+    if {"mopd", "opd"} & set(cfg.pipeline.stages):
+        for route, path in cfg.distill.teachers.items():
+            _checkpoint_dir(f"distill.teachers.{route}", path)
     check_judge(cfg.rewards)
     if cfg.world.cache_dir is not None:
         _writable_dir("world.cache_dir", cfg.world.cache_dir)
@@ -125,7 +128,27 @@ def check_stages(cfg: RunConfig) -> None:
                 "the checkpoint the 'sft' stage starts from: put 'sft' before 'dpo' or set "
                 "dpo.rejected_checkpoint"
             )
+        _check_teachers(cfg, stage, stages[:i], done)
         has_model = has_model or stage == "base"
+
+
+def _check_teachers(cfg: RunConfig, stage: str, before: list[str], done: dict[str, float]) -> None:
+    """A distillation stage has its teachers: distill.teachers, or for 'mopd' the
+    specialists stage before it, for 'opd' the rlvr stage before it (its output teaches
+    its input). The distill advantage needs teachers, so no RL stage may use it."""
+    earlier = set(before) | set(done)
+    needs = {"mopd": "specialists", "opd": "rlvr"}.get(stage)
+    if needs is not None and not cfg.distill.teachers and needs not in earlier:
+        raise ConfigError(
+            f"pipeline.stages={list(cfg.pipeline.stages)}: stage '{stage}' needs its teachers: "
+            f"put '{needs}' before it or set distill.teachers (route -> checkpoint)"
+        )
+    if stage in ("rlvr", "specialists") and cfg.advantage.name == "distill":
+        raise ConfigError(
+            f"advantage.name='distill' in stage '{stage}': the distill advantage needs a "
+            "teacher, which only the mopd and opd stages attach (they use distill.advantage); "
+            "use centered or standard"
+        )
 
 
 def _has_start_checkpoint(cfg: RunConfig) -> bool:

@@ -34,6 +34,8 @@ class PipelineState:
     """stage -> seconds it took."""
     inputs: dict[str, str | None] = field(default_factory=dict)
     """stage -> the checkpoint it started from."""
+    teachers: dict[str, str] = field(default_factory=dict)
+    """route -> checkpoint of the specialists stage's teachers (distill.teachers)."""
 
     def save(self, run: RunDir) -> None:
         run.write_json("stages.json", asdict(self))
@@ -127,6 +129,34 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
     state.checkpoint = str(final)
 
 
+def _specialists(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """RL specialists per (domain, effort); the current checkpoint stays the student."""
+    from recipe_arena.distill.stages import run_specialists
+
+    start = _require_checkpoint(state, "specialists")
+    state.teachers = run_specialists(cfg, run, start, _train_rows(world, state), world.heldout)
+
+
+def _mopd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """The current checkpoint learns from the specialists (or distill.teachers)."""
+    _distill(cfg, run, world, state, "mopd")
+
+
+def _opd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    """The RL stage's starting checkpoint learns from its output (or distill.teachers)."""
+    _distill(cfg, run, world, state, "opd")
+
+
+def _distill(cfg: RunConfig, run: RunDir, world: World, state: PipelineState, stage: str) -> None:
+    from recipe_arena.distill.stages import roles, run_distill
+
+    current = str(_require_checkpoint(state, stage))
+    student, teachers = roles(cfg, stage, current, state.teachers, state.inputs.get("rlvr"))
+    rows = _train_rows(world, state)
+    final = run_distill(cfg, run, Path(student), teachers, rows, world.heldout, stage=stage)
+    state.checkpoint = str(final)
+
+
 def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
     from recipe_arena.eval.scores import log_eval_scores
@@ -144,6 +174,9 @@ STAGES: dict[str, StageFn] = {
     "audit": _audit,
     "prompt_filter": _prompt_filter,
     "rlvr": _rlvr,
+    "specialists": _specialists,
+    "mopd": _mopd,
+    "opd": _opd,
     "eval": _eval,
 }
 

@@ -23,6 +23,7 @@ from recipe_arena.core.advantages import (
     ADVANTAGES,
     AdvantageInput,
     CenteredParams,
+    DistillParams,
     StandardParams,
     compute_advantages,
 )
@@ -124,6 +125,7 @@ def _advantage_view(params: Any) -> Any:
         group_B=torch.tensor([0, 0, 0, 1, 1, 1]),
         mask_BL=torch.ones(6, 2),
         behavior_logprobs_BL=torch.zeros(6, 2),
+        teacher_logprobs_BL=torch.full((6, 2), -1.0),  # gap -1 nat: clipped at c < 1
     )
     return compute_advantages(params, inp)
 
@@ -143,6 +145,7 @@ STRATEGY_CHANGES: dict[tuple[type[BaseModel], str], Any] = {
     (DiscardEarlyShortParams, "full_length"): 50,
     (CenteredParams, "reward_scale"): 10.0,
     (StandardParams, "std_eps"): 0.5,
+    (DistillParams, "clip"): 0.5,
 }
 
 AXES: list[tuple[dict[str, Any], Callable[[Any], Any]]] = [

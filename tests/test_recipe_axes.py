@@ -2,7 +2,7 @@
 
 Swapping one strategy axis on the command line (``staleness=deepseek_mask``) changes
 that axis of the resolved config and nothing else; the Kimi K3 and DeepSeek recipes
-differ from OLMo 3's only in their strategy axes (and their name)."""
+differ from OLMo 3's only in their strategy axes and their pipeline (and their name)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_recipes_differ_from_olmo3_only_in_their_strategies(
     recipe: str, axes: dict[str, str]
 ) -> None:
     changed = _diff([f"recipe={recipe}"], ["recipe=olmo3_think"])
-    assert {k.split(".")[0] for k in changed} <= {"recipe", *axes}, changed
+    assert {k.split(".")[0] for k in changed} <= {"recipe", "pipeline", *axes}, changed
     cfg = load_config([f"recipe={recipe}"])
     assert {a: getattr(cfg, a).name for a in axes} == axes
 

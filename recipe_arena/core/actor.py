@@ -66,6 +66,10 @@ class ActorSettings:
     """Spurious-reward control: when set, every rollout's reward is replaced by a seeded
     random bit that is 1 with this probability, independent of the response
     (``rewards.spurious``); None trains on the verifiers' scores."""
+    teachers: dict[str, str] | None = None
+    """On-policy distillation: route -> teacher checkpoint (``distill.teachers``); each
+    group's completions are scored by its prompt's teacher and carry its logprobs.
+    None: no teacher."""
 
 
 @dataclass
@@ -108,6 +112,11 @@ class Actor:
 
             scorer = build_scorer(rewards_cfg, shared=True)
         self.scorer = scorer
+        self.teachers: Any = None
+        if settings.teachers:
+            from recipe_arena.distill.teachers import TeacherPool
+
+            self.teachers = TeacherPool(settings.teachers, engine_cfg)
         self._stop = threading.Event()
         self.tokens_generated = 0
         self.groups_done = 0
@@ -154,6 +163,8 @@ class Actor:
 
     def close(self) -> None:
         self.engine.close()
+        if self.teachers is not None:
+            self.teachers.close()
         close = getattr(self.scorer, "close", None)
         if close is not None:
             close()
@@ -217,6 +228,11 @@ class Actor:
         if self.settings.spurious_p is not None:  # the control: rewards carry no signal
             rewards_G = spurious_rewards(p.task.seed, len(texts), self.settings.spurious_p)
         phases_G, window = self._window(comps)
+        teacher, teacher_lps = None, [None] * len(comps)
+        if self.teachers is not None:  # on-policy distillation: the prompt's teacher scores
+            teacher, teacher_lps = self.teachers.score_group(
+                row, p.prompt_tokens, [c.tokens for c in comps]
+            )
         lc = apply_length_control(
             self.settings.length_control,
             LengthInput(
@@ -249,14 +265,17 @@ class Actor:
                 gen_seconds=c.seconds,
                 verifier_reward=None if self.settings.spurious_p is None else float(v),
                 expert_ids=c.expert_ids,
+                teacher_logprobs=tl,
+                teacher=teacher,
             )
-            for c, t, r, v, res, keep in zip(
+            for c, t, r, v, res, keep, tl in zip(
                 comps,
                 texts,
                 lc.rewards_G.tolist(),
                 verifier_G.tolist(),
                 results,
                 lc.keep_G.tolist(),
+                teacher_lps,
                 strict=True,
             )
             if keep

@@ -50,6 +50,7 @@ def build_learner_batch(
             mask_BL=mask_BL,
             behavior_logprobs_BL=behavior_BL,
             teacher_logprobs_BL=_teacher_logprobs([r for _, r in rows], length),
+            teacher_B=_teachers([r for _, r in rows]),
         ),
     )
     return LearnerBatch(
@@ -78,6 +79,12 @@ def _teacher_logprobs(rollouts: Sequence[Rollout], length: int) -> torch.Tensor 
         if t and r.teacher_logprobs is not None:
             out_BL[i, p : p + t] = torch.tensor(r.teacher_logprobs)
     return out_BL
+
+
+def _teachers(rollouts: Sequence[Rollout]) -> tuple[str, ...] | None:
+    """Each row's teacher name, when every rollout names one; None otherwise."""
+    names = [r.teacher for r in rollouts]
+    return tuple(n for n in names if n is not None) if all(names) else None
 
 
 def _expert_ids(rollouts: Sequence[Rollout], length: int) -> torch.Tensor | None:

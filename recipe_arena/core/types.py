@@ -45,6 +45,8 @@ class Rollout:
     teacher_logprobs: tuple[float, ...] | None = None
     """A teacher's log-probability of each completion token (on-policy distillation);
     None when no teacher scored the rollout."""
+    teacher: str | None = None
+    """Name of the teacher that scored it (its route, ``distill.teachers``)."""
 
     def __post_init__(self) -> None:
         n = len(self.completion_tokens)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from recipe_arena.eval.html import write_pages
+from recipe_arena.eval.report_distill import distill_section
 from recipe_arena.eval.report_dpo import dpo_section
 from recipe_arena.rundir import read_metrics
 
@@ -96,6 +97,7 @@ def write_run_report(run_path: str | Path) -> Path:
         md.append("")
     md += _final_intervals(run_path)
     md += dpo_section(run_path)
+    md += distill_section(records)
     if "rlvr" in series:
         md += _rl_curves(series["rlvr"], run_path)
         md += _length_curve(series["rlvr"], run_path)

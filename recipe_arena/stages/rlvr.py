@@ -53,7 +53,9 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
     return LearnerSettings(rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness)
 
 
-def actor_settings(cfg: RunConfig) -> ActorSettings:
+def actor_settings(cfg: RunConfig, teachers: dict[str, str] | None = None) -> ActorSettings:
+    """The actors' settings; ``teachers`` (route -> checkpoint) makes them score every
+    group with its prompt's teacher (on-policy distillation, ``distill.teachers``)."""
     rl = cfg.rl
     return ActorSettings(
         group_size=rl.group_size,
@@ -66,17 +68,20 @@ def actor_settings(cfg: RunConfig) -> ActorSettings:
         max_staleness=rl.max_staleness,
         prompt_template=cfg.prompt_template,
         spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
+        teachers=teachers,
     )
 
 
-def actor_spec(cfg: RunConfig, checkpoint: Path, version: int) -> ActorSpec:
+def actor_spec(
+    cfg: RunConfig, checkpoint: Path, version: int, teachers: dict[str, str] | None = None
+) -> ActorSpec:
     """What each actor builds itself from."""
     return ActorSpec(
         checkpoint=str(checkpoint),
         engine_name=cfg.engine.name,
         engine_cfg=cfg.engine,
         rewards_cfg=cfg.rewards,
-        settings=actor_settings(cfg),
+        settings=actor_settings(cfg, teachers),
         version=version,
     )
 
@@ -92,12 +97,17 @@ def run_rlvr(
     init: Path,
     train_rows: Sequence[PromptRow],
     heldout_rows: Sequence[PromptRow],
+    *,
+    stage: str = "rlvr",
+    teachers: dict[str, str] | None = None,
 ) -> Path:
-    """Train with OlmoRL from ``init``; return the final checkpoint directory."""
+    """Train with OlmoRL from ``init``; return the final checkpoint directory. ``stage``
+    names the metrics, ledger and checkpoint folder (a specialist, a distillation
+    stage); ``teachers`` (route -> checkpoint) has the actors attach teacher logprobs."""
     from recipe_arena.rewards import build_scorer
 
-    root = run.checkpoints / "rlvr"
-    ledger = Ledger(run.path / "rlvr_ledger.jsonl")
+    root = run.checkpoints / stage
+    ledger = Ledger(run.path / f"{stage}_ledger.jsonl")
     resumed = latest_training_state(root) if cfg.resume else None
     start_model = resumed / "model" if resumed else Path(init)
     model, tok = load_checkpoint(start_model)
@@ -114,36 +124,38 @@ def run_rlvr(
         set_rng_state(state["rng"])
         start_step = int(state["step"])
         ledger.truncate_after(start_step)
-        run.truncate_logs("rlvr", start_step)  # steps after the checkpoint run again
+        run.truncate_logs(stage, start_step)  # steps after the checkpoint run again
         print(
-            f"rlvr: resumed from {resumed.name} (step {start_step}, version {learner.version})",
+            f"{stage}: resumed from {resumed.name} (step {start_step}, version {learner.version})",
             file=sys.stderr,
         )
     else:
         ledger.reset()
-        run.truncate_logs("rlvr", -1)
+        run.truncate_logs(stage, -1)
     settings = loop_settings(cfg, int(tok.pad_token_id))
     held = list(heldout_rows)
     final = root / "final"
     scorer = build_scorer(cfg.rewards, shared=True)
-    bar = StageBar("rlvr", cfg.rl.steps, initial=start_step)
+    bar = StageBar(stage, cfg.rl.steps, initial=start_step)
     try:
         # cached when the previous stage evaluated ``init`` (and on resume: this stage did)
         start = evaluate_checkpoint(cfg, Path(init), held, scorer) if held else None
         held_rows = eval_rows(cfg, held)
         held_domains = [r.domain for r in held_rows]
         if start is not None and start_step == 0:
-            run.log("rlvr", 0, start.metrics)
-            log_eval_scores(run.path, "rlvr", 0, held_rows, start.scores)
+            run.log(stage, 0, start.metrics)
+            log_eval_scores(run.path, stage, 0, held_rows, start.scores)
         start_metrics = start.metrics if start is not None else {}
         latest = [f"@0 {heldout_text(start_metrics)}" if start_metrics else ""]
         if start_metrics:
-            bar.note(f"rlvr step 0/{cfg.rl.steps}: held-out pass@1 {heldout_text(start_metrics)}")
+            bar.note(
+                f"{stage} step 0/{cfg.rl.steps}: held-out pass@1 {heldout_text(start_metrics)}"
+            )
 
         def held_out(result: Evaluation, step: int) -> dict[str, float]:
             """The evaluation's metrics and, per domain, its churn against the RL start;
             its per-row scores go to eval_scores.jsonl."""
-            log_eval_scores(run.path, "rlvr", step, held_rows, result.scores)
+            log_eval_scores(run.path, stage, step, held_rows, result.scores)
             if start is None:
                 return result.metrics
             return {**result.metrics, **churn(held_domains, start.scores, result.scores)}
@@ -172,16 +184,16 @@ def run_rlvr(
                 metrics.update(evaluated)
                 latest[0] = f"@{rec.step} {heldout_text(evaluated)}"
                 result = heldout_text(evaluated, start_metrics)
-                bar.note(f"rlvr step {rec.step}/{cfg.rl.steps}: held-out pass@1 {result}")
-            run.log("rlvr", rec.step, metrics)
-            run.log_rollouts(_sample_rollouts(rec))
+                bar.note(f"{stage} step {rec.step}/{cfg.rl.steps}: held-out pass@1 {result}")
+            run.log(stage, rec.step, metrics)
+            run.log_rollouts(_sample_rollouts(rec, stage))
             if rec.step % cfg.rl.checkpoint_every == 0 or last:
                 state = {"learner": learner.state_dict(), "source": source.state_dict(flight.ids())}
                 save_training_state(root, rec.step, learner.model, tok, state)
                 prune(root, keep=2)
             bar.update(1, rl_postfix(rec.metrics, latest[0]))
 
-        spec = actor_spec(cfg, start_model, learner.version)
+        spec = actor_spec(cfg, start_model, learner.version, teachers)
         backend = make_backend(
             cfg.cluster.backend, spec, cfg.rl.num_actors, cfg.cluster.address, cfg.cluster.num_cpus
         )
@@ -194,14 +206,14 @@ def run_rlvr(
     return final
 
 
-def _sample_rollouts(rec: StepRecord, per_step: int = 2) -> list[dict[str, object]]:
+def _sample_rollouts(rec: StepRecord, stage: str, per_step: int = 2) -> list[dict[str, object]]:
     """A few rollouts of the step for rollouts.jsonl (the first group's first ones)."""
     out: list[dict[str, object]] = []
     for g in rec.groups[:1]:
         for r in g.rollouts[:per_step]:
             out.append(
                 {
-                    "stage": "rlvr",
+                    "stage": stage,
                     "step": rec.step,
                     "prompt_id": r.prompt_id,
                     "domain": r.domain,

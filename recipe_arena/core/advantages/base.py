@@ -30,6 +30,9 @@ class AdvantageInput:
     """log pi_behavior of each sampled token (the student's, in distillation)."""
     teacher_logprobs_BL: torch.Tensor | None = None
     """A teacher's log-probability of each sampled token; None when no teacher scored."""
+    teacher_B: tuple[str, ...] | None = None
+    """The name of the teacher that scored each row (per-teacher metrics); None when no
+    teacher scored."""
 
 
 @dataclass(frozen=True)
