@@ -64,6 +64,11 @@ class DistillConfig(BaseModel):
     steps: int = Field(30, ge=0)
     """Optimiser steps of the distillation stage, 0 or more (half the RL stage's 60:
     a dense per-token signal needs fewer steps than a sparse reward)."""
+    lr: float = Field(1e-5, gt=0, le=1.0)
+    """Peak learning rate of the distillation stages (AdamW; the schedule is ``rl``'s),
+    in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
+    micro student fast, and at the RL stage's 1e-4 the student drifted away from its
+    teachers after 15-30 steps while 1e-5 held it near them (docs/results.md)."""
     advantage: DistillParams = DistillParams()
     """The per-token advantage (``core.advantages.distill``) and its clip c."""
     teachers: dict[str, str] = Field(default={})

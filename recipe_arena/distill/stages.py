@@ -75,12 +75,13 @@ def specialist_config(cfg: RunConfig, route: str) -> RunConfig:
 
 
 def distill_config(cfg: RunConfig, teachers: dict[str, str]) -> RunConfig:
-    """The RL config a distillation stage runs: ``distill.steps`` steps, the
-    ``distill.advantage``, no zero-gradient filter or active sampling, the distillation
-    mixture."""
+    """The RL config a distillation stage runs: ``distill.steps`` steps at ``distill.lr``,
+    the ``distill.advantage``, no zero-gradient filter or active sampling, the
+    distillation mixture."""
     rl = cfg.rl.model_copy(
         update={
             "steps": cfg.distill.steps,
+            "lr": cfg.distill.lr,
             "zero_gradient_filter": False,
             "active_sampling": False,
             "domain_weights": distill_domain_weights(cfg, teachers),
