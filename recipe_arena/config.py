@@ -367,6 +367,11 @@ class MicroJudgeConfig(Strict):
     """Share of verdicts shown through the open-ended template (no reference), in
     [0, 1], so that ``rewards.judge_mode=open`` gets a judge that has seen its prompt;
     small, since the default mode shows the reference and open verdicts need facts."""
+    swap_fraction: float = Field(0.5, ge=0, le=1)
+    """Share of reference-template verdicts whose reference is swapped for another word
+    of its kind, labelled against the word shown, in [0, 1]. Without swaps the question
+    tells the reference on every train row, and the judge learns the facts instead of
+    reading the reference, which fails on held-out questions (docs/results.md)."""
     loss_on_prompt: bool = False
     """Next-token loss on the whole verdict conversation, not only on the reply (the
     SFT mask). Predicting the answer (which repeats words of the question and, when
