@@ -347,20 +347,21 @@ class MicroJudgeConfig(Strict):
         intermediate_size=192,
         max_position_embeddings=1024,
     )
-    """Shape of the judge. A judge prompt is ~110 tokens with the judge tokenizer plus
-    the answer's characters (a prompt longer than the context is a failed verdict); it
-    only finds and compares two words, so it is narrower than the policy."""
-    steps: int = Field(300, ge=0)
+    """Shape of the judge. A judge prompt is ~50 tokens with the judge tokenizer (template
+    pieces and the chat world's words one token each; a prompt longer than the context
+    is a failed verdict); it only finds and compares two words, so it is narrower than
+    the policy."""
+    steps: int = Field(1600, ge=0)
     """Optimiser steps, 0 or more; each costs about as much as a policy SFT step of the
     same batch, and the judge is trained next to the base model on a fresh machine."""
-    batch_size: int = Field(16, ge=1)
-    """Verdict conversations per step, 1 or more (~110 tokens each)."""
-    lr: float = Field(3e-3, gt=0, le=1)
+    batch_size: int = Field(32, ge=1)
+    """Verdict conversations per step, 1 or more (~50 tokens each)."""
+    lr: float = Field(6e-3, gt=0, le=1)
     """Peak AdamW learning rate, (0, 1]; linear warm-up, cosine to 10% (the SFT
     schedule). High, as usual for a model this small trained this briefly."""
-    warmup_steps: int = Field(20, ge=0)
+    warmup_steps: int = Field(50, ge=0)
     """Linear warm-up steps, 0 or more (capped at ``steps``)."""
-    examples: int = Field(4000, ge=2)
+    examples: int = Field(16000, ge=2)
     """Distinct train-split verdicts drawn, 2 or more (about half right); batches draw
     from them with replacement, so near ``steps * batch_size`` most are seen once."""
     open_fraction: float = Field(0.1, ge=0, le=1)

@@ -4,6 +4,7 @@ the exact labels on held-out rows."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,20 @@ def test_verdicts_are_labelled_exactly_and_balanced() -> None:
         assert v.reply == words + (RIGHT_REPLY if v.right else WRONG_REPLY)
     held = generate_verdicts("heldout", 50, seed=3)
     assert all("-heldout-" in v.row.id and v.mode == "reference" for v in held)
+
+
+def test_swapped_references_are_other_words_of_the_kind_and_labelled_against_them() -> None:
+    """``swap_fraction=1``: every reference verdict shows a reference other than its
+    question's true answer (same row id, another ground truth), the label is still
+    ``is_right`` against the reference shown, and right answers still make about half
+    (0.5 +- 4 * sqrt(0.25 / 400) = 0.1); ``swap_fraction=0``: every reference is true."""
+    true = {v.row.id: v.row.ground_truth for v in generate_verdicts("train", 400, seed=4)}
+    swapped = generate_verdicts("train", 400, seed=4, swap_fraction=1.0)
+    assert all(v.row.ground_truth != true[v.row.id] for v in swapped)
+    assert all(v.right == is_right(str(v.row.ground_truth), v.answer) for v in swapped)
+    assert abs(sum(v.right for v in swapped) / 400 - 0.5) < 0.1
+    kept = generate_verdicts("train", 400, seed=4, swap_fraction=0.0)
+    assert all(v.row.ground_truth == true[v.row.id] for v in kept)
 
 
 def test_verdict_conversation_is_the_judge_prompt_then_the_reply() -> None:
@@ -105,7 +120,9 @@ def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None
     ``loss_on_prompt`` the same ids carry a mask of all ones."""
     cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False)
     tok = judge_tokenizer()
-    verdicts = generate_verdicts("train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction)
+    verdicts = generate_verdicts(
+        "train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction
+    )
     reply_only = judge_examples(cfg, tok)
     whole = judge_examples(cfg.model_copy(update={"loss_on_prompt": True}), tok)
     assert len(reply_only) == len(whole) == 8
@@ -172,7 +189,9 @@ def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch)
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path))
     judge = build_judge(RewardsConfig())
+    t0 = time.perf_counter()
     result = judge_agreement(judge, generate_verdicts("heldout", 600, seed=99))
+    print(f"micro judge agreement: {result}, {600 / (time.perf_counter() - t0):.0f} verdicts/s")
     judge.close()
     assert result["pairs"] >= 0.9 and result["accuracy"] >= 0.9, result
     assert result["unparsable"] < 0.05, result

@@ -128,18 +128,21 @@ def generate_verdicts(
     examples = generate_examples("chat", split, max(1, n // 2), seed)
     answers = [e.response.split("</think>", 1)[1] for e in examples]
     rng = random.Random(f"verdicts|{split}|{seed}")
+    swap_rng = random.Random(f"swaps|{split}|{seed}")  # ``rng`` draws as without swaps
     out = []
     for i in range(n):
         k = i % len(examples)
-        row, reference = examples[k].row, answers[k]
-        mode: Literal["reference", "open"] = "open" if rng.random() < open_fraction else "reference"
-        if mode == "reference" and rng.random() < swap_fraction:
-            row, reference = _other_reference(rng, row, reference)
+        true_row, reference = examples[k].row, answers[k]
+        row = true_row
+        if swap_fraction > 0 and swap_rng.random() < swap_fraction:
+            row, reference = _other_reference(swap_rng, row, reference)
         others = [a for a in rng.sample(answers, min(3, len(answers))) if a != reference]
         answer = (
             _right(rng, str(row.ground_truth), reference)
             if rng.random() < 0.5 or not others
             else _wrong(rng, row, reference, others)
         )
+        mode: Literal["reference", "open"] = "open" if rng.random() < open_fraction else "reference"
+        row = row if mode == "reference" else true_row  # no reference shown: the true label
         out.append(Verdict(row, answer, is_right(str(row.ground_truth), answer), mode))
     return out
