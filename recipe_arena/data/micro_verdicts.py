@@ -13,6 +13,10 @@ errs: the reference sentence with another word of the same kind (another colour,
 wrong plural ending, a count off by one), the question's own word, another question's
 answer, a sentence cut before its last word, or a right sentence with a word added.
 Train verdicts come from train-split problems, held-out verdicts from held-out ones.
+On train verdicts a share of the references can be swapped for another word of the same
+kind (``swap_fraction``), labelled against the word shown: otherwise the question tells
+the reference on every verdict, and a judge can fit them by recalling the facts instead
+of reading the reference, which fails on held-out questions.
 """
 
 from __future__ import annotations
