@@ -205,26 +205,32 @@ class MicroJudgeConfig(Strict):
         intermediate_size=192,
         max_position_embeddings=1024,
     )
-    """Shape of the judge. A judge prompt is ~110 tokens with the judge tokenizer plus
-    the answer's characters (a prompt longer than the context is a failed verdict); it
-    only finds and compares two words, so it is narrower than the policy."""
-    steps: int = Field(300, ge=0)
+    """Shape of the judge. A judge prompt is ~50 tokens with the judge tokenizer (template
+    pieces and the chat world's words one token each; a prompt longer than the context
+    is a failed verdict); it only finds and compares two words, so it is narrower than
+    the policy."""
+    steps: int = Field(1600, ge=0)
     """Optimiser steps, 0 or more; each costs about as much as a policy SFT step of the
     same batch, and the judge is trained next to the base model on a fresh machine."""
-    batch_size: int = Field(16, ge=1)
-    """Verdict conversations per step, 1 or more (~110 tokens each)."""
-    lr: float = Field(3e-3, gt=0, le=1)
+    batch_size: int = Field(32, ge=1)
+    """Verdict conversations per step, 1 or more (~50 tokens each)."""
+    lr: float = Field(6e-3, gt=0, le=1)
     """Peak AdamW learning rate, (0, 1]; linear warm-up, cosine to 10% (the SFT
     schedule). High, as usual for a model this small trained this briefly."""
-    warmup_steps: int = Field(20, ge=0)
+    warmup_steps: int = Field(50, ge=0)
     """Linear warm-up steps, 0 or more (capped at ``steps``)."""
-    examples: int = Field(4000, ge=2)
+    examples: int = Field(16000, ge=2)
     """Distinct train-split verdicts drawn, 2 or more (about half right); batches draw
     from them with replacement, so near ``steps * batch_size`` most are seen once."""
     open_fraction: float = Field(0.1, ge=0, le=1)
     """Share of verdicts shown through the open-ended template (no reference), in
     [0, 1], so that ``rewards.judge_mode=open`` gets a judge that has seen its prompt;
     small, since the default mode shows the reference and open verdicts need facts."""
+    swap_fraction: float = Field(0.5, ge=0, le=1)
+    """Share of reference-template verdicts whose reference is swapped for another word
+    of its kind, labelled against the word shown, in [0, 1]. Without swaps the question
+    tells the reference on every train row, and the judge learns the facts instead of
+    reading the reference, which fails on held-out questions (docs/results.md)."""
     loss_on_prompt: bool = False
     """Next-token loss on the whole verdict conversation, not only on the reply (the
     SFT mask). Predicting the answer (which repeats words of the question and, when

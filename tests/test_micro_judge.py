@@ -4,6 +4,7 @@ the exact labels on held-out rows."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from recipe_arena.stages.micro_judge import (
     judge_cache_entry,
     judge_examples,
     judge_tokenizer,
+    judge_words,
     micro_judge_checkpoint,
     template_pieces,
     verdict_chat,
@@ -39,6 +41,20 @@ def test_verdicts_are_labelled_exactly_and_balanced() -> None:
     assert all("-heldout-" in v.row.id and v.mode == "reference" for v in held)
 
 
+def test_swapped_references_are_other_words_of_the_kind_and_labelled_against_them() -> None:
+    """``swap_fraction=1``: every reference verdict shows a reference other than its
+    question's true answer (same row id, another ground truth), the label is still
+    ``is_right`` against the reference shown, and right answers still make about half
+    (0.5 +- 4 * sqrt(0.25 / 400) = 0.1); ``swap_fraction=0``: every reference is true."""
+    true = {v.row.id: v.row.ground_truth for v in generate_verdicts("train", 400, seed=4)}
+    swapped = generate_verdicts("train", 400, seed=4, swap_fraction=1.0)
+    assert all(v.row.ground_truth != true[v.row.id] for v in swapped)
+    assert all(v.right == is_right(str(v.row.ground_truth), v.answer) for v in swapped)
+    assert abs(sum(v.right for v in swapped) / 400 - 0.5) < 0.1
+    kept = generate_verdicts("train", 400, seed=4, swap_fraction=0.0)
+    assert all(v.row.ground_truth == true[v.row.id] for v in kept)
+
+
 def test_verdict_conversation_is_the_judge_prompt_then_the_reply() -> None:
     """The training prompt is exactly what ``Judge`` sends for that answer (same
     template), and the assistant turn is the verdict."""
@@ -49,18 +65,28 @@ def test_verdict_conversation_is_the_judge_prompt_then_the_reply() -> None:
     assert chat[0]["content"].startswith(template("judge_reference").split("{")[0])
 
 
-def test_judge_tokenizer_keeps_the_text_and_folds_the_template_into_six_tokens() -> None:
+def test_judge_tokenizer_keeps_the_text_and_folds_pieces_and_words() -> None:
     """The reference and open templates have 4 + 3 literal pieces between their fields,
-    one of them shared (``Answer to grade:``): 6 distinct pieces, each one token. A
-    rendered prompt decodes back to the same text, and its length is its characters
-    minus what the folded pieces save: len(text) - sum(len(piece) - 1) over the pieces
-    it holds, with the chat markers one token each as in the character tokenizer."""
+    one of them shared (``Answer to grade:``): 6 distinct pieces, each one token. Each
+    word of ``judge_words`` standing alone is one token; a word the vocabulary lacks
+    (``boxies``) or a vocabulary word inside a longer one (``cat`` in ``cats2``) stays
+    characters. A rendered verdict decodes back to the same text as with the character
+    tokenizer."""
     from recipe_arena.models.tokenizer import build_char_tokenizer
 
     pieces = template_pieces()
     assert len(pieces) == 6 and "\n\nAnswer to grade:\n" in pieces
     tok, chars = judge_tokenizer(), build_char_tokenizer()
-    assert len(tok) == len(chars) + 6
+    words = judge_words()
+    assert {"cold", "boxes", "655", "Score"} <= set(words) and "boxies" not in words
+    assert len(tok) == len(chars) + 6 + len(words)
+
+    def pieces_of(text: str) -> list[str]:
+        return [tok.decode([i]) for i in tok(text)["input_ids"]]
+
+    assert pieces_of("It is cold.") == ["It", " ", "is", " ", "cold", "."]
+    assert pieces_of("boxies 655") == ["b", "o", "x", "i", "e", "s", " ", "655"]
+    assert pieces_of("cats2") == ["c", "a", "t", "s", "2"]
     for v in generate_verdicts("heldout", 20, seed=5, open_fraction=0.5):
         chat = verdict_chat(v)
         ids = tok.apply_chat_template(chat, tokenize=True)
@@ -70,21 +96,38 @@ def test_judge_tokenizer_keeps_the_text_and_folds_the_template_into_six_tokens()
         assert tok.decode(ids) == chars.decode(char_ids)
         held = [p for p in pieces if p in chat[0]["content"]]
         assert len(held) == (4 if v.mode == "reference" else 3)
-        assert len(ids) == len(char_ids) - sum(len(p) - 1 for p in held)
+        assert sum(tok.decode([i]) in held for i in ids) == len(held)
+
+
+def test_every_reference_word_is_one_judge_token() -> None:
+    """The verdict compares the answer's last word with the reference as two tokens, so
+    every reference answer word of both splits must be a word of ``judge_words`` (or a
+    single character, a token already): checked on 2,000 rows of each split."""
+    from recipe_arena.data.micro import generate_split
+
+    tok, words = judge_tokenizer(), set(judge_words())
+    for split in ("train", "heldout"):
+        for row in generate_split("chat", split, 2000, seed=7):
+            gt = str(row.ground_truth)
+            assert gt in words or len(gt) == 1, gt
+            assert len(tok(gt)["input_ids"]) == 1
 
 
 def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None:
-    """Reply only: the mask covers the reply's characters (one token each, no template
-    piece in a reply) and its end-of-turn token, len(reply) + 1 ones; with
+    """Reply only: the mask covers the reply's tokens (the reply tokenized alone: no
+    template piece in a reply, and its words stand alone) and its end-of-turn token;
+    with
     ``loss_on_prompt`` the same ids carry a mask of all ones."""
     cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False)
     tok = judge_tokenizer()
-    verdicts = generate_verdicts("train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction)
+    verdicts = generate_verdicts(
+        "train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction
+    )
     reply_only = judge_examples(cfg, tok)
     whole = judge_examples(cfg.model_copy(update={"loss_on_prompt": True}), tok)
     assert len(reply_only) == len(whole) == 8
     for v, (ids, mask), (ids_all, mask_all) in zip(verdicts, reply_only, whole, strict=True):
-        assert ids == ids_all and sum(mask) == len(v.reply) + 1
+        assert ids == ids_all and sum(mask) == len(tok(v.reply)["input_ids"]) + 1
         assert mask_all == [1] * len(ids)
 
 
@@ -146,7 +189,9 @@ def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch)
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path))
     judge = build_judge(RewardsConfig())
+    t0 = time.perf_counter()
     result = judge_agreement(judge, generate_verdicts("heldout", 600, seed=99))
+    print(f"micro judge agreement: {result}, {600 / (time.perf_counter() - t0):.0f} verdicts/s")
     judge.close()
     assert result["pairs"] >= 0.9 and result["accuracy"] >= 0.9, result
     assert result["unparsable"] < 0.05, result

@@ -159,6 +159,24 @@ def sample_chat(rng: random.Random) -> Problem:
     )
 
 
+MAX_NUMBER = 1010
+"""The largest number a chat answer or a judge verdict on one normally holds: the
+number after 999 plus the largest distractor offset (``micro_verdicts``)."""
+
+
+def vocabulary() -> list[str]:
+    """Every word of the chat world's questions and reference answers (the lists
+    above, the plurals, the numbers 0..``MAX_NUMBER``, the words of the sentence frames),
+    sorted: what a word-level vocabulary learned from its text would hold."""
+    words = {*_OPPOSITES, *_OPPOSITES.values(), *_COLOURS.values(), *_NOUNS}
+    words |= {_plural(n) for n in _NOUNS} | {str(n) for n in range(MAX_NUMBER + 1)}
+    rng = random.Random("chat-vocabulary")
+    for _ in range(2000):
+        p = sample_chat(rng)
+        words |= set(re.findall(r"[A-Za-z0-9]+", f"{p.prompt} {p.answer}"))
+    return sorted(words)
+
+
 def final_word(answer: str) -> str | None:
     """The last run of letters or digits in ``answer``, lower-cased (None if there is none)."""
     words = re.findall(r"[A-Za-z0-9]+", answer)

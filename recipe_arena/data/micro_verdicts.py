@@ -13,6 +13,10 @@ errs: the reference sentence with another word of the same kind (another colour,
 wrong plural ending, a count off by one), the question's own word, another question's
 answer, a sentence cut before its last word, or a right sentence with a word added.
 Train verdicts come from train-split problems, held-out verdicts from held-out ones.
+On train verdicts a share of the references can be swapped for another word of the same
+kind (``swap_fraction``), labelled against the word shown: otherwise the question tells
+the reference on every verdict, and a judge can fit them by recalling the facts instead
+of reading the reference, which fails on held-out questions.
 """
 
 from __future__ import annotations
@@ -22,7 +26,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from recipe_arena.data.micro import Split, generate_examples
-from recipe_arena.data.micro_chat import _COLOURS, _NOUNS, _OPPOSITES, final_word, is_right
+from recipe_arena.data.micro_chat import (
+    _COLOURS,
+    _NOUNS,
+    _OPPOSITES,
+    MAX_NUMBER,
+    _plural,
+    final_word,
+    is_right,
+)
 from recipe_arena.data.schema import PromptRow
 
 RIGHT_REPLY, WRONG_REPLY = "Score: 10", "Score: 0"
@@ -66,6 +78,26 @@ def _distractor(rng: random.Random, row: PromptRow) -> str:
     return rng.choice(pool)
 
 
+def _other_reference(rng: random.Random, row: PromptRow, reference: str) -> tuple[PromptRow, str]:
+    """The row with another reference word of its kind (and the reference sentence
+    ending in it): the question no longer tells the reference, so only the shown
+    reference does."""
+    gt, q = str(row.ground_truth), row.prompt_text
+    if q.startswith("What is the opposite"):
+        pool = _WORDS
+    elif q.startswith("What colour"):
+        pool = sorted(set(_COLOURS.values()))
+    elif q.startswith("What is the plural"):
+        pool = [_plural(n) for n in _NOUNS]
+    elif q.startswith("What number"):
+        pool = [str(rng.randint(0, MAX_NUMBER)) for _ in range(3)]
+    else:
+        pool = ["3", "4", "5"]
+    word = rng.choice([w for w in pool if w != gt])
+    swapped = row.model_copy(update={"ground_truth": word})
+    return swapped, reference[: reference.rfind(gt)] + word + "."
+
+
 def _wrong(rng: random.Random, row: PromptRow, reference: str, others: list[str]) -> str:
     gt = str(row.ground_truth)
     stem = reference[: reference.rfind(gt)]
@@ -90,16 +122,24 @@ def _right(rng: random.Random, gt: str, reference: str) -> str:
     return f"It is {gt}."
 
 
-def generate_verdicts(split: Split, n: int, seed: int, open_fraction: float = 0.0) -> list[Verdict]:
+def generate_verdicts(
+    split: Split, n: int, seed: int, open_fraction: float = 0.0, swap_fraction: float = 0.0
+) -> list[Verdict]:
     """``n`` verdicts on ``split`` chat problems, about half of them right; a share
-    ``open_fraction`` uses the open-ended prompt (no reference shown)."""
+    ``open_fraction`` uses the open-ended prompt (no reference shown), and a share
+    ``swap_fraction`` of the reference ones shows another reference word of the same
+    kind (``_other_reference``), labelled against the reference shown."""
     examples = generate_examples("chat", split, max(1, n // 2), seed)
     answers = [e.response.split("</think>", 1)[1] for e in examples]
     rng = random.Random(f"verdicts|{split}|{seed}")
+    swap_rng = random.Random(f"swaps|{split}|{seed}")  # ``rng`` draws as without swaps
     out = []
     for i in range(n):
         k = i % len(examples)
-        row, reference = examples[k].row, answers[k]
+        true_row, reference = examples[k].row, answers[k]
+        row = true_row
+        if swap_fraction > 0 and swap_rng.random() < swap_fraction:
+            row, reference = _other_reference(swap_rng, row, reference)
         others = [a for a in rng.sample(answers, min(3, len(answers))) if a != reference]
         answer = (
             _right(rng, str(row.ground_truth), reference)
@@ -107,5 +147,6 @@ def generate_verdicts(split: Split, n: int, seed: int, open_fraction: float = 0.
             else _wrong(rng, row, reference, others)
         )
         mode: Literal["reference", "open"] = "open" if rng.random() < open_fraction else "reference"
+        row = row if mode == "reference" else true_row  # no reference shown: the true label
         out.append(Verdict(row, answer, is_right(str(row.ground_truth), answer), mode))
     return out

@@ -9,12 +9,16 @@ It is then an ordinary judge model behind ``rewards.judge``: a checkpoint that t
 torch engine runs greedily, whose replies ``parse_score`` reads.
 
 Its tokenizer is the micro world's character tokenizer plus one token for each literal
-piece of the judge templates (``judge_tokenizer``), the way a BPE vocabulary merges
-text it sees all the time: the prompt text is unchanged, but the ~300 characters of
-fixed instructions become six tokens, so a judge prompt is ~110 tokens instead of
-~370. A verdict costs about a third as much to train on and to judge, and the words
-the judge compares (the reference and the answer's last word) sit a few dozen
-positions from where the reply starts instead of a few hundred.
+piece of the judge templates and one for each whole word of the chat world
+(``judge_tokenizer``), the way a BPE vocabulary learned on this text would merge what it
+sees all the time: the prompt text is unchanged, but the ~300 characters of fixed
+instructions become six tokens and ``cities`` or ``655`` one token, so a judge prompt is
+~50 tokens instead of ~370. Copying the answer's last word and the reference into the
+reply is then a copy of one token each, and the verdict compares two tokens, where a
+judge reading characters had to find, copy and compare words of varying length (it
+kept the reply's format but copied the wrong words). A word the vocabulary lacks (a
+misspelt plural) is read as characters, so it never equals a reference, as
+``micro_chat.is_right`` wants.
 
 The checkpoint is cached under a hash of its settings, ``_FORMAT`` and CODE_VERSION in
 $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion.
@@ -37,6 +41,7 @@ from transformers import PreTrainedTokenizerFast
 
 from recipe_arena.cache import build_cached, cache_key, cache_root
 from recipe_arena.config import MicroJudgeConfig
+from recipe_arena.data.micro_chat import vocabulary
 from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
@@ -46,7 +51,7 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 2
+_FORMAT = 3
 """Part of the cache key: bump it when the verdict data, reply or tokenizer changes."""
 
 
@@ -70,11 +75,24 @@ def template_pieces() -> list[str]:
     return sorted(pieces, key=lambda p: (-len(p), p))
 
 
+_JUDGE_WORDS = ("It", "or", "none", "Score", "assistant", "user")
+"""Words of the verdicts and the chat markup that the chat vocabulary lacks."""
+
+
+def judge_words() -> list[str]:
+    """The whole words the judge tokenizer reads as one token each: the chat world's
+    vocabulary and ``_JUDGE_WORDS``, less single characters (tokens already)."""
+    return sorted({w for w in (*vocabulary(), *_JUDGE_WORDS) if len(w) > 1})
+
+
 def judge_tokenizer() -> PreTrainedTokenizerFast:
-    """The character tokenizer plus one (non-special) token per template piece: the
-    same prompt text in ~110 tokens instead of ~370 (see the module docstring)."""
+    """The character tokenizer plus one (non-special) token per template piece and one
+    per whole word of ``judge_words`` (see the module docstring)."""
     tok = build_char_tokenizer()
     tok.add_tokens([AddedToken(p, normalized=False, special=False) for p in template_pieces()])
+    tok.add_tokens(
+        [AddedToken(w, normalized=False, special=False, single_word=True) for w in judge_words()]
+    )
     return tok
 
 
@@ -94,7 +112,7 @@ def judge_examples(
     from recipe_arena.stages.sft import assistant_mask
 
     verdicts = generate_verdicts(
-        "train", cfg.examples, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction
+        "train", cfg.examples, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction
     )
     examples = [assistant_mask(tok, verdict_chat(v)) for v in verdicts]
     if cfg.loss_on_prompt:

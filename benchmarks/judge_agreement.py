@@ -1,0 +1,61 @@
+"""The micro judge's agreement with the chat generator's exact labels on held-out rows.
+
+Trains the judge of ``rewards.micro_judge`` (or finds it in the cache: the default cache,
+or ``--cache``), then judges held-out verdicts (``data.micro_verdicts.generate_verdicts(
+"heldout", N, seed=99)``, reference template) through ``rewards.judge.Judge`` and
+reports ``stages.micro_judge.judge_agreement``: accuracy (a score >= 0.5 called right),
+right-vs-wrong pairs of a row ordered correctly, unparsable replies, and verdicts per
+second (greedy, the torch engine, distinct prompts). Config overrides are JSON for
+``MicroJudgeConfig``. Last line:
+    judge_agreement: accuracy <a>, pairs <p>, unparsable <u>, <v> verdicts/s, train <s> s
+
+Run: python benchmarks/judge_agreement.py [--set '{"steps": 1600}'] [--verdicts 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from recipe_arena.config import MicroJudgeConfig
+from recipe_arena.data.micro_verdicts import generate_verdicts
+from recipe_arena.engines import build_engine
+from recipe_arena.models.factory import load_checkpoint
+from recipe_arena.rewards.judge import EngineGenerator, Judge, judge_engine
+from recipe_arena.stages.micro_judge import judge_agreement, micro_judge_checkpoint
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", default="{}", help="JSON overrides of MicroJudgeConfig")
+    ap.add_argument("--verdicts", type=int, default=600, help="held-out verdicts judged")
+    ap.add_argument("--cache", default=None, help="cache directory (default: the usual one)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = MicroJudgeConfig(**json.loads(args.set))
+    t0 = time.perf_counter()
+    path = micro_judge_checkpoint(cfg, args.cache)
+    train_s = time.perf_counter() - t0
+    model, tok = load_checkpoint(path)
+    model.eval()
+    gen = EngineGenerator(build_engine(judge_engine(model), model, tok), tok)
+    judge = Judge(gen, "reference")
+    verdicts = generate_verdicts("heldout", args.verdicts, seed=99)
+    t0 = time.perf_counter()
+    result = judge_agreement(judge, verdicts)
+    rate = len(verdicts) / (time.perf_counter() - t0)
+    judge.close()
+    print(json.dumps(result))
+    print(
+        f"judge_agreement: accuracy {result['accuracy']:.3f}, pairs {result['pairs']:.3f}, "
+        f"unparsable {result['unparsable']:.3f}, {rate:.0f} verdicts/s, train {train_s:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
