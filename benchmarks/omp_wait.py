@@ -1,8 +1,9 @@
 """What the OpenMP wait policy costs and saves: micro-model training steps (forward and
 backward, batch 8 x 128 tokens, torch's default thread count) under the runtime's default
 policy (threads spin while they wait) and under ``OMP_WAIT_POLICY=PASSIVE`` (they sleep;
-the package default, recipe_arena/__init__.py), on a quiet machine and beside a competing
-job (one busy process per core), side by side in one run.
+the package default, recipe_arena/__init__.py), on a quiet machine and beside a second
+job of the same kind (another process training the same model under the same policy, as
+when a test suite and a run, or two runs, share the machine), side by side in one run.
 
 Each cell runs in a fresh interpreter, because the OpenMP runtime reads the policy once,
 when torch loads it. The step time is the median of ``--steps`` steps after one warm-up.
@@ -16,7 +17,6 @@ Run: python benchmarks/omp_wait.py [--steps 8]
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -36,23 +36,36 @@ print(statistics.median(times[1:]))
 """
 
 
-def _spin(stop_at: float) -> None:
-    while time.time() < stop_at:
-        pass
-
-
-def step_time(policy: str | None, steps: int) -> float:
-    """Median seconds per training step in a fresh interpreter under ``policy``."""
+def _env(policy: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if policy is not None:  # None: unset; STEP imports torch before the package can set it
         env["OMP_WAIT_POLICY"] = policy
-    out = subprocess.run(
-        [sys.executable, "-c", STEP.format(steps=steps)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
+    return env
+
+
+def step_time(policy: str | None, steps: int, loaded: bool) -> float:
+    """Median seconds per training step in a fresh interpreter under ``policy``; with
+    ``loaded``, beside a second process that trains the same way under the same policy."""
+    second = None
+    if loaded:
+        second = subprocess.Popen(
+            [sys.executable, "-c", STEP.format(steps=1_000_000)],
+            env=_env(policy),
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(5.0)  # past its start-up, into its training loop
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", STEP.format(steps=steps)],
+            capture_output=True,
+            text=True,
+            env=_env(policy),
+            check=True,
+        )
+    finally:
+        if second is not None:
+            second.kill()
+            second.wait()
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -63,22 +76,12 @@ def main() -> None:
     cores = os.cpu_count() or 1
     ratios = {}
     for load in ("quiet", "loaded"):
-        hogs: list[mp.Process] = []
-        if load == "loaded":
-            stop_at = time.time() + 600
-            hogs = [mp.Process(target=_spin, args=(stop_at,), daemon=True) for _ in range(cores)]
-            for h in hogs:
-                h.start()
-        try:
-            spin = step_time(None, a.steps)
-            passive = step_time("PASSIVE", a.steps)
-        finally:
-            for h in hogs:
-                h.terminate()
+        spin = step_time(None, a.steps, load == "loaded")
+        passive = step_time("PASSIVE", a.steps, load == "loaded")
         ratios[load] = passive / spin
         print(
             f"{load:6s}: spinning {spin * 1e3:8.1f} ms/step, passive {passive * 1e3:8.1f} "
-            f"ms/step ({cores} cores, {len(hogs)} competing processes)",
+            f"ms/step ({cores} cores)",
             flush=True,
         )
     print(
