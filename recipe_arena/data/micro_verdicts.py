@@ -60,14 +60,29 @@ class Verdict:
         return f"{word} / {str(self.row.ground_truth).lower()}. {verdict}"
 
 
+_KINDS = (
+    ("What is the opposite", "opposite"),
+    ("What colour", "colour"),
+    ("What is the plural", "plural"),
+    ("What number", "number"),
+)
+"""Opening words of each question frame of ``micro_chat.sample_chat`` and its kind."""
+
+
+def _kind(row: PromptRow) -> str:
+    """The kind of the row's question: opposite, colour, plural, number or letters."""
+    q = row.prompt_text
+    return next((kind for prefix, kind in _KINDS if q.startswith(prefix)), "letters")
+
+
 def _distractor(rng: random.Random, row: PromptRow) -> str:
     """A wrong answer word of the same kind as the row's."""
-    gt, q = str(row.ground_truth), row.prompt_text
-    if q.startswith("What is the opposite"):
+    gt, q, kind = str(row.ground_truth), row.prompt_text, _kind(row)
+    if kind == "opposite":
         pool = [w for w in _WORDS if w != gt]
-    elif q.startswith("What colour"):
+    elif kind == "colour":
         pool = [c for c in _COLOUR_WORDS if c != gt]
-    elif q.startswith("What is the plural"):
+    elif kind == "plural":
         noun = q.removeprefix("What is the plural of ").removesuffix("?")
         pool = [noun, noun + "s", noun + "es", noun[:-1] + "ies", noun + "ies"]
         pool += [p + "s" for p in rng.sample(_NOUNS, 2)]
@@ -82,16 +97,16 @@ def _other_reference(rng: random.Random, row: PromptRow, reference: str) -> tupl
     """The row with another reference word of its kind (and the reference sentence
     ending in it): the question no longer tells the reference, so only the shown
     reference does."""
-    gt, q = str(row.ground_truth), row.prompt_text
-    if q.startswith("What is the opposite"):
+    gt, kind = str(row.ground_truth), _kind(row)
+    if kind == "opposite":
         pool = _WORDS
-    elif q.startswith("What colour"):
+    elif kind == "colour":
         pool = sorted(set(_COLOURS.values()))
-    elif q.startswith("What is the plural"):
+    elif kind == "plural":
         pool = [_plural(n) for n in _NOUNS]
-    elif q.startswith("What number"):
+    elif kind == "number":
         pool = [str(rng.randint(0, MAX_NUMBER)) for _ in range(3)]
-    else:
+    else:  # letters in a word
         pool = ["3", "4", "5"]
     word = rng.choice([w for w in pool if w != gt])
     swapped = row.model_copy(update={"ground_truth": word})
