@@ -228,11 +228,6 @@ class Actor:
         if self.settings.spurious_p is not None:  # the control: rewards carry no signal
             rewards_G = spurious_rewards(p.task.seed, len(texts), self.settings.spurious_p)
         phases_G, window = self._window(comps)
-        teacher, teacher_lps = None, [None] * len(comps)
-        if self.teachers is not None:  # on-policy distillation: the prompt's teacher scores
-            teacher, teacher_lps = self.teachers.score_group(
-                row, p.prompt_tokens, [c.tokens for c in comps]
-            )
         lc = apply_length_control(
             self.settings.length_control,
             LengthInput(
@@ -250,6 +245,11 @@ class Actor:
                 max_staleness=self.settings.max_staleness,
             ),
         )
+        teacher, teacher_lps = None, [None] * len(comps)
+        if self.teachers is not None and bool(lc.keep_G.any()):  # a dropped group: no scoring
+            teacher, teacher_lps = self.teachers.score_group(
+                row, p.prompt_tokens, [c.tokens for c in comps]
+            )
         rollouts = tuple(
             Rollout(
                 prompt_id=row.id,
