@@ -32,6 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from recipe_arena.eval.stats import Estimate, t_interval
 from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 
 ARMS = {"without": "none", "with": "discard_early_short"}
@@ -69,19 +70,36 @@ def pooled(records: list[dict[str, float]], which: str) -> float:
     return sum(r[f"length/{which}_mean"] * r[f"length/{which}_n"] for r in records) / n
 
 
+def per_step_ratio(records: list[dict[str, float]]) -> Estimate:
+    """Mean over steps of trained / sampled mean length, each step's two means taken
+    from the same collect phase (same policy), with Student's t interval over the steps.
+    Pairing within a step keeps the length trend of RL out of the comparison: pooled
+    over the run, an arm that trains a larger share of its early (shorter) completions
+    would read as short-biased even if every step trained what it sampled."""
+    ratios = [
+        r["length/trained_mean"] / r["length/sampled_mean"]
+        for r in records
+        if r.get("length/trained_n", 0.0) > 0
+    ]
+    return t_interval(ratios)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--rl", nargs="*", default=[], help="overrides for both arms' RL stage")
+    p.add_argument(
+        "--checkpoint", help="start both arms from this checkpoint instead of the cached SFT one"
+    )
     add_start_arguments(p)
     a = p.parse_args()
-    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
+    init = Path(a.checkpoint) if a.checkpoint else rl_start_checkpoint([f"seed={a.seed}", *a.start])
     ratios = {}
     with tempfile.TemporaryDirectory(prefix="length-bias-") as d:
         for arm, option in ARMS.items():
             recs = run_arm(init, option, a.steps, a.seed, a.rl, Path(d))
             sampled, trained = pooled(recs, "sampled"), pooled(recs, "trained")
-            ratios[arm] = trained / sampled
+            ratios[arm] = per_step_ratio(recs)
             total = {
                 k: sum(r.get(k, 0.0) for r in recs)
                 for k in (
@@ -91,18 +109,24 @@ def main() -> None:
                     "sampling/zero_variance_groups",
                     "sampling/empty_groups",
                     "length/discarded_short",
+                    "length/horizon_steps",
+                    "length/horizon_groups",
                 )
             }
+            horizon = total["length/horizon_steps"] / max(total["length/horizon_groups"], 1.0)
             print(
                 f"{arm:7s} ({option}): sampled {sampled:.1f} tokens (n={total['length/sampled_n']:.0f}), "
-                f"trained {trained:.1f} (n={total['length/trained_n']:.0f}), ratio {ratios[arm]:.3f}; "
+                f"trained {trained:.1f} (n={total['length/trained_n']:.0f}), pooled ratio "
+                f"{trained / sampled:.3f}, per-step ratio {ratios[arm].fmt()}; "
                 f"stale groups {total['sampling/stale_groups']:.0f}, zero-variance "
                 f"{total['sampling/zero_variance_groups']:.0f}, empty {total['sampling/empty_groups']:.0f}, "
-                f"discarded rollouts {total['length/discarded_short']:.0f}",
+                f"discarded rollouts {total['length/discarded_short']:.0f}, "
+                f"mean horizon {horizon:.0f} decode steps",
                 flush=True,
             )
     print(
-        f"length_bias: trained/sampled = {ratios['without']:.3f} without, {ratios['with']:.3f} with"
+        f"length_bias: trained/sampled = {ratios['without'].fmt()} without, "
+        f"{ratios['with'].fmt()} with"
     )
 
 

@@ -112,6 +112,7 @@ def _length_view(params: Any) -> Any:
             engine_version=4,
             phase_steps_G=torch.full((4,), 40),
             window_steps=100.0,
+            collect_steps=None,
             response_cap=150,
             max_staleness=0,
         )

@@ -24,6 +24,8 @@ def _inp(
     window: float | None = 100.0,
     cap: int = 96,
     k: int = 1,
+    collect: float | None = None,
+    phases: list[int] | None = None,
 ) -> LengthInput:
     g = len(lengths)
     return LengthInput(
@@ -35,8 +37,9 @@ def _inp(
         start_versions_G=torch.zeros(g, dtype=torch.long),
         end_versions_G=torch.zeros(g, dtype=torch.long),
         engine_version=0,
-        phase_steps_G=torch.full((g,), phase, dtype=torch.long),
+        phase_steps_G=torch.tensor(phases) if phases else torch.full((g,), phase),
         window_steps=window,
+        collect_steps=collect,
         response_cap=cap,
         max_staleness=k,
     )
@@ -88,6 +91,29 @@ def test_discard_early_short_full_length_and_staleness_bound() -> None:
     assert not apply_length_control(rule, _inp([5, 5], phase=5, k=0)).keep_G.any()
 
 
+def test_discard_early_short_horizon_ends_when_the_learner_closes_its_batch() -> None:
+    """k = 1, W = 100, the learner closes its batch C = 40 steps into each window: the
+    deadline is k W + C = 140 steps after the group's window opened, not (k + 1) W =
+    200. D = 96: phi = 44 is kept (140 <= 140), phi = 45 discarded (141 > 140); the
+    horizon used is logged (140, one group)."""
+    rule = DiscardEarlyShortParams()
+    kept = apply_length_control(rule, _inp([5] * 4, phase=44, collect=40.0))
+    assert kept.keep_G.all()
+    assert kept.metrics["length/horizon_steps"] == 140.0
+    assert kept.metrics["length/horizon_groups"] == 1.0
+    assert not apply_length_control(rule, _inp([5] * 4, phase=45, collect=40.0)).keep_G.any()
+
+
+def test_discard_early_short_waits_for_the_latest_start() -> None:
+    """A group's rollouts may start at different steps when the engine's batch is full:
+    phases (0, 50) with D = 96 and horizon 140 -> the second may end at 146 > 140, so
+    the group is discarded (the earliest start alone, 0 + 96, would have kept it)."""
+    rule = DiscardEarlyShortParams()
+    late = apply_length_control(rule, _inp([5, 5], phases=[0, 50], collect=40.0))
+    assert not late.keep_G.any()
+    assert apply_length_control(rule, _inp([5, 5], phases=[0, 44], collect=40.0)).keep_G.all()
+
+
 def test_discard_early_short_keeps_what_it_cannot_place() -> None:
     """No window closed yet, or an engine that does not count decode steps (phase -1):
     nothing is discarded."""
@@ -105,9 +131,10 @@ def test_none_and_the_registry() -> None:
 @pytest.mark.parametrize("k", [1])
 def test_actor_discards_groups_that_start_too_late(k: int) -> None:
     """Through the real actor and torch engine: two weight updates with no decoding
-    between them make the last window 0 steps long (W = 0), so any group starts too late
-    (phi + D > (k + 1) x 0): it reaches the learner empty, its sampled lengths and the
-    discard count kept. Before any update (no window closed) the same task is kept."""
+    between them make the last window 0 steps long (W = 0; no batch closed, so C = W),
+    so any group starts too late (phi + D > k x 0 + 0): it reaches the learner empty,
+    its sampled lengths and the discard count kept. Before any update (no window
+    closed) the same task is kept."""
     from recipe_arena.config import EngineConfig, RewardsConfig
     from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
     from recipe_arena.data.micro import generate_split
@@ -135,3 +162,50 @@ def test_actor_discards_groups_that_start_too_late(k: int) -> None:
         actor.close()
     assert late.rollouts == () and len(late.sampled_lengths) == 3
     assert late.metrics["length/discarded_short"] == 3.0
+
+
+def test_actor_measures_the_collect_phase_from_closed_batches() -> None:
+    """Through the real actor and torch engine, with the engine's own decode-step count
+    S read after each phase. Window 0 opens at step 0; weights 1 arrive at S1 (window 1
+    opens); the learner holding 1 closes its batch at S2 (C = S2 - S1); weights 2 arrive
+    at S3. A close reported for a version the actor no longer holds (0) is ignored.
+    Then W = (S1 + (S3 - S1)) / 2 (the median of two windows) and the next group's
+    logged horizon is k W + C with k = 1."""
+    from recipe_arena.config import EngineConfig, RewardsConfig
+    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.data.micro import generate_split
+    from recipe_arena.models.factory import TinyModelSpec, build_micro
+
+    model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
+    settings = ActorSettings(
+        group_size=2,
+        temperature=1.0,
+        max_new_tokens=6,
+        length_control=DiscardEarlyShortParams(full_length=1),
+        max_staleness=1,
+    )
+    actor = Actor(
+        0, model, tok, "torch", EngineConfig(max_batch_size=4), RewardsConfig(workers=1), settings
+    )
+    rows = generate_split("math", "train", 3, seed=0)
+
+    def steps() -> int:
+        return int(actor.engine.stats().extra["steps"])
+
+    try:
+        actor.rollouts([ActorTask(rows[0], seed=1, tag="a")])
+        s1 = steps()
+        actor.update_weights(model.state_dict(), 1)
+        actor.rollouts([ActorTask(rows[1], seed=2, tag="b")])
+        s2 = steps()
+        actor.batch_closed(0)  # a stale report: ignored
+        actor.batch_closed(1)
+        actor.rollouts([ActorTask(rows[2], seed=3, tag="c")])
+        s3 = steps()
+        actor.update_weights(model.state_dict(), 2)
+        group = actor.rollouts([ActorTask(rows[0], seed=4, tag="d")])[0]
+    finally:
+        actor.close()
+    assert 0 < s1 < s2 < s3
+    assert group.metrics["length/horizon_groups"] == 1.0
+    assert group.metrics["length/horizon_steps"] == pytest.approx(s3 / 2 + (s2 - s1))

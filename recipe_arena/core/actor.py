@@ -15,6 +15,7 @@ class with ``ray.remote`` where it builds it.
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Mapping
@@ -104,6 +105,8 @@ class Actor:
         self.version = version
         self._window_opens: list[int] = [0]
         """Engine decode-step count at which each generation window opened (an update)."""
+        self._collect_steps: list[int] = []
+        """Decode steps from a window's opening to the learner closing its batch in it."""
         self.engine = build_engine(engine_name, model, tokenizer, engine_cfg, version=version)
         if settings.quant_bits is not None:
             self.engine.update_weights(self._engine_weights(model.state_dict()), version)
@@ -130,19 +133,32 @@ class Actor:
         if step is not None:
             self._window_opens.append(int(step))
 
-    def _window(self, comps: list[Completion]) -> tuple[torch.Tensor, float | None]:
-        """Each completion's phase in its generation window (decode steps since the
-        window opened; -1 unknown) and the mean window length over the last 8 windows."""
+    def batch_closed(self, version: int) -> None:
+        """The learner, holding ``version``, has closed its batch: a group of that version
+        that arrives from now on goes to the next batch. Records how many decode steps
+        into the current window that happened (``length_control.discard_early_short``)."""
+        step = self.engine.stats().extra.get("steps")
+        if step is not None and version == self.version:
+            self._collect_steps.append(int(step) - self._window_opens[-1])
+
+    def _window(self, comps: list[Completion]) -> tuple[torch.Tensor, float | None, float | None]:
+        """Each completion's first-token step counted from the opening of the window in
+        which the group's first rollout started (-1 unknown), and the median window and
+        median collect phase of the last 8 (robust to the occasional batch that waits
+        several times longer than usual for groups it can train)."""
         opens = list(self._window_opens)
-        phases = [
-            c.start_step - max(o for o in opens if o <= c.start_step)
-            if c.start_step is not None
-            else -1
-            for c in comps
-        ]
+        starts = [c.start_step for c in comps]
+        known = [s for s in starts if s is not None]
+        phases = [-1] * len(comps)
+        if known and len(known) == len(starts):
+            first_open = max(o for o in opens if o <= min(known))
+            phases = [s - first_open for s in known]
         recent = opens[-9:]
-        window = (recent[-1] - recent[0]) / (len(recent) - 1) if len(recent) > 1 else None
-        return torch.tensor(phases, dtype=torch.long), window
+        widths = [b - a for a, b in zip(recent, recent[1:], strict=False)]
+        window = statistics.median(widths) if widths else None
+        closes = self._collect_steps[-8:]
+        collect = statistics.median(closes) if closes else None
+        return torch.tensor(phases, dtype=torch.long), window, collect
 
     def _engine_weights(self, state_dict: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
         """The weights the engine runs: the trainer's, fake-quantised when shared."""
@@ -227,7 +243,7 @@ class Actor:
         rewards_G = verifier_G
         if self.settings.spurious_p is not None:  # the control: rewards carry no signal
             rewards_G = spurious_rewards(p.task.seed, len(texts), self.settings.spurious_p)
-        phases_G, window = self._window(comps)
+        phases_G, window, collect = self._window(comps)
         lc = apply_length_control(
             self.settings.length_control,
             LengthInput(
@@ -241,6 +257,7 @@ class Actor:
                 engine_version=self.version,
                 phase_steps_G=phases_G,
                 window_steps=window,
+                collect_steps=collect,
                 response_cap=self.settings.max_new_tokens,
                 max_staleness=self.settings.max_staleness,
             ),

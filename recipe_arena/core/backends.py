@@ -42,6 +42,10 @@ class Backend(Protocol):
     def broadcast(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
         """Send new weights to every actor; they swap them in without draining."""
 
+    def batch_closed(self, version: int) -> None:
+        """Tell every actor the learner, holding ``version``, has closed its batch (what
+        arrives from now on is offered to the next one); does not wait for them."""
+
     def check(self) -> None:
         """Raise if an actor has died."""
 
@@ -91,6 +95,10 @@ class LocalBackend:
     def broadcast(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
         for a in self.actors:
             a.update_weights(weights, version)
+
+    def batch_closed(self, version: int) -> None:
+        for a in self.actors:
+            a.batch_closed(version)
 
     def check(self) -> None:
         if self._errors:
@@ -156,6 +164,10 @@ class RayBackend:
 
         ref = ray.put(dict(weights))
         ray.get([a.update_weights.remote(ref, version) for a in self.actors])
+
+    def batch_closed(self, version: int) -> None:
+        for a in self.actors:  # fire and forget: calls from one caller run in order
+            a.batch_closed.remote(version)
 
     def check(self) -> None:
         import ray

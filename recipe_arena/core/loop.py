@@ -185,6 +185,7 @@ def train(
             got = collect_groups(
                 backend, source, flight, learner.version, s
             )  # sample, score, filter
+            backend.batch_closed(learner.version)  # what arrives now is for the next batch
             kept = got.filler.kept
             metrics = {**got.filler.metrics(), **group_metrics(got.received)}
             metrics.update(length_metrics(got.received, kept))

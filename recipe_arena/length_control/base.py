@@ -37,12 +37,17 @@ class LengthInput:
     engine_version: int
     """The engine's policy version when the group was finished."""
     phase_steps_G: torch.Tensor
-    """int64, decode steps from the opening of the generation window (the engine's last
-    weight update before it) to each rollout's first token; -1 where the engine does not
-    count decode steps."""
+    """int64, decode steps from the opening of the generation window in which the
+    group's first rollout started (the engine's last weight update before that token) to
+    each rollout's first token; -1 where the engine does not count decode steps."""
     window_steps: float | None
-    """Mean decode steps per generation window (between two weight updates) over the
-    actor's recent windows; None before a window has closed."""
+    """Median decode steps of the actor's recent generation windows (between two weight
+    updates); None before a window has closed."""
+    collect_steps: float | None
+    """Decode steps from a window's opening to the moment the learner closed its batch
+    in that window (after which a group of the window's version can only be trained if
+    max_staleness allows), the median over the actor's recent windows; None when the
+    learner has not reported a closed batch yet (or a caller runs without a learner)."""
     response_cap: int
     """rl.max_new_tokens: the decode steps a full-length response takes."""
     max_staleness: int

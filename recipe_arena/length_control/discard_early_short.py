@@ -2,28 +2,37 @@
 seed Table 9.2, row "Length control": "discards early short samples to counter the bias
 of asynchronous generation toward short rollouts"). Our precise definition:
 
-    a group is discarded  iff  phi + D > (k + 1) * W
+    a group is discarded  iff  max_i phi_i + D > k * W + C
 
-phi: decode steps from the opening of the generation window (the engine's last weight
-update) to the group's first token; W: mean decode steps per window (between two
-updates); D: the steps a full-length response takes (the response cap, or
-``full_length``); k: rl.max_staleness.
+phi_i: decode steps from the opening of the generation window in which the group's
+first rollout started (the engine's weight update before it) to rollout i's first
+token; W: decode steps per window (between two updates); C: decode steps from a
+window's opening to the moment the learner closes its batch in that window (the learner
+reports each closed batch to the actors); D: the steps a full-length response takes
+(the response cap, or ``full_length``); k: rl.max_staleness. W and C are medians over
+the actor's last 8 windows and batches: a batch that waits for groups it can train can
+take several times its usual collect phase, and a mean would carry that outlier into
+the next 8 horizons and keep groups that then miss a usual deadline, long ones first.
 
-Why: with in-flight updates the learner drops a group whose oldest token lags more than
-k versions, i.e. one still generating k + 1 windows after its start. Which groups those
-are depends on their length, so training sees a short-biased sample: of the groups that
-start late in a window, the long ones go stale while the short ones finish early in the
-next window and are trained. The rule discards every group that starts too late in its
-window for a full-length response to be trained, short ones included; what is kept is
-selected by start phase alone, which does not depend on length, and can never go
-stale, so the trained length distribution is the sampled one (and no stale prompt is
-resampled until it happens to come out short). The price is the discarded share,
-max(0, D / W - k) of the groups; with D <= k W nothing is discarded, nor is anything
-stale.
+Why: a group whose oldest token has version a is trained only if the learner receives
+it while it still holds version a + k or older, that is before it closes its batch in
+window a + k: k * W + C steps after window a opened (the learner spends the rest of
+that window training, and a group that arrives then is offered to the next batch,
+stale). Which groups make that deadline depends on their length, so without the rule
+training sees a short-biased sample: of the groups that start late, the long ones go
+stale while the short ones are trained. The rule discards every group that starts too
+late for a full-length response to make the deadline, short ones included; what is kept
+is selected by start phase alone, which does not depend on length, and cannot go stale,
+so the trained length distribution is the sampled one. The price is the discarded share
+of the groups, about clamp(1 + (D - C) / W - k, 0, 1) for uniform start phases; at
+k = 0 a group must start and finish inside the learner's collect phase, so D must be
+below C (``full_length`` a high percentile of the lengths) for anything to be kept.
 
 Deviations: the report gives no formula. The window is measured in the torch engine's
 decode steps (one token per running sequence per step); with an engine that does not
 count them (hf, vLLM), or before the first window has closed, nothing is discarded.
+Before the learner reports a closed batch, C is taken as W (the batch closes no later
+than its window ends), which keeps some groups that will go stale.
 """
 
 from __future__ import annotations
@@ -45,21 +54,29 @@ class DiscardEarlyShortParams(StrategyParams):
     high percentile of the lengths) discards less and lets the few longer ones go stale."""
 
 
+def horizon_steps(inp: LengthInput) -> float | None:
+    """k * W + C in decode steps from the window's opening (module docstring); None when
+    no window has closed yet."""
+    if inp.window_steps is None:
+        return None
+    collect = inp.collect_steps if inp.collect_steps is not None else inp.window_steps
+    return inp.max_staleness * inp.window_steps + collect
+
+
 def discard_early_short(inp: LengthInput, params: DiscardEarlyShortParams) -> LengthResult:
-    """Keep the group iff phi + D <= (k + 1) W (module docstring); counts what it drops."""
+    """Keep the group iff max_i phi_i + D <= k W + C (module docstring); counts what it
+    drops and logs the horizon k W + C it used."""
     g = inp.rewards_G.shape[0]
-    known = bool((inp.phase_steps_G >= 0).all()) and inp.window_steps is not None
+    horizon = horizon_steps(inp)
+    known = bool((inp.phase_steps_G >= 0).all()) and horizon is not None
     keep = True
-    if known and g:
-        phase = int(inp.phase_steps_G.min())
+    metrics: dict[str, float] = {}
+    if known and g and horizon is not None:
+        phase = int(inp.phase_steps_G.max())
         full = params.full_length if params.full_length is not None else inp.response_cap
-        keep = phase + full <= (inp.max_staleness + 1) * float(inp.window_steps or 0.0)
+        keep = phase + full <= horizon
+        metrics = {"length/horizon_groups": 1.0, "length/horizon_steps": horizon}
     keep_G = torch.full((g,), keep, dtype=torch.bool)
-    return LengthResult(
-        inp.rewards_G,
-        keep_G,
-        {
-            "length/discarded_short": float(g if not keep else 0),
-            "length/discarded_groups": float(not keep),
-        },
-    )
+    metrics["length/discarded_short"] = float(g if not keep else 0)
+    metrics["length/discarded_groups"] = float(not keep)
+    return LengthResult(inp.rewards_G, keep_G, metrics)
