@@ -308,6 +308,37 @@ def test_train_size_follows_steps_schedule_validation_and_moves_toward_chosen(tm
     assert loss.item() < math.log(2) and m["dpo/reward_accuracy"] == 1.0
 
 
+def test_sweep_keeps_the_start_when_no_size_validates_above_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A validation that scores minus the squared distance of the weights from the start:
+    the start scores 0 and every DPO step (lr 0.01 moves the weights) scores below 0, so
+    the chosen candidate is the start (size 0, step 0) and the model's weights are the
+    starting ones, exactly. Both sizes (2 and 4 pairs) still train and are reported."""
+    from recipe_arena.config import RunConfig
+    from recipe_arena.rundir import RunDir
+    from recipe_arena.stages.dpo import _sweep
+
+    cfg = _cfg(sizes=[2, 4], batch_size=2, epochs=1.0, lr=0.01, eval_every=1, patience=5)
+    model, _ = build_micro(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
+    )
+    pairs = [
+        PreferencePair(f"p{i}", "math", (5, 6 + i), (20 + i, 30, 31), (40 + i, 50, 51))
+        for i in range(4)
+    ]
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def validate(m):  # type: ignore[no-untyped-def]
+        d = sum(float(((v - init[k]) ** 2).sum()) for k, v in m.state_dict().items())
+        return -d, {}
+
+    run = RunDir(RunConfig(out_dir=str(tmp_path)), tmp_path / "run")
+    start, results, best = _sweep(cfg, run, model, pairs, validate, pad=0)
+    assert start == 0.0 and [r.size for r in results] == [2, 4]
+    assert all(r.best_score < 0.0 for r in results)
+    assert best.size == 0 and best.best_step == 0 and best.best_state is not None
+    assert all(torch.equal(best.best_state[k], v) for k, v in init.items())
+
+
 def test_sampling_temperature_reaches_the_weak_model() -> None:
     """Near-greedy sampling (temperature 0.01) gives the same rejected response under two
     run seeds; at temperature 1 the two seeds' responses differ."""

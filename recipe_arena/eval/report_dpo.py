@@ -77,4 +77,6 @@ def _sizes_table(d: dict[str, Any]) -> list[str]:
             f"| {s['size']}{mark} | {s['steps_run']} | {s['best_score']:.3f} | "
             f"{s['best_step']} | {curve} |"
         )
+    if chosen.get("size") == 0:
+        md += ["", "No size validated above the start: the stage kept its starting checkpoint."]
     return [*md, ""]

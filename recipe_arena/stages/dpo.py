@@ -340,19 +340,22 @@ def _sweep(
 ) -> tuple[float, list[SizeResult], SizeResult]:
     """Validate the starting checkpoint, then train every size of ``dpo.sizes`` (capped
     at the kept pairs) from it; returns the start score, every size's result and the
-    chosen one (the only one that keeps its weights)."""
+    chosen one (the only one that keeps its weights). The start itself is a candidate
+    (size 0, step 0), and a tie goes to it: early stopping never keeps weights that
+    validate below the checkpoint DPO started from."""
     ref = reference_logps(model, pairs, pad)
     init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     start_score, start_metrics = validate(model)
     run.log("dpo", 0, {"dpo/size": 0.0, **start_metrics})
+    start = SizeResult(size=0, patience=0, best_score=start_score, best_state=init_state)
     results: list[SizeResult] = []
     for size in sorted({min(s, len(pairs)) for s in cfg.dpo.sizes}):
         results.append(train_size(cfg, model, init_state, pairs[:size], ref, validate, run, pad))
-        best = choose(results)
+        best = choose([start, *results])
         for r in results:  # only the best so far keeps its weights in memory
             if r is not best:
                 r.best_state = None
-    return start_score, results, choose(results)
+    return start_score, results, choose([start, *results])
 
 
 def _length_metrics(report: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
