@@ -67,9 +67,9 @@ def _spec(ckpt: Path) -> ActorSpec:
 def test_async_loop_trains_with_in_flight_updates(init_ckpt: Path, rows: list[PromptRow]) -> None:
     """Three steps, two batches in flight, max_staleness 1: the version reaches 3, the
     weights change, every batch holds N = 2 prompts, no trained token lags by more than 1,
-    the learner reported each closed batch to the actor (3 collect phases recorded, each
-    closing after some decode steps of its window), and the stable metric names are
-    present."""
+    the learner reported each closed batch to the actor (3 collect phases recorded, none
+    negative; 0 when groups that arrived during training already filled the batch), and
+    the stable metric names are present."""
     learner = _learner(init_ckpt)
     before = {k: v.clone() for k, v in learner.model.state_dict().items()}
     source = PromptSource(rows, {"ifeval": 1.0}, seed=3)
@@ -77,7 +77,7 @@ def test_async_loop_trains_with_in_flight_updates(init_ckpt: Path, rows: list[Pr
     records = train(learner, backend, source, _settings(3, depth=2))
     assert learner.version == 3 and [r.step for r in records] == [1, 2, 3]
     collect = backend.actors[0]._collect_steps
-    assert len(collect) == 3 and all(c > 0 for c in collect)
+    assert len(collect) == 3 and all(c >= 0 for c in collect)
     assert all(len(r.trained) == 2 for r in records)
     assert any(not torch.equal(before[k], v) for k, v in learner.model.state_dict().items())
     for r in records:
