@@ -18,8 +18,9 @@ Plain documents (``base.plain_fraction``, 0 by default): a share of each domain'
 documents written as plain question-answer text in the simple prompt template (the
 prompt, ``Assistant:``, the reply, the EOS token), most of them with the quick reply
 (``base.plain_careful_fraction``). Real pretraining text holds such documents, and
-RL-Zero (``recipes/olmo3_rl_zero.yaml``) prompts the base model in that format. At 0
-the corpus and the cache key are exactly those of the ChatML-only base model.
+RL-Zero prompts the base model in that format; its smoke base model uses them
+(``recipes/rl_zero_base/smoke.yaml``). At 0 the corpus and the cache key are exactly
+those of the ChatML-only base model.
 
 The result is cached under a key that hashes everything it depends on (the base config,
 the model spec, the data seed, CODE_VERSION) and reused across runs and recipes.
