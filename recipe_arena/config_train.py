@@ -49,6 +49,23 @@ class BaseTrainConfig(Strict):
     seed: int = Field(0, ge=0, le=SEED_MAX)
     """Initialisation and batch-order seed; fixed across run seeds, like one shared
     pretrained checkpoint."""
+    plain_fraction: float = Field(0.0, ge=0, le=1)
+    """Share (0-1) of each domain's base documents written as plain question-answer text
+    in the simple prompt template (``User: ...``, ``Assistant:``, then the response and
+    the end-of-text token) instead of ChatML; the rest stay ChatML. Source: real
+    pretraining corpora hold plain Q&A text, which is what lets RL-Zero (OLMo 3 sec. 6)
+    prompt a base model with a template free of chat markers. Why: RL-Zero's smoke
+    base model (recipes/rl_zero_base/smoke.yaml) is too small to carry a format over
+    from ChatML, so it must see the simple one. 0 (the default) leaves the corpus, and
+    the base model's cache key, as they were."""
+    plain_careful_fraction: float = Field(0.2, ge=0, le=1)
+    """Share (0-1) of the plain documents that keep the careful think block; the others
+    give the quick form (an empty think block, then the answer), as most question-answer
+    text on the web states the answer without its working. Source: the micro world's
+    own two reply forms (as in SFT's ``careful_fraction``). Why: the quick reply fits
+    budget=smoke's 32-token RL responses where the careful one does not, so a small
+    base model's answers can be right there. Ignored (and left out of the cache key)
+    when ``plain_fraction`` is 0."""
     evaluate: bool = True
     """Log held-out pass@1 per domain of the base model (cached with it)."""
 

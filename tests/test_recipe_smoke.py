@@ -46,11 +46,7 @@ def _changed(a: Path, b: Path) -> bool:
     return any(not (wa[k] == wb[k]).all() for k in wb)
 
 
-KNOWN_FAILING = {
-    "olmo3_rl_zero": "RL-Zero at budget=smoke: the micro base model scores 0 on all 64 "
-    "samples of each RL step under the simple template, so every group has zero variance, "
-    "no step trains and the weights do not move (measured; the loss used to read NaN then)",
-}
+KNOWN_FAILING: dict[str, str] = {}
 """Recipes whose smoke run is known not to meet every check below, with the reason;
 strict, so the mark must go once the run meets them."""
 

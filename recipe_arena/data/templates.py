@@ -37,6 +37,21 @@ TEMPLATES: dict[str, str | None] = {"chat": None, "simple": SIMPLE_TEMPLATE}
 """name -> Jinja chat template; None is the tokenizer's own."""
 
 
+def prompt_text(tokenizer: Any, messages: Sequence[dict[str, str]], template: str) -> str:
+    """``messages`` rendered with ``template`` and the assistant turn opened, as text:
+    what ``encode_messages`` tokenises."""
+    if template not in TEMPLATES:
+        raise ValueError(f"prompt_template={template!r}; allowed: {', '.join(TEMPLATES)}")
+    text = tokenizer.apply_chat_template(
+        list(messages),
+        chat_template=TEMPLATES[template],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    assert isinstance(text, str)
+    return text
+
+
 def encode_messages(
     tokenizer: Any, messages: Sequence[dict[str, str]], template: str = "chat"
 ) -> tuple[int, ...]:

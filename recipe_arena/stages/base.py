@@ -14,6 +14,14 @@ spare for learning a second format in a few hundred SFT steps, and OLMo 3's
 mid-training mix (Dolmino) already contains chat-formatted question-answer and thinking
 data. So the base model is evaluated with the same prompt format as SFT and RL.
 
+Plain documents (``base.plain_fraction``, 0 by default): a share of each domain's
+documents written as plain question-answer text in the simple prompt template (the
+prompt, ``Assistant:``, the reply, the EOS token), most of them with the quick reply
+(``base.plain_careful_fraction``). Real pretraining text holds such documents, and
+RL-Zero prompts the base model in that format; its smoke base model uses them
+(``recipes/rl_zero_base/smoke.yaml``). At 0 the corpus and the cache key are exactly
+those of the ChatML-only base model.
+
 The result is cached under a key that hashes everything it depends on (the base config,
 the model spec, the data seed, CODE_VERSION) and reused across runs and recipes.
 
@@ -37,6 +45,7 @@ from transformers import PreTrainedTokenizerBase
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import generate_examples
 from recipe_arena.data.schema import Domain
+from recipe_arena.data.templates import prompt_text
 from recipe_arena.models.factory import build_micro
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.common import (
@@ -60,11 +69,15 @@ ifeval ~200, chat ~90); only sizes the corpus of short runs."""
 
 
 def base_cache_entry(cfg: RunConfig) -> Path:
-    """Where the base checkpoint for ``cfg`` lives (it may not exist yet)."""
+    """Where the base checkpoint for ``cfg`` lives (it may not exist yet).
+    The plain-document fields enter the key only when ``base.plain_fraction`` is above
+    0, so the ChatML-only base model keeps the key it had before they existed."""
+    plain = {"plain_fraction", "plain_careful_fraction"}
+    unkeyed = {"evaluate"} | (plain if cfg.base.plain_fraction == 0 else set())
     key = cache_key(
         {
             "stage": "base",
-            "base": cfg.base.model_dump(mode="json", exclude={"evaluate"}),
+            "base": cfg.base.model_dump(mode="json", exclude=unkeyed),
             "model": cfg.world.model.model_dump(mode="json"),
             "data_seed": cfg.world.data_seed,
             "world": cfg.world.name,
@@ -84,14 +97,44 @@ def corpus_sizes(cfg: RunConfig) -> dict[Domain, int]:
     return {d: max(min(n, 20), math.ceil(n * scale)) for d, n in cfg.base.corpus.items()}
 
 
+def seeded_subset(n: int, fraction: float, label: str) -> set[int]:
+    """``floor(fraction * n + 0.5)`` of ``range(n)`` (nearest, halves up), drawn without
+    replacement by ``random.Random(label)``: a generator of its own, so the corpus
+    order does not depend on the fractions."""
+    k = math.floor(fraction * n + 0.5)
+    return set(random.Random(label).sample(range(n), k)) if k else set()
+
+
+def plain_documents(cfg: RunConfig, domain: Domain, n: int) -> dict[int, bool]:
+    """Which of a domain's ``n`` base documents are written plain (index -> whether it
+    keeps the careful think block): the ``seeded_subset`` of ``base.plain_fraction``
+    (label ``plain|DOMAIN|SEED``); of those, in increasing index order, the positions in
+    the ``seeded_subset`` of ``base.plain_careful_fraction`` (label
+    ``careful|DOMAIN|SEED``) stay careful. SEED is the corpus seed."""
+    seed = cfg.world.data_seed + _BASE_DATA_SEED_OFFSET
+    plain = sorted(seeded_subset(n, cfg.base.plain_fraction, f"plain|{domain}|{seed}"))
+    careful = seeded_subset(len(plain), cfg.base.plain_careful_fraction, f"careful|{domain}|{seed}")
+    return {i: j in careful for j, i in enumerate(plain)}
+
+
 def base_corpus(cfg: RunConfig, tokenizer: PreTrainedTokenizerBase) -> torch.Tensor:
-    """The packed token stream (1-D long tensor): shuffled rendered conversations."""
+    """The packed token stream (1-D long tensor): shuffled rendered conversations, ChatML
+    except the ``plain_documents`` of each domain, which are the prompt in the simple
+    template (generation prompt included) followed by the careful or quick response and
+    the EOS token: the very text an RL-Zero rollout is."""
     seed = cfg.world.data_seed + _BASE_DATA_SEED_OFFSET
     docs: list[str] = []
     for domain, n in corpus_sizes(cfg).items():
-        for ex in generate_examples(domain, "train", n, seed):
+        plain = plain_documents(cfg, domain, n)
+        for i, ex in enumerate(generate_examples(domain, "train", n, seed)):
             msgs = [m.model_dump() for m in ex.row.messages]
-            docs.append(render(tokenizer, [*msgs, {"role": "assistant", "content": ex.response}]))
+            if i in plain:
+                response = ex.response if plain[i] else ex.quick_response
+                text = prompt_text(tokenizer, msgs, "simple")
+                docs.append(text + response + tokenizer.eos_token)
+            else:
+                reply = {"role": "assistant", "content": ex.response}
+                docs.append(render(tokenizer, [*msgs, reply]))
     random.Random(seed).shuffle(docs)
     ids = tokenizer(docs, add_special_tokens=False)["input_ids"]
     return torch.tensor([t for doc in ids for t in doc], dtype=torch.long)
