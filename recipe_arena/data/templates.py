@@ -37,17 +37,25 @@ TEMPLATES: dict[str, str | None] = {"chat": None, "simple": SIMPLE_TEMPLATE}
 """name -> Jinja chat template; None is the tokenizer's own."""
 
 
-def prompt_text(tokenizer: Any, messages: Sequence[dict[str, str]], template: str) -> str:
-    """``messages`` rendered with ``template`` and the assistant turn opened, as text:
-    what ``encode_messages`` tokenises."""
+def _render(
+    tokenizer: Any, messages: Sequence[dict[str, str]], template: str, tokenize: bool
+) -> Any:
+    """``tokenizer.apply_chat_template`` with the named template and the assistant turn
+    opened; text or token ids."""
     if template not in TEMPLATES:
         raise ValueError(f"prompt_template={template!r}; allowed: {', '.join(TEMPLATES)}")
-    text = tokenizer.apply_chat_template(
+    return tokenizer.apply_chat_template(
         list(messages),
         chat_template=TEMPLATES[template],
         add_generation_prompt=True,
-        tokenize=False,
+        tokenize=tokenize,
     )
+
+
+def prompt_text(tokenizer: Any, messages: Sequence[dict[str, str]], template: str) -> str:
+    """``messages`` rendered with ``template`` and the assistant turn opened, as text:
+    what ``encode_messages`` tokenises."""
+    text = _render(tokenizer, messages, template, tokenize=False)
     assert isinstance(text, str)
     return text
 
@@ -56,13 +64,6 @@ def encode_messages(
     tokenizer: Any, messages: Sequence[dict[str, str]], template: str = "chat"
 ) -> tuple[int, ...]:
     """``messages`` rendered with ``template`` and the assistant turn opened, as token ids."""
-    if template not in TEMPLATES:
-        raise ValueError(f"prompt_template={template!r}; allowed: {', '.join(TEMPLATES)}")
-    enc = tokenizer.apply_chat_template(
-        list(messages),
-        chat_template=TEMPLATES[template],
-        add_generation_prompt=True,
-        tokenize=True,
-    )
+    enc = _render(tokenizer, messages, template, tokenize=True)
     ids = enc if isinstance(enc, list) else enc["input_ids"]
     return tuple(int(i) for i in ids)
