@@ -2,19 +2,21 @@
 sampled ones, with and without ``length_control=discard_early_short``, side by side.
 
 Both arms run the RL stage of ``recipe-arena run recipe=olmo3_think`` (the default
-budget's RL settings: N = 16 prompts x G = 8, two batches in flight, max_staleness 1,
+budget's RL settings: N = 8 prompts x G = 8, two batches in flight, max_staleness 1,
 in-flight weight updates; ``--rl`` adds overrides to both) from the same SFT checkpoint
 with the same seed, for ``--steps`` steps, through the real entry point; only the
 length-control axis differs. Each run's metrics.jsonl gives, per step, the mean length
 and count of every completion the learner received (``length/sampled_*``: stale,
 zero-variance and discarded groups too) and of those it trained on
-(``length/trained_*``); the script pools them.
+(``length/trained_*``); the script pools them (``pooled_ratio``).
 
 Two things separate trained from sampled completions: asynchrony (groups that went
 stale, and what discard_early_short drops) and the zero-gradient filter (groups whose
 rewards are all equal, sync or async alike). ``--rl rl.zero_gradient_filter=false``
-leaves asynchrony alone; ``rl.max_staleness=0`` makes it bite (every group that spans
-an in-flight update is stale).
+leaves asynchrony alone, and ``rl.lr=0`` keeps the policy (and so the length
+distribution) stationary while versions still advance. At the defaults almost no group
+goes stale; short windows make some do at max_staleness 1: ``rl.prompts_per_step=4
+rl.max_new_tokens=64``.
 
 Written against the public entry point and the run's artifacts only, so it measures
 whatever micro world the checkout has. Last line:
@@ -32,7 +34,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from recipe_arena.eval.stats import Estimate, t_interval
+import numpy as np
+
+from recipe_arena.eval.stats import Estimate
 from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 
 ARMS = {"without": "none", "with": "discard_early_short"}
@@ -70,18 +74,32 @@ def pooled(records: list[dict[str, float]], which: str) -> float:
     return sum(r[f"length/{which}_mean"] * r[f"length/{which}_n"] for r in records) / n
 
 
-def per_step_ratio(records: list[dict[str, float]]) -> Estimate:
-    """Mean over steps of trained / sampled mean length, each step's two means taken
-    from the same collect phase (same policy), with Student's t interval over the steps.
-    Pairing within a step keeps the length trend of RL out of the comparison: pooled
-    over the run, an arm that trains a larger share of its early (shorter) completions
-    would read as short-biased even if every step trained what it sampled."""
-    ratios = [
-        r["length/trained_mean"] / r["length/sampled_mean"]
-        for r in records
-        if r.get("length/trained_n", 0.0) > 0
-    ]
-    return t_interval(ratios)
+def pooled_ratio(records: list[dict[str, float]], n_boot: int = 2000) -> Estimate:
+    """Trained / sampled mean length pooled over the run, with a 95% bootstrap interval
+    over the steps (each step's trained and sampled sums resampled together). Read it
+    with ``--rl rl.lr=0``: a stationary policy, so the length trend of RL cannot enter;
+    under learning, an arm that trains a larger share of its early (shorter) completions
+    reads as short-biased even if each step trained what it sampled."""
+    x_S4 = np.array(
+        [
+            [
+                r.get("length/trained_mean", 0.0) * r.get("length/trained_n", 0.0),
+                r.get("length/trained_n", 0.0),
+                r["length/sampled_mean"] * r["length/sampled_n"],
+                r["length/sampled_n"],
+            ]
+            for r in records
+        ]
+    )
+
+    def ratio(rows_S4: np.ndarray) -> float:
+        t = rows_S4.sum(axis=0)
+        return float((t[0] / t[1]) / (t[2] / t[3]))
+
+    rng = np.random.default_rng(0)
+    boots = [ratio(x_S4[rng.integers(0, len(x_S4), len(x_S4))]) for _ in range(n_boot)]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return Estimate(ratio(x_S4), float(lo), float(hi))
 
 
 def main() -> None:
@@ -99,7 +117,7 @@ def main() -> None:
         for arm, option in ARMS.items():
             recs = run_arm(init, option, a.steps, a.seed, a.rl, Path(d))
             sampled, trained = pooled(recs, "sampled"), pooled(recs, "trained")
-            ratios[arm] = per_step_ratio(recs)
+            ratios[arm] = pooled_ratio(recs)
             total = {
                 k: sum(r.get(k, 0.0) for r in recs)
                 for k in (
@@ -116,8 +134,8 @@ def main() -> None:
             horizon = total["length/horizon_steps"] / max(total["length/horizon_groups"], 1.0)
             print(
                 f"{arm:7s} ({option}): sampled {sampled:.1f} tokens (n={total['length/sampled_n']:.0f}), "
-                f"trained {trained:.1f} (n={total['length/trained_n']:.0f}), pooled ratio "
-                f"{trained / sampled:.3f}, per-step ratio {ratios[arm].fmt()}; "
+                f"trained {trained:.1f} (n={total['length/trained_n']:.0f}), ratio "
+                f"{ratios[arm].fmt()}; "
                 f"stale groups {total['sampling/stale_groups']:.0f}, zero-variance "
                 f"{total['sampling/zero_variance_groups']:.0f}, empty {total['sampling/empty_groups']:.0f}, "
                 f"discarded rollouts {total['length/discarded_short']:.0f}, "

@@ -77,7 +77,7 @@ def test_async_loop_trains_with_in_flight_updates(init_ckpt: Path, rows: list[Pr
     records = train(learner, backend, source, _settings(3, depth=2))
     assert learner.version == 3 and [r.step for r in records] == [1, 2, 3]
     collect = backend.actors[0]._collect_steps
-    assert len(collect) == 3 and all(c >= 0 for c in collect)
+    assert len(collect) == 3 and all(c >= 0 for _, c in collect)
     assert all(len(r.trained) == 2 for r in records)
     assert any(not torch.equal(before[k], v) for k, v in learner.model.state_dict().items())
     for r in records:

@@ -209,3 +209,21 @@ def test_actor_measures_the_collect_phase_from_closed_batches() -> None:
     assert 0 < s1 < s2 < s3
     assert group.metrics["length/horizon_groups"] == 1.0
     assert group.metrics["length/horizon_steps"] == pytest.approx(s3 / 2 + (s2 - s1))
+
+
+def test_the_window_is_read_as_of_the_groups_first_start() -> None:
+    """Windows opened at steps 0, 100, 200, 300; batches closed at 130 (30 steps into its
+    window), 250 (50) and 330 (30). A group whose rollouts started at 150 and 160: phases
+    50 and 60 from the window that opened at 100; the windows that had ended by step 150
+    are one of 100 steps (0 -> 100), median 100; the batches closed by then, one of 30.
+    The windows and batches that came later (a long rollout would still be running) do
+    not enter. A rollout with an unknown start makes the whole group unknown."""
+    from recipe_arena.core.actor import window_as_of_start
+
+    opens, closes = [0, 100, 200, 300], [(130, 30), (250, 50), (330, 30)]
+    phases, window, collect = window_as_of_start([150, 160], opens, closes)
+    assert phases.tolist() == [50, 60] and window == 100 and collect == 30
+    late, w_late, c_late = window_as_of_start([340], opens, closes)
+    assert late.tolist() == [40] and w_late == 100 and c_late == 30  # medians of 3 each
+    unknown, w, c = window_as_of_start([150, None], opens, closes)
+    assert unknown.tolist() == [-1, -1] and w is None and c is None

@@ -130,8 +130,12 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     assert _changed(Path(stages["inputs"]["rlvr"]), Path(stages["checkpoint"]))
     if "dpo" in stages["done"]:  # DPO trained from SFT, and RL started from DPO
         assert Path(stages["inputs"]["rlvr"]).name == "dpo"
-        assert _changed(Path(stages["inputs"]["dpo"]), Path(stages["inputs"]["rlvr"]))
         dpo = json.loads((run / "dpo.json").read_text())
+        assert all(size["steps_run"] >= 1 for size in dpo["sizes"])
+        # the kept checkpoint differs from SFT iff a trained size validated above the start
+        # (size 0 is the start itself, which early stopping keeps on a tie)
+        kept_start = dpo["chosen"]["size"] == 0
+        assert kept_start != _changed(Path(stages["inputs"]["dpo"]), Path(stages["inputs"]["rlvr"]))
         assert dpo["length_delta"]["all"]["before"]["n"] >= dpo["length_delta"]["all"]["after"]["n"]
         assert "Length difference" in (run / "report.md").read_text()
     if recipe == "deepseek_v4_flash":  # OPD: the RL output teaches the RL input

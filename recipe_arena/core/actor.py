@@ -105,8 +105,9 @@ class Actor:
         self.version = version
         self._window_opens: list[int] = [0]
         """Engine decode-step count at which each generation window opened (an update)."""
-        self._collect_steps: list[int] = []
-        """Decode steps from a window's opening to the learner closing its batch in it."""
+        self._collect_steps: list[tuple[int, int]] = []
+        """(engine step, decode steps since the window opened) of each batch the learner
+        closed."""
         self.engine = build_engine(engine_name, model, tokenizer, engine_cfg, version=version)
         if settings.quant_bits is not None:
             self.engine.update_weights(self._engine_weights(model.state_dict()), version)
@@ -135,30 +136,17 @@ class Actor:
 
     def batch_closed(self, version: int) -> None:
         """The learner, holding ``version``, has closed its batch: a group of that version
-        that arrives from now on goes to the next batch. Records how many decode steps
-        into the current window that happened (``length_control.discard_early_short``)."""
+        that arrives from now on goes to the next batch. Records the step and how many
+        decode steps into the current window that happened
+        (``length_control.discard_early_short``)."""
         step = self.engine.stats().extra.get("steps")
         if step is not None and version == self.version:
-            self._collect_steps.append(int(step) - self._window_opens[-1])
+            self._collect_steps.append((int(step), int(step) - self._window_opens[-1]))
 
     def _window(self, comps: list[Completion]) -> tuple[torch.Tensor, float | None, float | None]:
-        """Each completion's first-token step counted from the opening of the window in
-        which the group's first rollout started (-1 unknown), and the median window and
-        median collect phase of the last 8 (robust to the occasional batch that waits
-        several times longer than usual for groups it can train)."""
-        opens = list(self._window_opens)
-        starts = [c.start_step for c in comps]
-        known = [s for s in starts if s is not None]
-        phases = [-1] * len(comps)
-        if known and len(known) == len(starts):
-            first_open = max(o for o in opens if o <= min(known))
-            phases = [s - first_open for s in known]
-        recent = opens[-9:]
-        widths = [b - a for a, b in zip(recent, recent[1:], strict=False)]
-        window = statistics.median(widths) if widths else None
-        closes = self._collect_steps[-8:]
-        collect = statistics.median(closes) if closes else None
-        return torch.tensor(phases, dtype=torch.long), window, collect
+        return window_as_of_start(
+            [c.start_step for c in comps], self._window_opens, self._collect_steps
+        )
 
     def _engine_weights(self, state_dict: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
         """The weights the engine runs: the trainer's, fake-quantised when shared."""
@@ -305,6 +293,36 @@ class Actor:
             sampled_lengths=tuple(len(c.tokens) for c in comps),
             metrics=lc.metrics,
         )
+
+
+def window_as_of_start(
+    starts: list[int | None], opens: list[int], closes: list[tuple[int, int]]
+) -> tuple[torch.Tensor, float | None, float | None]:
+    """A group's place in its generation window, for ``length_control.discard_early_short``.
+
+    ``starts``: each rollout's first-token engine step; ``opens``: the engine step of each
+    window's opening (weight update), ascending; ``closes``: (engine step, decode steps
+    into its window) of each batch the learner closed. Returns each rollout's step counted
+    from the opening of the window in which the group's first rollout started (all -1 if
+    any is unknown), and the median window and median collect phase of the last 8 that
+    had ended when that rollout started (None where there is none yet).
+
+    Medians: a batch that waits for groups it can train can take several times its usual
+    collect phase. As of the group's start: a group that runs long finishes after more
+    windows than a short one, and judging it against those later windows would make the
+    decision depend on its own length."""
+    known = [s for s in starts if s is not None]
+    if not known or len(known) < len(starts):
+        return torch.full((len(starts),), -1, dtype=torch.long), None, None
+    first = min(known)
+    before = [o for o in opens if o <= first]
+    phases = [s - before[-1] for s in known]
+    recent = before[-9:]
+    widths = [b - a for a, b in zip(recent, recent[1:], strict=False)]
+    window = statistics.median(widths) if widths else None
+    collects = [c for step, c in closes if step <= first][-8:]
+    collect = statistics.median(collects) if collects else None
+    return torch.tensor(phases, dtype=torch.long), window, collect
 
 
 def _edge_versions(comps: list[Completion], at: int) -> torch.Tensor:

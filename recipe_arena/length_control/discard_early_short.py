@@ -10,9 +10,11 @@ token; W: decode steps per window (between two updates); C: decode steps from a
 window's opening to the moment the learner closes its batch in that window (the learner
 reports each closed batch to the actors); D: the steps a full-length response takes
 (the response cap, or ``full_length``); k: rl.max_staleness. W and C are medians over
-the actor's last 8 windows and batches: a batch that waits for groups it can train can
-take several times its usual collect phase, and a mean would carry that outlier into
-the next 8 horizons and keep groups that then miss a usual deadline, long ones first.
+the actor's last 8 windows and batches that had ended when the group's first rollout
+started (``core.actor.window_as_of_start``): a batch that waits for groups it can train
+can take several times its usual collect phase, and a mean would carry that outlier
+into the next 8 horizons; and windows that end while the group runs would make the
+decision depend on how long the group runs, which is what the rule must not see.
 
 Why: a group whose oldest token has version a is trained only if the learner receives
 it while it still holds version a + k or older, that is before it closes its batch in
