@@ -12,17 +12,25 @@ zero-variance and discarded groups too) and of those it trained on
 
 Two things separate trained from sampled completions: asynchrony (groups that went
 stale, and what discard_early_short drops) and the zero-gradient filter (groups whose
-rewards are all equal, sync or async alike). ``--rl rl.zero_gradient_filter=false``
-leaves asynchrony alone, and ``rl.lr=0`` keeps the policy (and so the length
-distribution) stationary while versions still advance. At the defaults almost no group
-goes stale; short windows make some do at max_staleness 1: ``rl.prompts_per_step=4
-rl.max_new_tokens=64``.
+rewards are all equal, sync or async alike). ``rl.zero_gradient_filter=false`` leaves
+asynchrony alone, and ``rl.lr=0`` keeps the policy (and so the length distribution)
+stationary while versions still advance. The default ``--rl`` does both, at
+max_staleness 0 with N = 32 prompts (two batches in flight): every group still running
+when the learner closes its batch goes stale there, so the bias is strongest. At the
+recipe's own settings (``--rl`` with nothing after it) almost no group goes stale;
+short windows make some do at max_staleness 1: ``rl.prompts_per_step=4
+rl.max_new_tokens=64``. A stale group's prompt is drawn again, so where many go stale
+the sampled completions over-represent the prompts with long answers.
+
+Per arm it prints the pooled means with their intervals, and the 25th / 50th / 75th /
+90th length percentiles of sampled and trained completions (each step's, averaged over
+the steps), to compare the shapes as well as the means.
 
 Written against the public entry point and the run's artifacts only, so it measures
 whatever micro world the checkout has. Last line:
     length_bias: trained/sampled = <x> without, <y> with
 
-Run: python benchmarks/length_bias.py [--steps 60 --seed 0]
+Run: python benchmarks/length_bias.py [--steps 24 --seed 0 --rl ...]
 """
 
 from __future__ import annotations
@@ -40,6 +48,14 @@ from recipe_arena.eval.stats import Estimate
 from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 
 ARMS = {"without": "none", "with": "discard_early_short"}
+STATIONARY_K0 = [
+    "rl.lr=0",
+    "rl.max_staleness=0",
+    "rl.zero_gradient_filter=false",
+    "rl.prompts_per_step=32",
+]
+"""A stationary policy, no reward filter, and max_staleness 0: asynchrony alone, where
+it biases most (module docstring)."""
 
 
 def run_arm(
@@ -74,6 +90,15 @@ def pooled(records: list[dict[str, float]], which: str) -> float:
     return sum(r[f"length/{which}_mean"] * r[f"length/{which}_n"] for r in records) / n
 
 
+PCTS = (25, 50, 75, 90)
+
+
+def percentile(records: list[dict[str, float]], which: str, pct: int) -> float:
+    """The ``pct``-th percentile of each step's ``which`` lengths, averaged over steps."""
+    values = [r[f"length/{which}_p{pct}"] for r in records if f"length/{which}_p{pct}" in r]
+    return float(np.mean(values)) if values else float("nan")
+
+
 def pooled_ratio(records: list[dict[str, float]], n_boot: int = 2000) -> Estimate:
     """Trained / sampled mean length pooled over the run, with a 95% bootstrap interval
     over the steps (each step's trained and sampled sums resampled together). Read it
@@ -104,8 +129,13 @@ def pooled_ratio(records: list[dict[str, float]], n_boot: int = 2000) -> Estimat
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--rl", nargs="*", default=[], help="overrides for both arms' RL stage")
+    p.add_argument("--steps", type=int, default=24)
+    p.add_argument(
+        "--rl",
+        nargs="*",
+        default=STATIONARY_K0,
+        help="overrides for both arms' RL stage (default: %(default)s; none: the recipe's)",
+    )
     p.add_argument(
         "--checkpoint", help="start both arms from this checkpoint instead of the cached SFT one"
     )
@@ -131,7 +161,10 @@ def main() -> None:
                     "length/horizon_groups",
                 )
             }
-            horizon = total["length/horizon_steps"] / max(total["length/horizon_groups"], 1.0)
+            groups = total["length/horizon_groups"]
+            horizon = (
+                f"{total['length/horizon_steps'] / groups:.0f} decode steps" if groups else "none"
+            )
             print(
                 f"{arm:7s} ({option}): sampled {sampled:.1f} tokens (n={total['length/sampled_n']:.0f}), "
                 f"trained {trained:.1f} (n={total['length/trained_n']:.0f}), ratio "
@@ -139,9 +172,14 @@ def main() -> None:
                 f"stale groups {total['sampling/stale_groups']:.0f}, zero-variance "
                 f"{total['sampling/zero_variance_groups']:.0f}, empty {total['sampling/empty_groups']:.0f}, "
                 f"discarded rollouts {total['length/discarded_short']:.0f}, "
-                f"mean horizon {horizon:.0f} decode steps",
+                f"mean horizon {horizon}",
                 flush=True,
             )
+            shape = "; ".join(
+                f"{which} " + " ".join(f"p{p} {percentile(recs, which, p):.1f}" for p in PCTS)
+                for which in ("sampled", "trained")
+            )
+            print(f"{arm:7s} percentiles (tokens, mean over steps): {shape}", flush=True)
     print(
         f"length_bias: trained/sampled = {ratios['without'].fmt()} without, "
         f"{ratios['with'].fmt()} with"

@@ -298,6 +298,17 @@ def test_rl_field_reaches_its_component(field: str) -> None:
     assert not _same(view(base), view(changed)), f"rl.{field} changed nothing"
 
 
+def test_the_actors_window_quota_follows_the_batch() -> None:
+    """At max_staleness 0 each actor keeps a quota of ceil(N / actors) groups per
+    window (N = 5 over 2 actors: 3) and counts groups as the learner does (the
+    zero-gradient filter passed through); at max_staleness 1 it keeps none."""
+    k0 = _actor_view(RLConfig(max_staleness=0, prompts_per_step=5, num_actors=2))
+    assert k0.window_quota == 3 and k0.zero_gradient_filter is True
+    off = _actor_view(RLConfig(max_staleness=0, zero_gradient_filter=False))
+    assert off.zero_gradient_filter is False
+    assert _actor_view(RLConfig(max_staleness=1)).window_quota is None
+
+
 def test_the_rl_stage_passes_strategies_and_sections_through_whole() -> None:
     """The stage hands the configured objects themselves to the loop, the learner and the
     actors: no mapper picks fields out of them."""

@@ -26,6 +26,7 @@ def _inp(
     k: int = 1,
     collect: float | None = None,
     phases: list[int] | None = None,
+    in_quota: bool | None = None,
 ) -> LengthInput:
     g = len(lengths)
     return LengthInput(
@@ -42,6 +43,7 @@ def _inp(
         collect_steps=collect,
         response_cap=cap,
         max_staleness=k,
+        in_quota=in_quota,
     )
 
 
@@ -120,6 +122,43 @@ def test_discard_early_short_keeps_what_it_cannot_place() -> None:
     rule = DiscardEarlyShortParams()
     assert apply_length_control(rule, _inp([5, 5], phase=500, window=None)).keep_G.all()
     assert apply_length_control(rule, _inp([5, 5], phase=-1)).keep_G.all()
+
+
+def test_discard_early_short_at_k0_follows_the_window_quota() -> None:
+    """At k = 0 the start count decides, whatever the phases say: phase 0 with a
+    horizon of 140 would keep the group, but out of quota it is discarded (4 rollouts);
+    phase 500 would discard it, but in quota it is kept. No quota (None) falls back to
+    the deadline rule."""
+    rule = DiscardEarlyShortParams()
+    out = apply_length_control(rule, _inp([5] * 4, phase=0, collect=40.0, k=0, in_quota=False))
+    assert not out.keep_G.any() and out.metrics["length/discarded_short"] == 4.0
+    kept = apply_length_control(rule, _inp([5] * 4, phase=500, k=0, in_quota=True))
+    assert kept.keep_G.all() and kept.metrics["length/discarded_short"] == 0.0
+    assert not apply_length_control(rule, _inp([5] * 4, phase=500, k=0)).keep_G.any()
+
+
+def test_window_quota_by_hand() -> None:
+    """need = 2. Window 0: A and B start in quota (admitted - untrainable: 0, 1 < 2); C
+    does not (2 - 0); A finishes untrainable, which frees its place, so D is in (2 - 1
+    < 2); B finishing trainable frees nothing, so E is out (3 - 1). The batch closes: F
+    is out. A weight update opens window 1: G is in; a window-0 group that finishes
+    untrainable now does not count toward window 1 (H in, I out: 2 - 0)."""
+    from recipe_arena.core.actor import WindowQuota
+
+    q = WindowQuota(need=2)
+    a, b, c = q.start(), q.start(), q.start()
+    assert (a, b, c) == ((0, True), (0, True), (0, False))
+    q.finished(*a, trainable=False)
+    assert q.start() == (0, True)  # D
+    q.finished(*b, trainable=True)
+    assert q.start() == (0, False)  # E
+    q.close()
+    assert q.start() == (0, False)  # F
+    q.open()
+    assert q.start() == (1, True)  # G
+    q.finished(0, True, trainable=False)
+    q.finished(*c, trainable=False)  # out of quota: never frees a place
+    assert (q.start(), q.start()) == ((1, True), (1, False))  # H, I
 
 
 def test_none_and_the_registry() -> None:
@@ -211,6 +250,56 @@ def test_actor_measures_the_collect_phase_from_closed_batches() -> None:
     assert group.metrics["length/horizon_steps"] == pytest.approx(s3 / 2 + (s2 - s1))
 
 
+def test_actor_keeps_a_windows_quota_at_k0() -> None:
+    """Through the real actor and torch engine at max_staleness 0 with a quota of one
+    group per window and the zero-gradient filter off (so any group with a rollout
+    counts): of two groups submitted together the first is in quota and trained, the
+    second is discarded whole (3 rollouts) with its sampled lengths kept. After the
+    learner closes its batch nothing is in quota; a weight update opens a new window and
+    the next group is in quota again. Under ``length_control=none`` the same quota is
+    kept but nothing is discarded."""
+    from recipe_arena.config import EngineConfig, RewardsConfig
+    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.data.micro import generate_split
+    from recipe_arena.models.factory import TinyModelSpec, build_micro
+
+    model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
+    rows = generate_split("math", "train", 2, seed=0)
+
+    def actor(rule: object) -> Actor:
+        settings = ActorSettings(
+            group_size=3,
+            temperature=1.0,
+            max_new_tokens=6,
+            length_control=rule,
+            max_staleness=0,
+            window_quota=1,
+            zero_gradient_filter=False,
+        )
+        cfg = EngineConfig(max_batch_size=8)
+        return Actor(0, model, tok, "torch", cfg, RewardsConfig(workers=1), settings)
+
+    a = actor(DiscardEarlyShortParams())
+    try:
+        first, second = a.rollouts([ActorTask(rows[0], 1, "a"), ActorTask(rows[1], 2, "b")])
+        a.batch_closed(0)
+        closed = a.rollouts([ActorTask(rows[0], 3, "c")])[0]
+        a.update_weights(model.state_dict(), 1)
+        reopened = a.rollouts([ActorTask(rows[1], 4, "d")])[0]
+    finally:
+        a.close()
+    assert len(first.rollouts) == 3 and first.metrics["length/discarded_short"] == 0.0
+    assert second.rollouts == () and len(second.sampled_lengths) == 3
+    assert second.metrics["length/discarded_short"] == 3.0
+    assert closed.rollouts == () and len(reopened.rollouts) == 3
+    b = actor(NoLengthControlParams())
+    try:
+        groups = b.rollouts([ActorTask(rows[0], 1, "a"), ActorTask(rows[1], 2, "b")])
+    finally:
+        b.close()
+    assert [len(g.rollouts) for g in groups] == [3, 3]
+
+
 def test_the_window_is_read_as_of_the_groups_first_start() -> None:
     """Windows opened at steps 0, 100, 200, 300; batches closed at 130 (30 steps into its
     window), 250 (50) and 330 (30). A group whose rollouts started at 150 and 160: phases
@@ -227,3 +316,30 @@ def test_the_window_is_read_as_of_the_groups_first_start() -> None:
     assert late.tolist() == [40] and w_late == 100 and c_late == 30  # medians of 3 each
     unknown, w, c = window_as_of_start([150, None], opens, closes)
     assert unknown.tolist() == [-1, -1] and w is None and c is None
+
+
+def test_length_metrics_compare_sampled_and_trained_by_hand() -> None:
+    """Two received groups: one trained with rollouts of 4 and 8 tokens, one dropped
+    whose 9 sampled completions had 1, 2, 3, 5, 6, 7, 9, 10, 11 tokens. Sampled: 1..11
+    (11 values, mean 6); the percentiles interpolate between order statistics at
+    position p (n - 1) = 10 p: p25 at 2.5 -> 3.5, p50 at 5 -> 6, p75 at 7.5 -> 8.5, p90
+    at 9 -> 10. Trained: 4 and 8, mean 6; position p: p25 5, p50 6, p75 7, p90 7.6.
+    The discarded-short count of the dropped group (9) is summed in."""
+    from recipe_arena.core.metrics import length_metrics
+    from recipe_arena.core.types import Rollout, RolloutGroup
+    from recipe_arena.data.micro import generate_split
+
+    row = generate_split("math", "train", 1, seed=0)[0]
+
+    def rollout(n: int) -> Rollout:
+        return Rollout(row.id, (1,), (2,) * n, (0.0,) * n, (0,) * n, "stop", "math")
+
+    trained = RolloutGroup(row, (rollout(4), rollout(8)), sampled_lengths=(4, 8))
+    dropped = RolloutGroup(row, (), (1, 2, 3, 5, 6, 7, 9, 10, 11), {"length/discarded_short": 9.0})
+    out = length_metrics([trained, dropped], [trained])
+    assert out["length/sampled_n"] == 11.0 and out["length/sampled_mean"] == 6.0
+    assert [out[f"length/sampled_p{p}"] for p in (25, 50, 75, 90)] == [3.5, 6.0, 8.5, 10.0]
+    assert out["length/trained_n"] == 2.0 and out["length/trained_mean"] == 6.0
+    got = [out[f"length/trained_p{p}"] for p in (25, 50, 75, 90)]
+    assert got == pytest.approx([5.0, 6.0, 7.0, 7.6])
+    assert out["length/discarded_short"] == 9.0

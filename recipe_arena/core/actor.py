@@ -67,6 +67,11 @@ class ActorSettings:
     """Spurious-reward control: when set, every rollout's reward is replaced by a seeded
     random bit that is 1 with this probability, independent of the response
     (``rewards.spurious``); None trains on the verifiers' scores."""
+    window_quota: int | None = None
+    """At max_staleness 0: the groups of each generation window this actor's share of the
+    learner's batch needs (ceil(N / actors)); None: no quota kept (``WindowQuota``)."""
+    zero_gradient_filter: bool = field(default_factory=lambda: RLConfig().zero_gradient_filter)
+    """rl.zero_gradient_filter: a group with equal rewards does not count toward a batch."""
     teachers: dict[str, str] | None = None
     """On-policy distillation: route -> teacher checkpoint (``distill.teachers``); each
     group's completions are scored by its prompt's teacher and carry its logprobs.
@@ -77,7 +82,66 @@ class ActorSettings:
 class _Pending:
     task: ActorTask
     prompt_tokens: tuple[int, ...]
+    quota: tuple[int, bool] | None = None
+    """(window, in quota) when the group was submitted, if a quota is kept."""
     completions: list[Completion] = field(default_factory=list)
+
+
+@dataclass
+class WindowQuota:
+    """Which groups a window's batch trains at max_staleness 0, counted as they start.
+
+    At max_staleness 0 a group is trained only if the learner receives it before it closes
+    the batch of the window in which the group started. The learner closes that batch
+    when N trainable groups have arrived, so a window's first N trainable groups to
+    *arrive* are trained, and the groups that arrive first are the short ones: a deadline
+    set by the arrivals, which no estimate of when the batch will close can meet. Counted
+    at the start instead, the selection does not see length:
+
+        a group is in quota  iff  the batch has not closed and
+                                  admitted - untrainable < need  when it starts
+
+    ``admitted``: groups of this window found in quota so far; ``untrainable``: those of
+    them that have finished and will not count toward the batch (no rollout kept, or
+    equal rewards under the zero-gradient filter); ``need``: the actor's share of N. The
+    batch then closes only when every group in quota has arrived (at the close,
+    admitted - untrainable = N trainable arrived, so none is still running), and a group
+    in quota is trained whatever its length. Each weight update opens a new window.
+    """
+
+    need: int
+    window: int = 0
+    admitted: int = 0
+    untrainable: int = 0
+    closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """The learner's thread opens and closes windows while the actor's starts groups."""
+
+    def open(self) -> None:
+        """A weight update: a new window, nothing admitted."""
+        with self._lock:
+            self.window += 1
+            self.admitted = self.untrainable = 0
+            self.closed = False
+
+    def close(self) -> None:
+        """The learner has closed the window's batch: nothing more is admitted."""
+        with self._lock:
+            self.closed = True
+
+    def start(self) -> tuple[int, bool]:
+        """A group starts: (its window, whether it is in quota)."""
+        with self._lock:
+            ok = not self.closed and self.admitted - self.untrainable < self.need
+            self.admitted += ok
+            return self.window, ok
+
+    def finished(self, window: int, in_quota: bool, trainable: bool) -> None:
+        """A group has finished; one in this window's quota that will not be trained
+        frees its place."""
+        with self._lock:
+            if in_quota and window == self.window and not trainable:
+                self.untrainable += 1
 
 
 class Actor:
@@ -108,6 +172,7 @@ class Actor:
         self._collect_steps: list[tuple[int, int]] = []
         """(engine step, decode steps since the window opened) of each batch the learner
         closed."""
+        self._quota = WindowQuota(settings.window_quota) if settings.window_quota else None
         self.engine = build_engine(engine_name, model, tokenizer, engine_cfg, version=version)
         if settings.quant_bits is not None:
             self.engine.update_weights(self._engine_weights(model.state_dict()), version)
@@ -130,6 +195,8 @@ class Actor:
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         self.engine.update_weights(self._engine_weights(state_dict), version)
         self.version = version
+        if self._quota is not None:
+            self._quota.open()
         step = self.engine.stats().extra.get("steps")
         if step is not None:
             self._window_opens.append(int(step))
@@ -139,8 +206,12 @@ class Actor:
         that arrives from now on goes to the next batch. Records the step and how many
         decode steps into the current window that happened
         (``length_control.discard_early_short``)."""
+        if version != self.version:
+            return
+        if self._quota is not None:
+            self._quota.close()
         step = self.engine.stats().extra.get("steps")
-        if step is not None and version == self.version:
+        if step is not None:
             self._collect_steps.append((int(step), int(step) - self._window_opens[-1]))
 
     def _window(self, comps: list[Completion]) -> tuple[torch.Tensor, float | None, float | None]:
@@ -219,7 +290,7 @@ class Actor:
         self.engine.submit(
             GenerationRequest(request_id=task.tag, prompt_tokens=prompt, sampling=params)
         )
-        return _Pending(task, prompt)
+        return _Pending(task, prompt, self._quota.start() if self._quota else None)
 
     def _finish(self, p: _Pending) -> RolloutGroup:
         """Score the group's completions (as a group) and apply length control."""
@@ -248,8 +319,15 @@ class Actor:
                 collect_steps=collect,
                 response_cap=self.settings.max_new_tokens,
                 max_staleness=self.settings.max_staleness,
+                in_quota=None if p.quota is None else p.quota[1],
             ),
         )
+        if self._quota is not None and p.quota is not None:
+            kept = lc.rewards_G[lc.keep_G]
+            signal = bool(kept.numel()) and not (
+                self.settings.zero_gradient_filter and bool((kept == kept[0]).all())
+            )
+            self._quota.finished(*p.quota, trainable=signal)
         teacher, teacher_lps = None, [None] * len(comps)
         if self.teachers is not None and bool(lc.keep_G.any()):  # a dropped group: no scoring
             teacher, teacher_lps = self.teachers.score_group(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import statistics
 from collections.abc import Sequence
 
 import torch
@@ -11,6 +12,9 @@ from recipe_arena.core.types import Rollout, RolloutGroup
 
 PASS_THRESHOLD = 1.0 - 1e-6
 """A rollout passes when its verifier score is 1 (all-or-nothing verifiers)."""
+
+LENGTH_PERCENTILES = {25: 4, 50: 9, 75: 14, 90: 17}
+"""Percentile -> index among the 19 cut points of ``statistics.quantiles(n=20)``."""
 
 
 def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
@@ -62,9 +66,11 @@ def length_metrics(
 
     ``length/sampled_*``: every completion of every group the learner received (stale,
     zero-variance and length-control-dropped ones too); ``length/trained_*``: the
-    rollouts of the groups it trained on. Means and counts, so runs can be pooled. The
-    counts length control reports per group (``length/budget_violations``,
-    ``length/discarded_short``, ...) are summed over the received groups."""
+    rollouts of the groups it trained on. Means and counts, so runs can be pooled, and
+    the 25th, 50th, 75th and 90th percentiles (tokens, linear interpolation between order
+    statistics), so the shapes can be compared too. The counts length control reports
+    per group (``length/budget_violations``, ``length/discarded_short``, ...) are summed
+    over the received groups."""
     out: dict[str, float] = {}
     sampled = [n for g in received for n in (g.sampled_lengths or _lengths(g))]
     kept = [n for g in trained for n in _lengths(g)]
@@ -72,6 +78,11 @@ def length_metrics(
         if lengths:
             out[f"length/{name}_mean"] = sum(lengths) / len(lengths)
             out[f"length/{name}_n"] = float(len(lengths))
+            q = statistics.quantiles(
+                lengths * (2 if len(lengths) == 1 else 1), n=20, method="inclusive"
+            )
+            for pct, i in LENGTH_PERCENTILES.items():
+                out[f"length/{name}_p{pct}"] = float(q[i])
     counts: collections.Counter[str] = collections.Counter()
     for g in received:
         counts.update(g.metrics)

@@ -52,6 +52,12 @@ class LengthInput:
     """rl.max_new_tokens: the decode steps a full-length response takes."""
     max_staleness: int
     """rl.max_staleness: the learner drops a group whose oldest token lags more."""
+    in_quota: bool | None = None
+    """At max_staleness 0: whether the group started while its window's batch still
+    needed groups (``core.actor.WindowQuota``: fewer than N of the window's groups that
+    could still be trained had started, and the batch had not closed); such a group is
+    trained whatever its length, since the batch waits for it. None at max_staleness > 0
+    or where no quota is kept."""
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,25 @@ of the groups, about clamp(1 + (D - C) / W - k, 0, 1) for uniform start phases; 
 k = 0 a group must start and finish inside the learner's collect phase, so D must be
 below C (``full_length`` a high percentile of the lengths) for anything to be kept.
 
+At k = 0 the deadline is not a time: the learner closes a window's batch when N
+trainable groups have arrived, so C is set by the arrivals, and a kept group that
+arrives after the N-th is stale however well C was estimated; each batch is then made
+of its window's first finishers, the short ones. There the rule counts starts instead
+(``core.actor.WindowQuota``, the group's ``in_quota``):
+
+    at k = 0, a group is discarded  iff  it started after the window's batch closed, or
+              after N of the window's groups that may still be trained had started
+
+The batch then waits for every group it keeps, so what it trains is selected by start
+order alone. What it discards is what would otherwise have filled the batch: groups
+that started late and finished early, the early short samples.
+
 Deviations: the report gives no formula. The window is measured in the torch engine's
-decode steps (one token per running sequence per step); with an engine that does not
-count them (hf, vLLM), or before the first window has closed, nothing is discarded.
+decode steps (one token per running sequence per step); at k >= 1, with an engine that
+does not count them (hf, vLLM), or before the first window has closed, nothing is
+discarded (the quota of k = 0 counts groups and works with any engine). With several
+actors each keeps a quota of ceil(N / actors), so up to actors - 1 groups more than
+the batch needs may start in quota and go stale.
 Before the learner reports a closed batch, C is taken as W (the batch closes no later
 than its window ends), which keeps some groups that will go stale.
 """
@@ -66,14 +82,17 @@ def horizon_steps(inp: LengthInput) -> float | None:
 
 
 def discard_early_short(inp: LengthInput, params: DiscardEarlyShortParams) -> LengthResult:
-    """Keep the group iff max_i phi_i + D <= k W + C (module docstring); counts what it
-    drops and logs the horizon k W + C it used."""
+    """Keep the group iff max_i phi_i + D <= k W + C, or at k = 0 iff it started in its
+    window's quota (module docstring); counts what it drops and logs the horizon
+    k W + C it used."""
     g = inp.rewards_G.shape[0]
     horizon = horizon_steps(inp)
     known = bool((inp.phase_steps_G >= 0).all()) and horizon is not None
     keep = True
     metrics: dict[str, float] = {}
-    if known and g and horizon is not None:
+    if inp.in_quota is not None:  # max_staleness 0: the start count decides (module doc)
+        keep = inp.in_quota
+    elif known and g and horizon is not None:
         phase = int(inp.phase_steps_G.max())
         full = params.full_length if params.full_length is not None else inp.response_cap
         keep = phase + full <= horizon
