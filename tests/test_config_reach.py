@@ -300,12 +300,13 @@ def test_rl_field_reaches_its_component(field: str) -> None:
 
 def test_the_actors_window_quota_follows_the_batch() -> None:
     """At max_staleness 0 each actor keeps a quota of ceil(N / actors) groups per
-    window (N = 5 over 2 actors: 3) and counts groups as the learner does (the
-    zero-gradient filter passed through); at max_staleness 1 it keeps none."""
+    window (N = 5 over 2 actors: 3) and counts groups as the learner does: a group with
+    equal rewards is replaced only under both the zero-gradient filter and active
+    sampling; at max_staleness 1 it keeps none."""
     k0 = _actor_view(RLConfig(max_staleness=0, prompts_per_step=5, num_actors=2))
-    assert k0.window_quota == 3 and k0.zero_gradient_filter is True
-    off = _actor_view(RLConfig(max_staleness=0, zero_gradient_filter=False))
-    assert off.zero_gradient_filter is False
+    assert k0.window_quota == 3 and k0.refill_equal_rewards is True
+    for off in ({"zero_gradient_filter": False}, {"active_sampling": False}):
+        assert _actor_view(RLConfig(max_staleness=0, **off)).refill_equal_rewards is False
     assert _actor_view(RLConfig(max_staleness=1)).window_quota is None
 
 

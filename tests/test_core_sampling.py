@@ -75,6 +75,17 @@ def test_without_active_sampling_the_batch_shrinks() -> None:
     assert f.done and len(f.kept) == 2 and f.metrics()["sampling/batch_short"] == 1
 
 
+def test_without_active_sampling_a_group_length_control_emptied_does_not_count() -> None:
+    """N = 2, no active sampling: a, an empty group (discard_early_short dropped all its
+    rollouts), then b: the batch is not done after the empty one (1 candidate of 2) and
+    closes on b with both kept."""
+    f = BatchFiller(n_prompts=2, max_staleness=0, active_sampling=False)
+    f.offer(_group("a", [1, 0]), 0)
+    assert f.offer(_group("e", []), 0) == "empty" and not f.done
+    f.offer(_group("b", [0, 1]), 0)
+    assert f.done and [g.prompt_id for g in f.kept] == ["a", "b"]
+
+
 def test_staleness_rule_boundaries() -> None:
     """learner 5, max_staleness 2: min version 3 (lag 2) trainable, 2 (lag 3) not."""
     assert is_trainable(3, 5, 2)

@@ -274,7 +274,7 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
             length_control=rule,
             max_staleness=0,
             window_quota=1,
-            zero_gradient_filter=False,
+            refill_equal_rewards=False,
         )
         cfg = EngineConfig(max_batch_size=8)
         return Actor(0, model, tok, "torch", cfg, RewardsConfig(workers=1), settings)

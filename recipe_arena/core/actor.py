@@ -70,8 +70,11 @@ class ActorSettings:
     window_quota: int | None = None
     """At max_staleness 0: the groups of each generation window this actor's share of the
     learner's batch needs (ceil(N / actors)); None: no quota kept (``WindowQuota``)."""
-    zero_gradient_filter: bool = field(default_factory=lambda: RLConfig().zero_gradient_filter)
-    """rl.zero_gradient_filter: a group with equal rewards does not count toward a batch."""
+    refill_equal_rewards: bool = field(
+        default_factory=lambda: RLConfig().zero_gradient_filter and RLConfig().active_sampling
+    )
+    """Whether a group whose rewards are all equal is replaced instead of counting toward
+    its batch (rl.zero_gradient_filter with rl.active_sampling, ``core.sampling``)."""
     teachers: dict[str, str] | None = None
     """On-policy distillation: route -> teacher checkpoint (``distill.teachers``); each
     group's completions are scored by its prompt's teacher and carry its logprobs.
@@ -103,7 +106,7 @@ class WindowQuota:
 
     ``admitted``: groups of this window found in quota so far; ``untrainable``: those of
     them that have finished and will not count toward the batch (no rollout kept, or
-    equal rewards under the zero-gradient filter); ``need``: the actor's share of N. The
+    equal rewards where those are refilled); ``need``: the actor's share of N. The
     batch then closes only when every group in quota has arrived (at the close,
     admitted - untrainable = N trainable arrived, so none is still running), and a group
     in quota is trained whatever its length. Each weight update opens a new window.
@@ -325,7 +328,7 @@ class Actor:
         if self._quota is not None and p.quota is not None:
             kept = lc.rewards_G[lc.keep_G]
             signal = bool(kept.numel()) and not (
-                self.settings.zero_gradient_filter and bool((kept == kept[0]).all())
+                self.settings.refill_equal_rewards and bool((kept == kept[0]).all())
             )
             self._quota.finished(*p.quota, trainable=signal)
         teacher, teacher_lps = None, [None] * len(comps)

@@ -42,7 +42,8 @@ class BatchFiller:
     """Collects the groups of one optimiser step; offer() says what happened to each.
 
     ``n_prompts``: N. ``active_sampling``: refill dropped groups until N are kept;
-    without it the batch closes after N non-stale groups, whatever the filter kept.
+    without it the batch closes after N groups that are neither stale nor emptied by
+    length control, whatever the filter kept.
     """
 
     n_prompts: int
@@ -61,8 +62,8 @@ class BatchFiller:
     def done(self) -> bool:
         if len(self.kept) >= self.n_prompts or self.received >= self.max_draws:
             return True
-        if not self.active_sampling:
-            return self.received - self.stale >= self.n_prompts
+        if not self.active_sampling:  # a group length control emptied was never a candidate
+            return self.received - self.stale - self.empty >= self.n_prompts
         return False
 
     def offer(self, group: RolloutGroup, learner_version: int) -> Verdict:

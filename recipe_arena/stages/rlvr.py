@@ -68,7 +68,7 @@ def actor_settings(cfg: RunConfig, teachers: dict[str, str] | None = None) -> Ac
         max_staleness=rl.max_staleness,
         # at max_staleness 0 each actor's share of the batch, counted as groups start
         window_quota=-(-rl.prompts_per_step // rl.num_actors) if rl.max_staleness == 0 else None,
-        zero_gradient_filter=rl.zero_gradient_filter,
+        refill_equal_rewards=rl.zero_gradient_filter and rl.active_sampling,
         prompt_template=cfg.prompt_template,
         spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
         teachers=teachers,
