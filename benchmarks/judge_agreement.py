@@ -5,7 +5,8 @@ or ``--cache``), then judges held-out verdicts (``data.micro_verdicts.generate_v
 "heldout", N, seed=99)``, reference template) through ``rewards.judge.Judge`` and
 reports ``stages.micro_judge.judge_agreement``: accuracy (a score >= 0.5 called right),
 right-vs-wrong pairs of a row ordered correctly, unparsable replies, and verdicts per
-second (greedy, the torch engine, distinct prompts). Config overrides are JSON for
+second (greedy, the torch engine, distinct prompts); then the accuracy by question kind
+(most held-out verdicts ask for a number). Config overrides are JSON for
 ``MicroJudgeConfig``. Last line:
     judge_agreement: accuracy <a>, pairs <p>, unparsable <u>, <v> verdicts/s, train <s> s
 
@@ -21,7 +22,7 @@ import time
 import torch
 
 from recipe_arena.config import MicroJudgeConfig
-from recipe_arena.data.micro_verdicts import generate_verdicts
+from recipe_arena.data.micro_verdicts import _kind, generate_verdicts
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards.judge import EngineGenerator, Judge, judge_engine
@@ -49,8 +50,13 @@ def main() -> None:
     t0 = time.perf_counter()
     result = judge_agreement(judge, verdicts)
     rate = len(verdicts) / (time.perf_counter() - t0)
+    by_kind = {
+        kind: judge_agreement(judge, [v for v in verdicts if _kind(v.row) == kind])["accuracy"]
+        for kind in sorted({_kind(v.row) for v in verdicts})
+    }
     judge.close()
     print(json.dumps(result))
+    print("accuracy by question kind: " + ", ".join(f"{k} {a:.3f}" for k, a in by_kind.items()))
     print(
         f"judge_agreement: accuracy {result['accuracy']:.3f}, pairs {result['pairs']:.3f}, "
         f"unparsable {result['unparsable']:.3f}, {rate:.0f} verdicts/s, train {train_s:.0f} s"
