@@ -119,9 +119,11 @@ def test_recipe_smoke_run(recipe: str, tmp_path: Path) -> None:
     for d in ("math", "code", "ifeval", "chat"):
         mine = [s for s, dom in zip(final.scores, final.domains, strict=True) if dom == d]
         assert sum(mine) / len(mine) == pytest.approx(evals[f"eval/{d}/pass@1"])
-    # RL moved the weights away from its starting checkpoint.
+    # The run's final weights differ from RL's start iff a stage after it trained: an RL
+    # step that kept a group, or a distillation stage (which always trains).
     assert stages["inputs"]["rlvr"] != stages["checkpoint"]
-    assert _changed(Path(stages["inputs"]["rlvr"]), Path(stages["checkpoint"]))
+    trained = any("loss/policy" in r for r in ran) or recipe == "deepseek_v4_flash"
+    assert _changed(Path(stages["inputs"]["rlvr"]), Path(stages["checkpoint"])) == trained
     if "dpo" in stages["done"]:  # DPO trained from SFT, and RL started from DPO
         assert Path(stages["inputs"]["rlvr"]).name == "dpo"
         dpo = json.loads((run / "dpo.json").read_text())
