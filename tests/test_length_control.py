@@ -257,7 +257,12 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
     second is discarded whole (3 rollouts) with its sampled lengths kept. After the
     learner closes its batch nothing is in quota; a weight update opens a new window and
     the next group is in quota again. Under ``length_control=none`` the same quota is
-    kept but nothing is discarded."""
+    kept but nothing is discarded.
+
+    Where equal rewards are refilled, a group in quota that finishes with them frees its
+    place: the untrained 1-layer model scores 0 on every rollout of a math row (its six
+    random tokens hold no right answer), so after one such group a second one, started
+    after it finished, is in quota too; without refilling it is not."""
     from recipe_arena.config import EngineConfig, RewardsConfig
     from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
     from recipe_arena.data.micro import generate_split
@@ -266,7 +271,7 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
     model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
     rows = generate_split("math", "train", 2, seed=0)
 
-    def actor(rule: object) -> Actor:
+    def actor(rule: object, refill: bool = False) -> Actor:
         settings = ActorSettings(
             group_size=3,
             temperature=1.0,
@@ -274,7 +279,7 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
             length_control=rule,
             max_staleness=0,
             window_quota=1,
-            refill_equal_rewards=False,
+            refill_equal_rewards=refill,
         )
         cfg = EngineConfig(max_batch_size=8)
         return Actor(0, model, tok, "torch", cfg, RewardsConfig(workers=1), settings)
@@ -298,6 +303,15 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
     finally:
         b.close()
     assert [len(g.rollouts) for g in groups] == [3, 3]
+    for refill in (True, False):
+        c = actor(DiscardEarlyShortParams(), refill)
+        try:
+            zero = c.rollouts([ActorTask(rows[0], 1, "a")])[0]
+            after = c.rollouts([ActorTask(rows[1], 2, "b")])[0]
+        finally:
+            c.close()
+        assert [r.reward for r in zero.rollouts] == [0.0] * 3
+        assert len(after.rollouts) == (3 if refill else 0)
 
 
 def test_the_window_is_read_as_of_the_groups_first_start() -> None:

@@ -27,6 +27,7 @@ import torch
 
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core.channels import Channel
+from recipe_arena.core.sampling import has_reward_variance
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import PromptRow
@@ -325,12 +326,6 @@ class Actor:
                 in_quota=None if p.quota is None else p.quota[1],
             ),
         )
-        if self._quota is not None and p.quota is not None:
-            kept = lc.rewards_G[lc.keep_G]
-            signal = bool(kept.numel()) and not (
-                self.settings.refill_equal_rewards and bool((kept == kept[0]).all())
-            )
-            self._quota.finished(*p.quota, trainable=signal)
         teacher, teacher_lps = None, [None] * len(comps)
         if self.teachers is not None and bool(lc.keep_G.any()):  # a dropped group: no scoring
             teacher, teacher_lps = self.teachers.score_group(
@@ -368,12 +363,18 @@ class Actor:
         )
         self.tokens_generated += sum(len(c.tokens) for c in comps)
         self.groups_done += 1
-        return RolloutGroup(
+        group = RolloutGroup(
             row=row,
             rollouts=rollouts,
             sampled_lengths=tuple(len(c.tokens) for c in comps),
             metrics=lc.metrics,
         )
+        if self._quota is not None and p.quota is not None:  # counted as the learner will
+            counts = (
+                has_reward_variance(group) if self.settings.refill_equal_rewards else bool(rollouts)
+            )
+            self._quota.finished(*p.quota, trainable=counts)
+        return group
 
 
 def window_as_of_start(
