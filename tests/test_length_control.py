@@ -338,7 +338,8 @@ def test_length_metrics_compare_sampled_and_trained_by_hand() -> None:
     (11 values, mean 6); the percentiles interpolate between order statistics at
     position p (n - 1) = 10 p: p25 at 2.5 -> 3.5, p50 at 5 -> 6, p75 at 7.5 -> 8.5, p90
     at 9 -> 10. Trained: 4 and 8, mean 6; position p: p25 5, p50 6, p75 7, p90 7.6.
-    The discarded-short count of the dropped group (9) is summed in."""
+    The discarded-short count of the dropped group (9) is summed in. A single trained
+    completion of 7 tokens has 7 at every percentile."""
     from recipe_arena.core.metrics import length_metrics
     from recipe_arena.core.types import Rollout, RolloutGroup
     from recipe_arena.data.micro import generate_split
@@ -357,3 +358,6 @@ def test_length_metrics_compare_sampled_and_trained_by_hand() -> None:
     got = [out[f"length/trained_p{p}"] for p in (25, 50, 75, 90)]
     assert got == pytest.approx([5.0, 6.0, 7.0, 7.6])
     assert out["length/discarded_short"] == 9.0
+    # one completion: every percentile is its length (quantiles need two points)
+    single = length_metrics([trained], [RolloutGroup(row, (rollout(7),))])
+    assert [single[f"length/trained_p{p}"] for p in (25, 50, 75, 90)] == [7.0] * 4

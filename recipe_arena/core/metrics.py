@@ -17,6 +17,15 @@ LENGTH_PERCENTILES = {25: 4, 50: 9, 75: 14, 90: 17}
 """Percentile -> index among the 19 cut points of ``statistics.quantiles(n=20)``."""
 
 
+def length_percentiles(lengths: Sequence[int]) -> dict[int, float]:
+    """The ``LENGTH_PERCENTILES`` of ``lengths`` (linear interpolation between order
+    statistics); every one is the value itself when there is only one."""
+    if len(lengths) == 1:
+        return {pct: float(lengths[0]) for pct in LENGTH_PERCENTILES}
+    q = statistics.quantiles(lengths, n=20, method="inclusive")
+    return {pct: float(q[i]) for pct, i in LENGTH_PERCENTILES.items()}
+
+
 def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
     """Reward per domain and overall, pass rate, response length (mean, p50, p95),
     fraction truncated at the response cap, over every group the learner received."""
@@ -78,11 +87,8 @@ def length_metrics(
         if lengths:
             out[f"length/{name}_mean"] = sum(lengths) / len(lengths)
             out[f"length/{name}_n"] = float(len(lengths))
-            q = statistics.quantiles(
-                lengths * (2 if len(lengths) == 1 else 1), n=20, method="inclusive"
-            )
-            for pct, i in LENGTH_PERCENTILES.items():
-                out[f"length/{name}_p{pct}"] = float(q[i])
+            for pct, q in length_percentiles(lengths).items():
+                out[f"length/{name}_p{pct}"] = q
     counts: collections.Counter[str] = collections.Counter()
     for g in received:
         counts.update(g.metrics)
