@@ -1,7 +1,7 @@
 """`recipe-arena compare`: arms x seeds in a paired design, run, resumed and reported.
 
     recipe-arena compare recipe=olmo3_think axis=staleness arms=[tis,none] seeds=3
-    recipe-arena compare recipe=olmo3_think axis=rl.lr arms=[1e-4,0] seeds=3 aa=true
+    recipe-arena compare recipe=olmo3_think axis=rl.lr arms=[3e-5,0] seeds=3 aa=true
     recipe-arena compare arms=[olmo3_think,kimi_k3] seeds=[0,1] budget=smoke
 
 An arm is one recipe with one axis set (``axis`` names a folder of ``recipes/``, such as
@@ -113,7 +113,7 @@ def parse(items: list[str]) -> tuple[Plan, Options]:
     arms = []
     for v in values:
         if axis:
-            # a key path's arms read as lr_0, lr_1e-4; a group's as its option names
+            # a key path's arms read as lr_0, lr_3e-5; a group's as its option names
             name = f"{axis.rsplit('.', 1)[-1]}_{v}" if "." in axis else v
             arms.append(Arm(_label(name), [f"{axis}={v}"], seeds))
         else:

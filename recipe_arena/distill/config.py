@@ -67,8 +67,8 @@ class DistillConfig(BaseModel):
     lr: float = Field(1e-5, gt=0, le=1.0)
     """Peak learning rate of the distillation stages (AdamW; the schedule is ``rl``'s),
     in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
-    micro student fast, and at the RL stage's 1e-4 the student drifted away from its
-    teachers after 15-30 steps while 1e-5 held it near them (docs/results.md)."""
+    micro student fast, and at 1e-4 (the RL stage's rate then) the student drifted away
+    from its teachers after 15-30 steps while 1e-5 held it near them (docs/results.md)."""
     advantage: DistillParams = DistillParams()
     """The per-token advantage (``core.advantages.distill``) and its clip c."""
     teachers: dict[str, str] = Field(default={})
