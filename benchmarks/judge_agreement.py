@@ -22,7 +22,7 @@ import time
 import torch
 
 from recipe_arena.config import MicroJudgeConfig
-from recipe_arena.data.micro_verdicts import _kind, generate_verdicts
+from recipe_arena.data.micro_verdicts import generate_verdicts, question_kind
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards.judge import EngineGenerator, Judge, judge_engine
@@ -51,8 +51,10 @@ def main() -> None:
     result = judge_agreement(judge, verdicts)
     rate = len(verdicts) / (time.perf_counter() - t0)
     by_kind = {
-        kind: judge_agreement(judge, [v for v in verdicts if _kind(v.row) == kind])["accuracy"]
-        for kind in sorted({_kind(v.row) for v in verdicts})
+        kind: judge_agreement(judge, [v for v in verdicts if question_kind(v.row) == kind])[
+            "accuracy"
+        ]
+        for kind in sorted({question_kind(v.row) for v in verdicts})
     }
     judge.close()
     print(json.dumps(result))

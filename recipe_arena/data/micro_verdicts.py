@@ -69,7 +69,7 @@ _KINDS = (
 """Opening words of each question frame of ``micro_chat.sample_chat`` and its kind."""
 
 
-def _kind(row: PromptRow) -> str:
+def question_kind(row: PromptRow) -> str:
     """The kind of the row's question: opposite, colour, plural, number or letters."""
     q = row.prompt_text
     return next((kind for prefix, kind in _KINDS if q.startswith(prefix)), "letters")
@@ -77,7 +77,7 @@ def _kind(row: PromptRow) -> str:
 
 def _distractor(rng: random.Random, row: PromptRow) -> str:
     """A wrong answer word of the same kind as the row's."""
-    gt, q, kind = str(row.ground_truth), row.prompt_text, _kind(row)
+    gt, q, kind = str(row.ground_truth), row.prompt_text, question_kind(row)
     if kind == "opposite":
         pool = [w for w in _WORDS if w != gt]
     elif kind == "colour":
@@ -97,7 +97,7 @@ def _other_reference(rng: random.Random, row: PromptRow, reference: str) -> tupl
     """The row with another reference word of its kind (and the reference sentence
     ending in it): the question no longer tells the reference, so only the shown
     reference does."""
-    gt, kind = str(row.ground_truth), _kind(row)
+    gt, kind = str(row.ground_truth), question_kind(row)
     if kind == "opposite":
         pool = _WORDS
     elif kind == "colour":
