@@ -167,3 +167,29 @@ def test_default_base_model_knows_the_steps(tmp_path: Path) -> None:
     rows = generate_split("math", "heldout", 100, cfg.world.data_seed)
     acc = evaluate_checkpoint(cfg, path, rows).metrics["eval/math/pass@1"]
     assert acc >= 0.8, acc
+
+
+def test_micro_judge_trains_beside_the_base_model(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With ``base.evaluate`` on and the micro judge not cached, ``_judge_alongside``
+    starts its training in a second process; the returned function waits for it (the
+    judge is then in the cache). Stopped (the base training failed), the child is
+    killed and nothing is cached. With ``base.evaluate`` off nothing starts."""
+    from recipe_arena.stages.base import _judge_alongside
+    from recipe_arena.stages.micro_judge import judge_cache_entry
+
+    monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))
+
+    def cfg(steps: int, evaluate: bool = True) -> RunConfig:
+        judge = {"steps": steps, "batch_size": 2, "examples": 8, "warmup_steps": 1}
+        return RunConfig.model_validate(
+            {"base": {"evaluate": evaluate}, "rewards": {"micro_judge": judge}, "out_dir": "x"}
+        )
+
+    _judge_alongside(cfg(10**6))(False)
+    assert not judge_cache_entry(cfg(10**6).rewards.micro_judge).exists()
+
+    _judge_alongside(cfg(4))(True)
+    assert (judge_cache_entry(cfg(4).rewards.micro_judge) / "model.safetensors").exists()
+
+    _judge_alongside(cfg(5, evaluate=False))(True)
+    assert not judge_cache_entry(cfg(5).rewards.micro_judge).exists()
