@@ -235,7 +235,7 @@ def _judge_alongside(cfg: RunConfig) -> Callable[[bool], None]:
     and it is not cached yet. The judge runs on one thread (its steps are too small to
     gain from a second) beside the base model's threads, so a fresh machine pays for the
     two together rather than one after the other: on 2 cores 4 min 13 s against 5 min
-    29 s (docs/results.md). A judge that fails here is trained again when first used,
+    39 s (docs/results.md). A judge that fails here is trained again when first used,
     with its error shown there. Returns a function that waits for the judge, or, given
     False (the base training failed or was interrupted), stops it.
     """
