@@ -255,9 +255,7 @@ def _judge_alongside(cfg: RunConfig) -> Callable[[bool], None]:
         if not ok:
             proc.terminate()
         proc.join()
-        if not ok:
-            return
-        if proc.exitcode != 0:
+        if ok and proc.exitcode != 0:
             print(
                 f"micro judge: training beside the base model exited with {proc.exitcode}; "
                 "it is trained again when first used",
