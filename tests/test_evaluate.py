@@ -14,7 +14,13 @@ import pytest
 from recipe_arena.config import EvalConfig, RewardsConfig, RunConfig
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.engines import build_engine
-from recipe_arena.eval.evaluate import churn, evaluate, generate_responses
+from recipe_arena.eval.evaluate import (
+    churn,
+    evaluate,
+    evaluate_rows,
+    generate_responses,
+    generate_samples,
+)
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards import build_scorer
@@ -27,6 +33,10 @@ PAIRS = {
     "Write `inc(x)`.": "<think>x+1</think>```python\ndef inc(x):\n    return x + 1\n```",
     "Say hi quietly.": "<think>lowercase</think>the sea is big and blue. fish live in it.",
 }
+COIN = ("Flip a coin.", ["<think>flip</think>\\boxed{5}", "<think>flip</think>\\boxed{6}"])
+"""A prompt trained on two answers equally often: sampled at temperature 1, about half
+its completions end in 5 and half in 6."""
+GREEDY = EvalConfig(max_new_tokens=64, temperature=0.0)
 
 
 def _row(i: int, prompt: str, domain: str, truth: object) -> PromptRow:
@@ -40,18 +50,21 @@ def _row(i: int, prompt: str, domain: str, truth: object) -> PromptRow:
 
 @pytest.fixture(scope="module")
 def memorised(tmp_path_factory):  # type: ignore[no-untyped-def]
-    """The overfitted model, its tokenizer and a saved checkpoint of it."""
+    """The overfitted model, its tokenizer and a saved checkpoint of it. 200 steps at 3e-3
+    leave every target token of the four pairs above probability 0.99 (seeds 0-2
+    measured); at 1e-2 the loss kept jumping and the end of the code block's closing
+    fence fell to 0.2 on some CPUs, so greedy decoding ran past it."""
     model, tok = build_micro(TinyModelSpec(num_layers=2), seed=0)
     convs = [
         [{"role": "user", "content": p}, {"role": "assistant", "content": r}]
-        for p, r in PAIRS.items()
+        for p, r in [*PAIRS.items(), *((COIN[0], r) for r in COIN[1])]
     ]
     examples = [assistant_mask(tok, c) for c in convs]
     train_steps(
         model,
         sft_batches(examples, 4, tok.pad_token_id, 0),
-        steps=150,
-        lr=1e-2,
+        steps=200,
+        lr=3e-3,
         warmup=10,
         stage="t",
         run=None,
@@ -70,7 +83,7 @@ def engine_and_tok(memorised):  # type: ignore[no-untyped-def]
 def test_greedy_responses_are_the_memorised_ones(engine_and_tok) -> None:  # type: ignore[no-untyped-def]
     engine, tok = engine_and_tok
     rows = [_row(i, p, "math", None) for i, p in enumerate(PAIRS)]
-    responses, lengths = generate_responses(engine, tok, rows, EvalConfig(max_new_tokens=64))
+    responses, lengths = generate_responses(engine, tok, rows, GREEDY)
     assert responses == list(PAIRS.values())
     # characters = tokens, except <think> and </think> are one token each, plus <|im_end|>
     assert lengths == [len(r) - len("<think></think>") + 2 + 1 for r in PAIRS.values()]
@@ -95,12 +108,41 @@ def test_pass_at_1_per_domain_and_mean(engine_and_tok) -> None:  # type: ignore[
         ),
     ]
     with build_scorer(RewardsConfig(workers=1)) as scorer:
-        out = evaluate(engine, tok, rows, scorer, EvalConfig(max_new_tokens=64))
+        out = evaluate(engine, tok, rows, scorer, GREEDY)
     assert out["eval/math/pass@1"] == 0.5
     assert out["eval/code/pass@1"] == 0.5
     assert out["eval/ifeval/pass@1"] == 1.0
     assert out["eval/mean/pass@1"] == pytest.approx(2 / 3)
     assert "eval/chat/pass@1" not in out
+
+
+def test_sampled_pass_at_1_is_the_mean_over_each_rows_samples(engine_and_tok) -> None:  # type: ignore[no-untyped-def]
+    """At temperature 1 with 32 samples a row, the coin prompt (truth 5) scores the share
+    of its 32 completions that the math verifier accepts: the row's score is that count /
+    32, near 0.5 (both answers were trained equally: outside [0.2, 0.8] with probability
+    below 0.001; a stray sample may be neither). A memorised prompt scores exactly 1 (each
+    completion right) or 0 (each wrong). Seeded per row, a second evaluation draws the same
+    completions and scores; greedy decoding draws one completion a row however many
+    samples are asked for."""
+    engine, tok = engine_and_tok
+    p = list(PAIRS)
+    rows = [_row(0, COIN[0], "math", "5"), _row(1, p[0], "math", "5"), _row(2, p[1], "math", "43")]
+    sampled = EvalConfig(max_new_tokens=64, temperature=1.0, samples=32)
+    texts, lengths = generate_samples(engine, tok, rows, sampled)
+    assert [len(t) for t in texts] == [32, 32, 32] and [len(n) for n in lengths] == [32, 32, 32]
+    fives = sum(t == COIN[1][0] for t in texts[0])
+    assert fives + sum(t == COIN[1][1] for t in texts[0]) >= 30  # a stray sample or two
+    with build_scorer(RewardsConfig(workers=1)) as scorer:
+        right = sum(r.score for r in scorer.score([rows[0]] * 32, texts[0]))
+        ev = evaluate_rows(engine, tok, rows, scorer, sampled)
+        again = evaluate_rows(engine, tok, rows, scorer, sampled)
+    assert right >= fives and 0.2 <= right / 32 <= 0.8
+    assert ev.scores == [right / 32, 1.0, 0.0]
+    assert ev.metrics["eval/math/pass@1"] == pytest.approx((right / 32 + 1.0) / 3)
+    assert again.scores == ev.scores
+    greedy = EvalConfig(max_new_tokens=64, temperature=0.0, samples=32)
+    texts, _ = generate_samples(engine, tok, rows, greedy)
+    assert [len(t) for t in texts] == [1, 1, 1]
 
 
 def test_churn_by_hand() -> None:
@@ -148,6 +190,7 @@ def test_checkpoint_eval_takes_per_domain_counts_and_is_cached(memorised) -> Non
                 "max_prompts_per_domain": 1,
                 "domain_prompts": {"math": 2},
                 "max_new_tokens": 64,
+                "temperature": 0.0,
             },
         }
     )

@@ -1,10 +1,15 @@
 """Held-out evaluation: pass@1 per domain through any engine and the run's verifiers.
 
-Each row's messages go through the prompt template (``prompt_template``) with the generation prompt; one
-completion is sampled per row (greedy when ``eval_cfg.temperature == 0``), decoded with
-special tokens kept (the verifiers look after ``</think>``) and scored. pass@1 of a
-domain is the mean score of its rows: with scores in {0, 1} that is the fraction of
-rows solved; with partial credit (code pass fraction) it is the mean credit.
+Each row's messages go through the prompt template (``prompt_template``) with the generation prompt;
+``eval_cfg.samples`` completions are sampled per row at ``eval_cfg.temperature`` (one
+greedy completion when the temperature is 0), decoded with special tokens kept (the
+verifiers look after ``</think>``) and scored. A row's score is the mean score of its
+completions, the unbiased estimate of its pass@1 (Chen et al. 2021, with k = 1); pass@1
+of a domain is the mean score of its rows: with scores in {0, 1} and one completion that
+is the fraction of rows solved; with partial credit (code pass fraction) the mean credit.
+Every row samples from its own seeded streams (``row_seed``), so two checkpoints
+evaluated on the same rows draw the same random numbers for each row, and a difference
+between them is not drowned in sampling noise that they do not share.
 
 ``churn`` compares two evaluations of the same rows row by row: the mean gain over
 rows that rose (``fixed``) and the mean loss over rows that fell (``broken``), so the
@@ -25,6 +30,52 @@ from recipe_arena.engines.base import Engine, GenerationRequest, SamplingParams
 from recipe_arena.models.chat import decode_response, encode_prompt
 
 
+def samples_per_row(eval_cfg: EvalConfig) -> int:
+    """Completions drawn per row: ``eval_cfg.samples``, or 1 when decoding is greedy (every
+    greedy completion of a row is the same)."""
+    return eval_cfg.samples if eval_cfg.temperature > 0 else 1
+
+
+def row_seed(seed: int, index: int) -> int:
+    """The sampling seed of the row at ``index`` of an evaluation seeded with ``seed``."""
+    return seed * 1_000_003 + index
+
+
+def generate_samples(
+    engine: Engine,
+    tokenizer: Any,
+    rows: Sequence[PromptRow],
+    eval_cfg: EvalConfig,
+    seed: int = 0,
+    template: str = "chat",
+) -> tuple[list[list[str]], list[list[int]]]:
+    """``samples_per_row`` decoded responses per row and their lengths in tokens, in row
+    order (each row's completions in sample order)."""
+    n = samples_per_row(eval_cfg)
+    # ids carry the position: rows from different sources may share an id
+    requests = [
+        GenerationRequest(
+            f"{i}/{row.id}",
+            encode_prompt(tokenizer, row, template),
+            SamplingParams(
+                max_new_tokens=eval_cfg.max_new_tokens,
+                temperature=eval_cfg.temperature,
+                n=n,
+                seed=row_seed(seed, i),
+            ),
+        )
+        for i, row in enumerate(rows)
+    ]
+    by_id: dict[str, list[Any]] = defaultdict(list)
+    for c in engine.generate(requests):
+        by_id[c.request_id].append(c)
+    comps = [sorted(by_id[r.request_id], key=lambda c: c.sample_index) for r in requests]
+    if any(len(c) != n for c in comps):
+        raise RuntimeError(f"engine returned {[len(c) for c in comps]} completions, not {n} a row")
+    texts = [[decode_response(tokenizer, c.tokens) for c in row] for row in comps]
+    return texts, [[len(c.tokens) for c in row] for row in comps]
+
+
 def generate_responses(
     engine: Engine,
     tokenizer: Any,
@@ -33,18 +84,11 @@ def generate_responses(
     seed: int = 0,
     template: str = "chat",
 ) -> tuple[list[str], list[int]]:
-    """One decoded response per row and its length in tokens, in row order."""
-    sampling = SamplingParams(
-        max_new_tokens=eval_cfg.max_new_tokens, temperature=eval_cfg.temperature, seed=seed
-    )
-    # ids carry the position: rows from different sources may share an id
-    requests = [
-        GenerationRequest(f"{i}/{row.id}", encode_prompt(tokenizer, row, template), sampling)
-        for i, row in enumerate(rows)
-    ]
-    by_id = {c.request_id: c for c in engine.generate(requests)}
-    comps = [by_id[r.request_id] for r in requests]
-    return [decode_response(tokenizer, c.tokens) for c in comps], [len(c.tokens) for c in comps]
+    """One decoded response per row and its length in tokens, in row order (the first
+    completion of ``generate_samples`` with one sample a row)."""
+    one = eval_cfg.model_copy(update={"samples": 1})
+    texts, lengths = generate_samples(engine, tokenizer, rows, one, seed, template)
+    return [t[0] for t in texts], [n[0] for n in lengths]
 
 
 @dataclass(frozen=True)
@@ -67,13 +111,17 @@ def evaluate_rows(
     ``template`` (``data.templates``)."""
     if not rows:
         raise ValueError("evaluate: no rows to evaluate")
-    responses, lengths = generate_responses(engine, tokenizer, rows, eval_cfg, template=template)
-    row_scores = [float(r.score) for r in scorer.score(rows, responses)]
+    texts, lengths = generate_samples(engine, tokenizer, rows, eval_cfg, template=template)
+    n = samples_per_row(eval_cfg)
+    flat = scorer.score([r for r in rows for _ in range(n)], [t for row in texts for t in row])
+    row_scores = [
+        sum(float(r.score) for r in flat[i * n : (i + 1) * n]) / n for i in range(len(rows))
+    ]
     scores: dict[str, list[float]] = defaultdict(list)
-    tokens: dict[str, list[int]] = defaultdict(list)
-    for row, score, n in zip(rows, row_scores, lengths, strict=True):
+    tokens: dict[str, list[float]] = defaultdict(list)
+    for row, score, lens in zip(rows, row_scores, lengths, strict=True):
         scores[row.domain].append(score)
-        tokens[row.domain].append(n)
+        tokens[row.domain].append(sum(lens) / len(lens))
     out: dict[str, float] = {}
     for domain in sorted(scores):
         out[f"eval/{domain}/pass@1"] = sum(scores[domain]) / len(scores[domain])

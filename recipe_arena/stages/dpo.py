@@ -242,14 +242,18 @@ def train_size(
 # ----------------------------------------------------------------------------- the stage
 def make_validate(cfg: RunConfig, tok: Any, rows: Sequence[PromptRow], scorer: Any) -> Validate:
     """Greedy pass@1 per domain of ``rows`` (``val/<domain>/pass@1``); the score is their
-    mean over domains."""
+    mean over domains. Greedy whatever ``eval.temperature`` says: a validation score
+    compares checkpoints to pick one, and greedy decoding adds no sampling noise to it at
+    a quarter of the cost of the held-out evaluation's samples."""
     from recipe_arena.engines import build_engine
     from recipe_arena.eval.evaluate import evaluate_rows
+
+    greedy = cfg.eval.model_copy(update={"temperature": 0.0, "samples": 1})
 
     def validate(model: Any) -> tuple[float, dict[str, float]]:
         engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
         try:
-            ev = evaluate_rows(engine, tok, rows, scorer, cfg.eval, cfg.prompt_template)
+            ev = evaluate_rows(engine, tok, rows, scorer, greedy, cfg.prompt_template)
         finally:
             engine.close()
         metrics = {k.replace("eval/", "val/", 1): v for k, v in ev.metrics.items()}
