@@ -62,7 +62,7 @@ def memorised(tmp_path_factory):  # type: ignore[no-untyped-def]
     examples = [assistant_mask(tok, c) for c in convs]
     train_steps(
         model,
-        sft_batches(examples, 4, tok.pad_token_id, 0),
+        sft_batches(examples, 4, tok.pad_token_id, 0, group=1),
         steps=200,
         lr=3e-3,
         warmup=10,
@@ -120,7 +120,7 @@ def test_sampled_pass_at_1_is_the_mean_over_each_rows_samples(engine_and_tok) ->
     """At temperature 1 with 32 samples a row, the coin prompt (truth 5) scores the share
     of its 32 completions that the math verifier accepts: the row's score is that count /
     32, near 0.5 (both answers were trained equally: outside [0.2, 0.8] with probability
-    below 0.001; a stray sample may be neither). A memorised prompt scores exactly 1 (each
+    below 0.001; a few stray samples may be neither). A memorised prompt scores exactly 1 (each
     completion right) or 0 (each wrong). Seeded per row, a second evaluation draws the same
     completions and scores; greedy decoding draws one completion a row however many
     samples are asked for."""
@@ -131,7 +131,7 @@ def test_sampled_pass_at_1_is_the_mean_over_each_rows_samples(engine_and_tok) ->
     texts, lengths = generate_samples(engine, tok, rows, sampled)
     assert [len(t) for t in texts] == [32, 32, 32] and [len(n) for n in lengths] == [32, 32, 32]
     fives = sum(t == COIN[1][0] for t in texts[0])
-    assert fives + sum(t == COIN[1][1] for t in texts[0]) >= 30  # a stray sample or two
+    assert fives + sum(t == COIN[1][1] for t in texts[0]) >= 24  # a few stray samples
     with build_scorer(RewardsConfig(workers=1)) as scorer:
         right = sum(r.score for r in scorer.score([rows[0]] * 32, texts[0]))
         ev = evaluate_rows(engine, tok, rows, scorer, sampled)

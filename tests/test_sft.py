@@ -70,7 +70,7 @@ def test_batches_pad_and_set_labels_to_ignore_outside_the_mask() -> None:
     examples = [([5, 6, 7], [0, 1, 1]), ([8, 9], [1, 0])]
     expected = {3: {(5, 6, 7): [-100, 6, 7], (8, 9, 0): [8, -100, -100]}, 2: {(8, 9): [8, -100]}}
     seen: set[tuple[int, ...]] = set()
-    batches = sft_batches(examples, batch_size=2, pad_id=0, seed=0)
+    batches = sft_batches(examples, batch_size=2, pad_id=0, seed=0, group=1)
     for _ in range(20):
         input_ids_BT, labels_BT = next(batches)
         width = input_ids_BT.shape[1]
@@ -78,6 +78,22 @@ def test_batches_pad_and_set_labels_to_ignore_outside_the_mask() -> None:
             seen.add(tuple(ids))
             assert expected[width][tuple(ids)] == labels
     assert seen >= {(5, 6, 7), (8, 9, 0)}
+
+
+def test_grouped_batches_split_each_draw_by_length() -> None:
+    """Eight examples of lengths 1-8 (all mask 1), batches of 2 drawn in groups of 4: the
+    4 batches of a group are 8 draws sorted by length and cut in order, so sorted by
+    their shortest member no batch of a group is longer than the next one's shortest
+    (real lengths: the token count where labels are not -100). group=0 is refused."""
+    examples = [(list(range(1, n + 1)), [1] * n) for n in range(1, 9)]
+    batches = sft_batches(examples, batch_size=2, pad_id=0, seed=3, group=4)
+    for _ in range(5):
+        group = [next(batches) for _ in range(4)]
+        lengths = sorted(sorted(int(n) for n in (labels != -100).sum(1)) for _, labels in group)
+        for a, b in zip(lengths, lengths[1:], strict=False):
+            assert a[-1] <= b[0], lengths
+    with pytest.raises(ValueError, match="group"):
+        next(sft_batches(examples, batch_size=2, pad_id=0, seed=0, group=0))
 
 
 def test_conversations_end_with_an_assistant_think_turn_and_stay_off_heldout() -> None:

@@ -51,8 +51,8 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 3
-"""Part of the cache key: bump it when the verdict data, reply or tokenizer changes."""
+_FORMAT = 4
+"""Part of the cache key: bump it when the verdict data, reply, tokenizer or batching changes."""
 
 
 def judge_cache_entry(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> Path:

@@ -112,24 +112,50 @@ def sft_conversations(cfg: RunConfig) -> list[list[dict[str, str]]]:
     return convs
 
 
+LENGTH_GROUP = 8
+"""Batches per length group of ``sft_batches``: each group of 8 batches is drawn at once,
+sorted by length and cut into batches, so a batch pads to members of similar length
+(HF Trainer's ``group_by_length`` does the same). On the micro world's SFT set 52% of a
+randomly drawn batch's tokens are real, 88% of a grouped one's; on the judge's verdicts
+79% and 96%."""
+
+
 def sft_batches(
-    examples: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int, seed: int
+    examples: Sequence[tuple[list[int], list[int]]],
+    batch_size: int,
+    pad_id: int,
+    seed: int,
+    group: int = LENGTH_GROUP,
 ) -> Iterator[Batch]:
     """Endless batches drawn with replacement, right-padded to the longest member;
-    labels are -100 on padding and wherever the mask is 0."""
+    labels are -100 on padding and wherever the mask is 0. ``group`` batches at a time
+    are drawn together and split by length (``LENGTH_GROUP``), then yielded in a random
+    order; ``group=1`` draws each batch on its own."""
+    if group < 1:
+        raise ValueError(f"group={group} must be >= 1")
     rng = random.Random(seed)
     while True:
-        chosen = [examples[rng.randrange(len(examples))] for _ in range(batch_size)]
-        T = max(len(ids) for ids, _ in chosen)
-        input_ids_BT = torch.full((batch_size, T), pad_id, dtype=torch.long)
-        labels_BT = torch.full((batch_size, T), -100, dtype=torch.long)
-        for b, (ids, mask) in enumerate(chosen):
-            ids_T = torch.tensor(ids)
-            input_ids_BT[b, : len(ids)] = ids_T
-            labels_BT[b, : len(ids)] = torch.where(
-                torch.tensor(mask, dtype=torch.bool), ids_T, -100
-            )
-        yield input_ids_BT, labels_BT
+        drawn = [examples[rng.randrange(len(examples))] for _ in range(batch_size * group)]
+        if group > 1:
+            drawn.sort(key=lambda e: len(e[0]))
+        batches = [drawn[i * batch_size : (i + 1) * batch_size] for i in range(group)]
+        if group > 1:
+            rng.shuffle(batches)
+        for chosen in batches:
+            yield _padded(chosen, batch_size, pad_id)
+
+
+def _padded(
+    chosen: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int
+) -> Batch:
+    T = max(len(ids) for ids, _ in chosen)
+    input_ids_BT = torch.full((batch_size, T), pad_id, dtype=torch.long)
+    labels_BT = torch.full((batch_size, T), -100, dtype=torch.long)
+    for b, (ids, mask) in enumerate(chosen):
+        ids_T = torch.tensor(ids)
+        input_ids_BT[b, : len(ids)] = ids_T
+        labels_BT[b, : len(ids)] = torch.where(torch.tensor(mask, dtype=torch.bool), ids_T, -100)
+    return input_ids_BT, labels_BT
 
 
 def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
