@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from recipe_arena.rewards.ifeval import check_ifeval, instruction_ids, registry
@@ -85,3 +88,26 @@ def test_covers_the_ifeval_instruction_set_offline() -> None:
     with pytest.raises(RuntimeError, match="never downloads"):
         nltk.download("punkt_tab")
     assert registry() is registry()
+
+
+def test_a_fresh_process_loads_the_checkers_alone() -> None:
+    """What a verifier worker loads: the checkers run (a sentence count needs NLTK's
+    punkt data) with neither scipy nor scikit-learn imported and without the
+    ``lm_eval.tasks`` package, which is then imported whole, TaskManager included, as if
+    the checkers had never been loaded. A fresh interpreter, since this test process
+    may hold any of them already."""
+    code = """
+import sys
+from recipe_arena.rewards.ifeval import check_ifeval
+gt = {"instruction_id_list": ["length_constraints:number_sentences"],
+      "kwargs": [{"relation": "at least", "num_sentences": 3}]}
+print(check_ifeval(gt, "One. Two. Three.")[0], check_ifeval(gt, "One. Two.")[0])
+print(sorted(m for m in ("scipy", "sklearn", "pandas", "datasets", "lm_eval.tasks") if m in sys.modules))
+import lm_eval.tasks
+from lm_eval.tasks.ifeval import instructions_registry
+print(lm_eval.tasks.TaskManager.__name__, len(instructions_registry.INSTRUCTION_DICT))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.splitlines()
+    assert out == ["1.0 0.0", "[]", "TaskManager 25"]

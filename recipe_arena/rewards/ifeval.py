@@ -16,7 +16,12 @@ fraction that hold (instruction-level). An empty answer follows nothing.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -58,6 +63,55 @@ def _refuse_download(*args: object, **kwargs: object) -> bool:
     raise RuntimeError("recipe-arena never downloads NLTK data at run time")
 
 
+_NLTK_EXTRAS = ("scipy", "sklearn")
+"""Packages that ``import nltk`` loads only for features the checkers never use (a
+Fisher exact test in ``nltk.metrics.association``, scikit-learn classifiers in
+``nltk.classify.scikitlearn``), each behind ``try: ... except ImportError`` there.
+Hidden while NLTK loads, they cost every verifier worker about 1.6 s of start-up less
+on 2 cores (docs/results.md, the test suite's time)."""
+
+_CHECKERS = "lm_eval.tasks.ifeval.instructions_registry"
+"""The module of lm-eval's IFEval checkers (lm-eval 0.4.13, pinned in pyproject.toml)."""
+
+
+@contextlib.contextmanager
+def _hidden(names: tuple[str, ...]) -> Iterator[None]:
+    """Within the block, importing any of ``names`` that is not imported yet raises
+    ImportError (``sys.modules[name] = None``); afterwards they import as usual."""
+    added = [n for n in names if n not in sys.modules]
+    for n in added:
+        sys.modules[n] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for n in added:
+            if sys.modules.get(n, ...) is None:
+                del sys.modules[n]
+
+
+def _import_checkers() -> ModuleType:
+    """The checkers' module without the ``lm_eval.tasks`` package's ``__init__``, whose
+    TaskManager imports datasets and pandas (about 1.4 s of a worker's start-up) for
+    nothing the checkers use: they import only each other, nltk, langdetect and
+    immutabledict. The package stands in as a bare module for the import, then every
+    ``lm_eval.tasks`` entry it added leaves ``sys.modules``, so a later ``import
+    lm_eval.tasks`` (the lm-eval harness) loads the real package as if this never ran.
+    Where ``lm_eval.tasks`` is imported already, the plain import."""
+    if "lm_eval.tasks" in sys.modules:
+        return importlib.import_module(_CHECKERS)
+    spec = importlib.util.find_spec("lm_eval.tasks")
+    if spec is None:
+        raise ImportError("lm_eval.tasks not found: install lm-eval[ifeval]")
+    before = set(sys.modules)
+    sys.modules["lm_eval.tasks"] = importlib.util.module_from_spec(spec)
+    try:
+        return importlib.import_module(_CHECKERS)
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "lm_eval.tasks" or name.startswith("lm_eval.tasks."):
+                del sys.modules[name]
+
+
 _REGISTRY: ModuleType | None = None
 
 
@@ -65,7 +119,8 @@ def registry() -> ModuleType:
     """lm-eval's IFEval instruction registry, loaded offline (see module docstring)."""
     global _REGISTRY
     if _REGISTRY is None:
-        import nltk
+        with _hidden(_NLTK_EXTRAS):
+            import nltk
 
         root = cache_root() / "nltk_data"
         _write_punkt_tab(root)
@@ -73,9 +128,7 @@ def registry() -> ModuleType:
             nltk.data.path.insert(0, str(root))
         nltk.download = _refuse_download
         nltk.data.find("tokenizers/punkt_tab/english")
-        from lm_eval.tasks.ifeval import instructions_registry
-
-        _REGISTRY = instructions_registry
+        _REGISTRY = _import_checkers()
     return _REGISTRY
 
 
