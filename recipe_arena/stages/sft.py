@@ -145,9 +145,7 @@ def sft_batches(
             yield _padded(chosen, batch_size, pad_id)
 
 
-def _padded(
-    chosen: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int
-) -> Batch:
+def _padded(chosen: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int) -> Batch:
     T = max(len(ids) for ids, _ in chosen)
     input_ids_BT = torch.full((batch_size, T), pad_id, dtype=torch.long)
     labels_BT = torch.full((batch_size, T), -100, dtype=torch.long)
