@@ -1,6 +1,9 @@
 """recipe-arena: a fair arena for frontier LLM post-training recipes."""
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
 
 __version__ = "0.1.0"
 
@@ -20,3 +23,20 @@ def offline_env() -> None:
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ.setdefault(var, "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@contextlib.contextmanager
+def hidden_modules(names: tuple[str, ...]) -> Iterator[None]:
+    """Within the block, importing any of ``names`` that is not imported yet fails with
+    ImportError (``sys.modules[name] = None``, which ``importlib.util.find_spec`` also
+    reads as absent); afterwards they import as usual. For libraries that import a
+    heavy optional package at their own import for a feature recipe-arena never uses."""
+    added = [n for n in names if n not in sys.modules]
+    for n in added:
+        sys.modules[n] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for n in added:
+            if sys.modules.get(n, ...) is None:
+                del sys.modules[n]

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from recipe_arena import offline_env
+from recipe_arena import hidden_modules, offline_env
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
 from recipe_arena.logsetup import add_verbose_flag, configure_output
@@ -38,6 +38,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.dry_run:
         return _dry_run(cfg)
+    # transformers imports scikit-learn at its own import (about 1.7 s on 2 cores) only
+    # for assisted generation, which no stage uses: its generation code loads here, once,
+    # with scikit-learn hidden (lm-eval's metrics can still import it later).
+    with hidden_modules(("sklearn",)):
+        import transformers.generation.utils  # noqa: F401
     from recipe_arena.pipeline import run_pipeline
     from recipe_arena.summary import closing_lines
 

@@ -32,3 +32,30 @@ def test_import_sets_passive_wait_policy_before_torch_loads() -> None:
 
 def test_a_users_wait_policy_is_kept() -> None:
     assert _probe("ACTIVE") == "ACTIVE False"
+
+
+def test_hidden_modules_hide_only_within_the_block(tmp_path, monkeypatch) -> None:
+    """A module that is not imported yet cannot be imported inside the block (and
+    ``find_spec`` reports it absent, which is how libraries test for optional
+    packages); after the block it imports as usual, and one imported before is left
+    alone."""
+    import importlib
+    import importlib.util
+
+    import pytest
+
+    from recipe_arena import hidden_modules
+
+    for name in ("ra_hidden_probe_a", "ra_hidden_probe_b"):
+        (tmp_path / f"{name}.py").write_text(f"NAME = {name!r}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = importlib.import_module("ra_hidden_probe_b")
+    with hidden_modules(("ra_hidden_probe_a", "ra_hidden_probe_b")):
+        assert importlib.util.find_spec("ra_hidden_probe_a") is None
+        with pytest.raises(ImportError):
+            importlib.import_module("ra_hidden_probe_a")
+        assert importlib.import_module("ra_hidden_probe_b") is before
+    assert importlib.import_module("ra_hidden_probe_a").NAME == "ra_hidden_probe_a"
+    assert sys.modules["ra_hidden_probe_b"] is before
+    for name in ("ra_hidden_probe_a", "ra_hidden_probe_b"):
+        del sys.modules[name]

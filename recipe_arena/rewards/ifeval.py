@@ -16,16 +16,15 @@ fraction that hold (instruction-level). An empty answer follows nothing.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from recipe_arena import hidden_modules
 from recipe_arena.rewards.text import answer_text
 
 
@@ -74,21 +73,6 @@ _CHECKERS = "lm_eval.tasks.ifeval.instructions_registry"
 """The module of lm-eval's IFEval checkers (lm-eval 0.4.13, pinned in pyproject.toml)."""
 
 
-@contextlib.contextmanager
-def _hidden(names: tuple[str, ...]) -> Iterator[None]:
-    """Within the block, importing any of ``names`` that is not imported yet raises
-    ImportError (``sys.modules[name] = None``); afterwards they import as usual."""
-    added = [n for n in names if n not in sys.modules]
-    for n in added:
-        sys.modules[n] = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        for n in added:
-            if sys.modules.get(n, ...) is None:
-                del sys.modules[n]
-
-
 def _import_checkers() -> ModuleType:
     """The checkers' module without the ``lm_eval.tasks`` package's ``__init__``, whose
     TaskManager imports datasets and pandas (about 1.4 s of a worker's start-up) for
@@ -119,7 +103,7 @@ def registry() -> ModuleType:
     """lm-eval's IFEval instruction registry, loaded offline (see module docstring)."""
     global _REGISTRY
     if _REGISTRY is None:
-        with _hidden(_NLTK_EXTRAS):
+        with hidden_modules(_NLTK_EXTRAS):
             import nltk
 
         root = cache_root() / "nltk_data"
