@@ -44,8 +44,13 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 run: $(STAMP) sandbox
 	$(VENV)/bin/recipe-arena run recipe=olmo3_think $(RUN_ARGS)
 
+# Test processes (pytest-xdist): 2 halves the suite's wall time on 2 cores, since much of
+# it waits on subprocesses (CLI runs, verifier workers, sandboxes); raise it on a bigger
+# machine (TEST_WORKERS=8), or 0 for one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) sandbox
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS)
 
 test-slow: $(STAMP) sandbox
 	$(VENV)/bin/pytest -q -m slow
