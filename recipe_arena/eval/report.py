@@ -56,15 +56,16 @@ def _plot(stage: str, metrics: dict[str, list[tuple[int, float]]], path: Path) -
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("step", fontsize=7)
         ax.tick_params(labelsize=7)
-    fig.suptitle(stage, fontsize=9)
     # Fixed margins in inches rather than tight_layout, which measures every label of
-    # every panel and took about 2 s of a smoke run's RL figure (about 50 panels).
+    # every panel and took about 2 s of a smoke run's RL figure (about 50 panels): the
+    # stage's name 0.1 in from the top, the first row's titles below it.
     height = 2.5 * rows
+    fig.suptitle(stage, fontsize=9, y=1 - 0.1 / height, va="top")
     fig.subplots_adjust(
         left=0.25 / (3.2 * cols) + 0.04,
         right=0.99,
         bottom=0.45 / height,
-        top=1 - 0.45 / height,
+        top=1 - 0.6 / height,
         hspace=0.75,
         wspace=0.35,
     )
