@@ -44,9 +44,9 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 run: $(STAMP) sandbox
 	$(VENV)/bin/recipe-arena run recipe=olmo3_think $(RUN_ARGS)
 
-# Test processes (pytest-xdist): 2 halves the suite's wall time on 2 cores, since much of
-# it waits on subprocesses (CLI runs, verifier workers, sandboxes); raise it on a bigger
-# machine (TEST_WORKERS=8), or 0 for one process.
+# Test processes (pytest-xdist). One process keeps about 1.2 of 2 cores busy, as many
+# tests wait on subprocesses (CLI runs, verifier workers, sandboxes); two keep about 1.6
+# (docs/results.md). Raise it on a bigger machine (TEST_WORKERS=8), or 0 for one process.
 TEST_WORKERS ?= 2
 
 test: $(STAMP) sandbox
