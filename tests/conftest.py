@@ -16,8 +16,8 @@ than one long run starting last and keeping the suite open alone."""
 
 SMOKE_ORDER = ("olmo3_rl_zero", "olmo3_think")
 """Among the smoke runs, these two first: each trains a smoke base model of its own
-(RL-Zero's has plain documents), and with two workers they train side by side while
-the other recipes wait for, then reuse, olmo3_think's."""
+(RL-Zero's has plain documents), so with two workers the two train side by side, and
+the other recipes, each next in line on one worker, find olmo3_think's in the cache."""
 
 
 def _rank(item: pytest.Item) -> tuple[int, int]:
