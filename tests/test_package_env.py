@@ -7,9 +7,15 @@ kept."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
+
+import pytest
+
+from recipe_arena import hidden_modules
 
 PROBE = (
     "import os, sys; import recipe_arena; "
@@ -39,13 +45,6 @@ def test_hidden_modules_hide_only_within_the_block(tmp_path, monkeypatch) -> Non
     ``find_spec`` reports it absent, which is how libraries test for optional
     packages); after the block it imports as usual, and one imported before is left
     alone."""
-    import importlib
-    import importlib.util
-
-    import pytest
-
-    from recipe_arena import hidden_modules
-
     for name in ("ra_hidden_probe_a", "ra_hidden_probe_b"):
         (tmp_path / f"{name}.py").write_text(f"NAME = {name!r}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
