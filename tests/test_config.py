@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -73,6 +74,43 @@ def test_cli_exits_2_with_one_line_before_any_work(tmp_path: object) -> None:
         assert len(lines) == 1 and lines[0].startswith("recipe-arena: config error:")
         assert bad.split("=")[0] in lines[0]
     assert not list(tmp_path.iterdir())  # type: ignore[attr-defined]
+
+
+ENTRY_PROBE = """
+import atexit, sys, threading, time
+from pathlib import Path
+from recipe_arena import cli
+out = Path(sys.argv[1])
+atexit.register(lambda: (out / "exit_handler").write_text("ran"))
+def late():
+    time.sleep(0.5)
+    (out / "thread").write_text("joined")
+threading.Thread(target=late).start()  # not a daemon: an exit waits for it
+print("printed before the exit", end="")  # no newline: only a flush writes it to a pipe
+sys.argv = ["recipe-arena", *sys.argv[2:]]
+cli.entry()
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "rc"), [(["run", "budget=smoke", "--cfg", "job"], 0), (["run", "recipe=nope"], 2)]
+)
+def test_entry_exits_with_mains_code_after_threads_and_exit_handlers(
+    tmp_path: Path, args: list[str], rc: int
+) -> None:
+    """``cli.entry`` ends the process without the interpreter's teardown, but only after
+    what a normal exit does first: a non-daemon thread still running is joined, exit
+    handlers run, buffered output is flushed; the exit code is main's."""
+    proc = subprocess.run(
+        [sys.executable, "-c", ENTRY_PROBE, str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == rc, proc.stderr
+    assert proc.stdout.startswith("printed before the exit")
+    assert (tmp_path / "thread").read_text() == "joined"
+    assert (tmp_path / "exit_handler").read_text() == "ran"
 
 
 def test_cfg_job_prints_resolved_config() -> None:
