@@ -68,13 +68,34 @@ def _build(spec: ActorSpec, actor_id: int, scorer: Any = None) -> Actor:
     )
 
 
+def threads_per_op(cores: int, num_actors: int) -> int:
+    """torch intra-op threads of each op while ``num_actors`` engines decode and the
+    learner trains at once in one process: the ``cores`` torch would give one op,
+    shared between them (at least 1). Each would otherwise start a team of ``cores``
+    threads, twice as many threads as cores for one actor, and a tiny model's ops
+    then wait on each other: on 2 cores a micro-world RL stage took 191 s at 2 threads
+    an op and 156 s at 1 (docs/results.md)."""
+    return max(1, cores // (num_actors + 1))
+
+
 class LocalBackend:
-    """Actors in threads of this process; the engines decode in their own threads."""
+    """Actors in threads of this process; the engines decode in their own threads.
+
+    While it exists (until ``shutdown``) every torch op of the process runs on
+    ``threads_per_op`` threads, unless ``engine.num_threads`` sets them; then torch's
+    setting is put back."""
 
     def __init__(self, spec: ActorSpec, num_actors: int = 1, scorer: Any = None) -> None:
         self.prompts: Channel = LocalChannel()
         self.results: Channel = LocalChannel()
-        self.actors = [_build(spec, i, scorer if i == 0 else None) for i in range(num_actors)]
+        # before the engines exist: a thread takes torch's setting at its first op
+        self._torch_threads = torch.get_num_threads()
+        torch.set_num_threads(threads_per_op(self._torch_threads, num_actors))
+        try:
+            self.actors = [_build(spec, i, scorer if i == 0 else None) for i in range(num_actors)]
+        except BaseException:
+            torch.set_num_threads(self._torch_threads)
+            raise
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
 
@@ -114,6 +135,7 @@ class LocalBackend:
             t.join(timeout=30)
         for a in self.actors:
             a.close()
+        torch.set_num_threads(self._torch_threads)
 
 
 class RayBackend:
