@@ -32,7 +32,7 @@ import torch
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import ActorSettings
 from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend
+from recipe_arena.core.backends import ActorSpec, LocalBackend, threads_per_op
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.prompts import PromptSource
@@ -68,7 +68,7 @@ def arm(
         active_sampling=False,
     )
     s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=int(tok.pad_token_id))
-    backend = LocalBackend(spec)
+    backend = LocalBackend(spec, share_cores=False)  # threads set per arm above
     t0 = time.perf_counter()
     records = train(learner, backend, PromptSource(rows, {"math": 1.0}, seed=0), s)
     wall = time.perf_counter() - t0
@@ -95,7 +95,7 @@ def main() -> None:
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--sync-threads", type=int, default=torch.get_num_threads())
-    p.add_argument("--async-threads", type=int, default=max(1, torch.get_num_threads() // 2))
+    p.add_argument("--async-threads", type=int, default=threads_per_op(torch.get_num_threads(), 1))
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         model, tok = build_micro(seed=0)

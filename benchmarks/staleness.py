@@ -47,7 +47,8 @@ def arm(cfg: RunConfig, init: Path, world: World, scorer: object) -> dict[str, f
     rows = [r for d in world["train"].values() for r in d]
     model, tok = load_checkpoint(init)
     learner = Learner(model, rlvr.learner_settings(cfg))
-    backend = make_backend("local", rlvr.actor_spec(cfg, init, 0), 1)
+    spec = rlvr.actor_spec(cfg, init, 0)
+    backend = make_backend("local", spec, 1, overlap=cfg.rl.pipeline_depth > 1)
     t0 = time.perf_counter()
     records = train(
         learner,

@@ -48,7 +48,7 @@ from scipy import stats
 
 from recipe_arena.compose import load_config
 from recipe_arena.config import RunConfig
-from recipe_arena.core.backends import LocalBackend
+from recipe_arena.core.backends import LocalBackend, threads_per_op
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource
@@ -188,7 +188,7 @@ def run_row(row: Row, init: Path, threads: int, a: argparse.Namespace) -> dict[s
     rows = generate_split("math", "train", 400, seed=0)
     model, tok = load_checkpoint(init)
     learner = Learner(model, learner_settings(cfg))
-    backend = LocalBackend(actor_spec(cfg, init, 0))
+    backend = LocalBackend(actor_spec(cfg, init, 0), share_cores=False)  # threads set above
     actor = backend.actors[0]
     shaped = ShapedEngine(actor.engine, a.tokens, row.in_flight)
     actor.engine = shaped
@@ -232,7 +232,7 @@ def main() -> None:
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--tokens", type=int, default=128, help="response cap (32K in OLMo 3)")
     p.add_argument("--sync-threads", type=int, default=torch.get_num_threads())
-    p.add_argument("--async-threads", type=int, default=max(1, torch.get_num_threads() // 2))
+    p.add_argument("--async-threads", type=int, default=threads_per_op(torch.get_num_threads(), 1))
     a = p.parse_args()
     torch.set_num_threads(a.sync_threads)
     bw = read_bandwidth_gbs()

@@ -37,7 +37,7 @@ import torch
 
 from recipe_arena.compose import load_config
 from recipe_arena.config import RewardsConfig, RunConfig
-from recipe_arena.core.backends import LocalBackend
+from recipe_arena.core.backends import LocalBackend, threads_per_op
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource
@@ -73,7 +73,7 @@ def ours(init: Path, rows: list[PromptRow], a: argparse.Namespace) -> dict[str, 
     cfg = our_config(a)
     model, tok = load_checkpoint(init)
     learner = Learner(model, learner_settings(cfg))
-    backend = LocalBackend(actor_spec(cfg, init, 0))
+    backend = LocalBackend(actor_spec(cfg, init, 0), share_cores=False)  # --ours-threads
     source = PromptSource(rows, {"math": 1.0}, seed=0)
     t0 = time.perf_counter()
     records = train(learner, backend, source, loop_settings(cfg, int(tok.pad_token_id)))
@@ -164,7 +164,7 @@ def main() -> None:
     p.add_argument(
         "--ours-threads",
         type=int,
-        default=max(1, cores // 2),
+        default=threads_per_op(cores, 1),
         help="torch threads per op for recipe-arena, whose engine and learner run at once "
         "(default half the cores, as benchmarks/async_vs_sync.py)",
     )

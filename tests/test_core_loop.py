@@ -16,7 +16,7 @@ import torch
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import Actor, ActorSettings
 from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend, threads_per_op
+from recipe_arena.core.backends import ActorSpec, LocalBackend, make_backend, threads_per_op
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.minimal_loop import minimal_train
@@ -142,7 +142,9 @@ def test_local_actors_and_the_learner_share_the_cores_between_their_ops(init_ckp
     (at least 1 each): 2 cores and 1 actor: 1; 4 and 1: 2; 4 and 3: 1; 16 and 3: 4; 1
     and 1: 1. A local backend built with torch at 4 threads and 1 actor runs the
     learner's thread and a thread started meanwhile (as an engine's decode thread is) at
-    2; after shutdown the learner's thread is back at 4."""
+    2; after shutdown the learner's thread is back at 4. When generation and training do
+    not overlap (``rl.pipeline_depth`` 1: the RL stage passes ``overlap=False``) torch's
+    4 threads are left alone."""
     cases = [(2, 1, 1), (4, 1, 2), (4, 3, 1), (16, 3, 4), (1, 1, 1)]
     assert [threads_per_op(c, a) for c, a, _ in cases] == [want for *_, want in cases]
     before = torch.get_num_threads()
@@ -155,6 +157,10 @@ def test_local_actors_and_the_learner_share_the_cores_between_their_ops(init_ckp
         probe.join()
         assert torch.get_num_threads() == 2 and seen == [2]
         backend.shutdown()
+        assert torch.get_num_threads() == 4
+        sequential = make_backend("local", _spec(init_ckpt), 1, overlap=False)
+        assert torch.get_num_threads() == 4
+        sequential.shutdown()
         assert torch.get_num_threads() == 4
     finally:
         torch.set_num_threads(before)

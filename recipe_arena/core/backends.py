@@ -81,16 +81,22 @@ def threads_per_op(cores: int, num_actors: int) -> int:
 class LocalBackend:
     """Actors in threads of this process; the engines decode in their own threads.
 
-    While it exists (until ``shutdown``) every torch op of the process runs on
-    ``threads_per_op`` threads, unless ``engine.num_threads`` sets them; then torch's
-    setting is put back."""
+    ``share_cores`` (generation and training overlap: ``rl.pipeline_depth`` above 1):
+    from construction to ``shutdown`` every torch op of the process runs on
+    ``threads_per_op`` threads (``engine.num_threads``, when set, still sets the
+    engine's), and torch's setting is restored at shutdown. Without it torch's setting
+    is left as it is, for loops that generate and train one after the other and callers
+    that set the threads themselves."""
 
-    def __init__(self, spec: ActorSpec, num_actors: int = 1, scorer: Any = None) -> None:
+    def __init__(
+        self, spec: ActorSpec, num_actors: int = 1, scorer: Any = None, share_cores: bool = True
+    ) -> None:
         self.prompts: Channel = LocalChannel()
         self.results: Channel = LocalChannel()
         # before the engines exist: a thread takes torch's setting at its first op
         self._torch_threads = torch.get_num_threads()
-        torch.set_num_threads(threads_per_op(self._torch_threads, num_actors))
+        if share_cores:
+            torch.set_num_threads(threads_per_op(self._torch_threads, num_actors))
         try:
             self.actors = [_build(spec, i, scorer if i == 0 else None) for i in range(num_actors)]
         except BaseException:
@@ -222,9 +228,12 @@ def make_backend(
     num_actors: int,
     address: str | None = None,
     num_cpus: int | None = None,
+    overlap: bool = True,
 ) -> Backend:
+    """``overlap``: actors generate while the learner trains (``LocalBackend``'s
+    ``share_cores``; Ray actors are processes with threads of their own)."""
     if name == "local":
-        return LocalBackend(spec, num_actors)
+        return LocalBackend(spec, num_actors, share_cores=overlap)
     if name == "ray":
         return RayBackend(spec, num_actors, address, num_cpus)
     raise ValueError(f"unknown backend {name!r}; allowed: local, ray")

@@ -198,7 +198,12 @@ def run_rlvr(
 
         spec = actor_spec(cfg, start_model, learner.version, teachers)
         backend = make_backend(
-            cfg.cluster.backend, spec, cfg.rl.num_actors, cfg.cluster.address, cfg.cluster.num_cpus
+            cfg.cluster.backend,
+            spec,
+            cfg.rl.num_actors,
+            cfg.cluster.address,
+            cfg.cluster.num_cpus,
+            overlap=cfg.rl.pipeline_depth > 1,
         )
         train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
