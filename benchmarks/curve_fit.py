@@ -1,14 +1,16 @@
-"""The compute-curve bootstrap at two evaluation caps, side by side in one run.
+"""The compute-curve bootstrap with finite differences and with the curve's closed-form
+derivatives, side by side in one run.
 
-``stats.curve_analysis`` refits ScaleRL's curve on 200 bootstrap replicates. A fit that
-does not converge within ``stats.CURVE_MAX_EVALS`` evaluations counts as failed. This
-benchmark runs the analysis on simulated arms (S seeds x T evaluations x Q questions,
-each question solved with probability rising linearly from 0.1 to ``top``) once with
-that cap and once with a cap of 5000, and prints the seconds of each and the largest
-difference between their interval bounds (A, the full run's A, the RMSE on the rest).
+``stats.curve_analysis`` refits ScaleRL's curve on 200 bootstrap replicates, each fit
+at most ``stats.CURVE_MAX_EVALS`` evaluations. This benchmark runs the analysis on
+simulated arms (S seeds x T evaluations x Q questions, each question solved with
+probability rising linearly from 0.1 to ``top``) once with the Jacobian estimated by
+finite differences (``stats.CURVE_JACOBIAN = False``, scipy's default) and once in
+closed form (the default), and prints the seconds of each and the largest difference
+between their interval bounds (A, the full run's A, the RMSE on the rest).
 
 Last line:
-    curve_fit: <seconds at 5000> s -> <seconds at the cap> s (x<ratio>), largest bound change <d>
+    curve_fit: <seconds, finite differences> s -> <seconds, closed form> s (x<ratio>), largest bound change <d>
 
 Run: python benchmarks/curve_fit.py
 """
@@ -38,28 +40,26 @@ def _bounds(res: stats.CurveAnalysis) -> np.ndarray:
 def main() -> None:
     rng = np.random.default_rng(1)
     arms = [_arm(rng, *a) for a in ARMS]
-    cap = stats.CURVE_MAX_EVALS
-    secs: dict[int, float] = {}
-    bounds: dict[int, list[np.ndarray]] = {}
-    print(f"{'arm (S, T, Q, top)':24} {'cap':>5} {'seconds':>8} {'failed':>7}")
-    for max_evals in (5000, cap):
-        stats.CURVE_MAX_EVALS = max_evals
-        secs[max_evals], bounds[max_evals] = 0.0, []
+    secs: dict[str, float] = {}
+    bounds: dict[str, list[np.ndarray]] = {}
+    print(f"{'arm (S, T, Q, top)':24} {'Jacobian':>12} {'seconds':>8} {'failed':>7}")
+    for name, closed_form in (("differences", False), ("closed form", True)):
+        stats.CURVE_JACOBIAN = closed_form
+        secs[name], bounds[name] = 0.0, []
         for spec, (compute, scores) in zip(ARMS, arms, strict=True):
             t0 = time.perf_counter()
             res = stats.curve_analysis(compute, scores)
             dt = time.perf_counter() - t0
             assert res is not None
-            secs[max_evals] += dt
-            bounds[max_evals].append(_bounds(res))
-            print(f"{spec!s:24} {max_evals:>5} {dt:8.1f} {res.failed_boot:7.3f}")
-    stats.CURVE_MAX_EVALS = cap
-    change = max(
-        float(np.nanmax(np.abs(a - b))) for a, b in zip(bounds[5000], bounds[cap], strict=True)
-    )
+            secs[name] += dt
+            bounds[name].append(_bounds(res))
+            print(f"{spec!s:24} {name:>12} {dt:8.1f} {res.failed_boot:7.3f}")
+    before, after = bounds["differences"], bounds["closed form"]
+    change = max(float(np.nanmax(np.abs(a - b))) for a, b in zip(before, after, strict=True))
+    ratio = secs["differences"] / secs["closed form"]
     print(
-        f"curve_fit: {secs[5000]:.1f} s -> {secs[cap]:.1f} s (x{secs[5000] / secs[cap]:.1f}), "
-        f"largest bound change {change:.4f}"
+        f"curve_fit: {secs['differences']:.1f} s -> {secs['closed form']:.1f} s "
+        f"(x{ratio:.1f}), largest bound change {change:.4f}"
     )
 
 

@@ -175,6 +175,43 @@ def test_curve_fit_recovers_known_parameters() -> None:
     assert (fit.a, fit.b, fit.c_mid) == pytest.approx((0.7, 1.3, 2e5), rel=1e-3)
 
 
+def test_curve_jacobian_by_hand_and_against_differences() -> None:
+    """At log x = log C_mid (z = 0) the logistic s is 1/2, so with A = 0.9, R0 = 0.1,
+    B = 2: R = 0.1 + 0.8 / 2 = 0.5, dR/dA = 1/2, dR/dB = 0 (it is multiplied by
+    log_cm - log x = 0) and dR/dlog_cm = -(A - R0) s (1 - s) B = -0.8 * 0.25 * 2 = -0.4.
+    Elsewhere the closed form agrees with central differences, and both fits (closed
+    form and finite differences) recover the same parameters."""
+    log_cm = math.log(0.5)
+    x = np.array([log_cm, math.log(0.05), 0.0])
+    r = stats._curve_on_log_scale(x, 0.9, 2.0, log_cm, r0=0.1)
+    jac = stats._curve_jacobian(x, 0.9, 2.0, log_cm, r0=0.1)
+    assert r[0] == pytest.approx(0.5)
+    assert jac[0] == pytest.approx([0.5, 0.0, -0.4])
+    p, h = np.array([0.9, 2.0, log_cm]), 1e-6
+    numeric = [
+        (
+            stats._curve_on_log_scale(x, *(p + e), r0=0.1)
+            - stats._curve_on_log_scale(x, *(p - e), r0=0.1)
+        )
+        / (2 * h)
+        for e in np.eye(3) * h
+    ]
+    assert jac == pytest.approx(np.stack(numeric, axis=1), abs=1e-8)
+    c = np.linspace(1e4, 1e6, 20)
+    r_C = stats.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
+    fits = []
+    for closed_form in (True, False):
+        try:
+            stats.CURVE_JACOBIAN = closed_form
+            fits.append(stats.fit_compute_curve(c, r_C, r0=0.2, bounds_a=(0.0, 1.0)))
+        finally:
+            stats.CURVE_JACOBIAN = True
+    assert fits[0] is not None and fits[1] is not None
+    assert (fits[0].a, fits[0].b, fits[0].c_mid) == pytest.approx(
+        (fits[1].a, fits[1].b, fits[1].c_mid), rel=1e-4
+    )
+
+
 def test_curve_analysis_on_sampled_scores_recovers_and_predicts() -> None:
     """Per-question scores sampled from the same curve: 3 seeds x 2,000 questions,
     evaluations at compute 0, 1e5, ..., 1.9e6 (20 points, so the first half by compute

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 from scipy import stats as sps
 from scipy.special import comb
 
@@ -53,6 +53,11 @@ converged: scipy's own default for three parameters (100 per parameter). A fit t
 needs more wanders along a flat ridge (a flat curve leaves B and C_mid unidentified).
 Raising it to 5000 changed no interval bound by more than 0.001 on simulated arms,
 but took a flat arm's 200-replicate bootstrap from 20 s to 232 s (docs/results.md)."""
+CURVE_JACOBIAN = True
+"""Whether a compute-curve fit uses the curve's derivatives in closed form
+(``_curve_jacobian``); False estimates them by finite differences, scipy's default,
+which costs three more evaluations of the curve per iteration.
+``benchmarks/curve_fit.py`` runs the bootstrap both ways side by side."""
 
 
 @dataclass(frozen=True)
@@ -297,10 +302,7 @@ def fit_compute_curve(
     c, r = c[keep], r[keep]
     if len(c) < 3:
         return None
-    scale = float(np.max(c))
-
-    def model(x: np.ndarray, a: float, b: float, log_cm: float) -> np.ndarray:
-        return scaling_curve(x / scale, r0, a, b, math.exp(log_cm))
+    log_x = np.log(c / float(np.max(c)))  # compute on a log scale, the largest at 0
 
     far = r[np.argmax(c)]
     a0 = float(np.clip(far + (far - r0) * 0.2, bounds_a[0] + 1e-6, bounds_a[1] - 1e-6))
@@ -310,12 +312,41 @@ def fit_compute_curve(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             popt, _ = optimize.curve_fit(
-                model, c, r, p0=[a0, 1.0, math.log(0.5)], bounds=(lo, hi), maxfev=CURVE_MAX_EVALS
+                functools.partial(_curve_on_log_scale, r0=r0),
+                log_x,
+                r,
+                p0=[a0, 1.0, math.log(0.5)],
+                bounds=(lo, hi),
+                maxfev=CURVE_MAX_EVALS,
+                jac=functools.partial(_curve_jacobian, r0=r0) if CURVE_JACOBIAN else "2-point",
             )
     except (RuntimeError, ValueError):
         return None
     a, b, log_cm = (float(v) for v in popt)
-    return CurveFit(a=a, b=b, c_mid=math.exp(log_cm) * scale, r0=r0)
+    return CurveFit(a=a, b=b, c_mid=math.exp(log_cm) * float(np.max(c)), r0=r0)
+
+
+def _curve_on_log_scale(
+    log_x: np.ndarray, a: float, b: float, log_cm: float, *, r0: float
+) -> np.ndarray:
+    """``scaling_curve`` at x = exp(log_x), C_mid = exp(log_cm), written as
+    R0 + (A - R0) s with s = 1 / (1 + exp(z)), z = B (log_cm - log_x), the logistic
+    function of -z (``scipy.special.expit``), which neither overflows nor divides by zero
+    at any z."""
+    return r0 + (a - r0) * special.expit(-b * (log_cm - log_x))
+
+
+def _curve_jacobian(
+    log_x: np.ndarray, a: float, b: float, log_cm: float, *, r0: float
+) -> np.ndarray:
+    """The derivatives of ``_curve_on_log_scale`` in (A, B, log_cm), one row per point.
+    With s as there and ds/dz = -s (1 - s): dR/dA = s, dR/dB = -(A - R0) s (1 - s)
+    (log_cm - log_x), dR/dlog_cm = -(A - R0) s (1 - s) B. Given to the fit so that it
+    needs no finite differences (three more evaluations of the curve per iteration)."""
+    d = log_cm - log_x
+    s_N = special.expit(-b * d)
+    slope_N = -(a - r0) * s_N * (1.0 - s_N)
+    return np.stack([s_N, slope_N * d, slope_N * b], axis=1)
 
 
 @dataclass(frozen=True)
