@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 from recipe_arena.rewards.pool import Task, WorkerPool
 
@@ -43,7 +44,7 @@ def test_a_worker_killed_from_outside_is_reported_and_replaced() -> None:
     the pool replaces the worker and serves the next call."""
     with WorkerPool(1, preload=("sleep",)) as pool:
         pool.run([Task("sleep", (0.0,), 5.0)])  # the worker is up
-        pid = pool._workers[0].proc.pid
+        pid = pool._workers[0].pid
         threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
         out = pool.run([Task("sleep", (5.0,), 20.0)])
         assert out[0].error == "worker_died"
@@ -116,3 +117,61 @@ def test_a_slow_caller_does_not_stall_another() -> None:
         assert got["b"] < 4.0, got
         a.join(timeout=120)
         assert got["a_ok"] == 0
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of a live process (None once it is gone; a zombie has state Z)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return None
+    status = dict(line.split(":\t", 1) for line in text.splitlines())
+    return None if status["State"].startswith("Z") else int(status["PPid"])
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    """Whether ``/proc/pid`` disappears within ``within_s`` (dead and reaped, not a zombie)."""
+    deadline = time.monotonic() + within_s
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def test_workers_are_forks_of_the_pools_zygote_and_are_reaped() -> None:
+    """Every worker, the spare and a replacement after a timeout too, is a child of the
+    pool's zygote (forked from its warmed state, not a fresh interpreter); the worker
+    killed for the timeout is reaped by the zygote, not left a zombie; closing the pool
+    ends the zygote and every worker."""
+    with WorkerPool(2, preload=("sleep",), spares=1) as pool:
+        pool.run([Task("sleep", (0.0,), 30.0)] * 2)
+        deadline = time.monotonic() + 60
+        while not (pool._spares and pool._spares[0].ready) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        zygote = pool._zygote.proc.pid
+        first = [w.pid for w in pool._workers + pool._spares]
+        assert None not in first and len(set(first)) == 3
+        assert [_parent_of(p) for p in first] == [zygote] * 3  # type: ignore[arg-type]
+        out = pool.run([Task("sleep", (30.0,), 1.0), Task("sleep", (0.0,), 10.0)])
+        assert out[0].error == "timeout" and pool.replaced == 1
+        killed = [p for p in first if p not in {w.pid for w in pool._workers + pool._spares}]
+        assert len(killed) == 1 and _gone(killed[0])
+        pool.run([Task("sleep", (0.0,), 30.0)] * 2)
+        now = [w.pid for w in pool._workers]
+        assert [_parent_of(p) for p in now] == [zygote] * 2  # type: ignore[arg-type]
+    assert pool._zygote.proc.poll() is not None
+    assert all(_gone(p) for p in now)
+
+
+def test_a_zygote_killed_from_outside_is_started_again() -> None:
+    """SIGKILL the zygote: its workers exit (they watch their parent), the calls in
+    flight report worker_died, and the next workers come from a new zygote."""
+    with WorkerPool(1, preload=("sleep",)) as pool:
+        pool.run([Task("sleep", (0.0,), 5.0)])
+        old, worker = pool._zygote.proc.pid, pool._workers[0].pid
+        threading.Timer(0.5, os.kill, (old, signal.SIGKILL)).start()
+        out = pool.run([Task("sleep", (5.0,), 20.0)])
+        assert out[0].error == "worker_died"
+        assert _gone(worker)
+        assert pool.run([Task("sleep", (0.0,), 5.0)])[0].ok
+        assert pool._zygote.proc.pid != old
+        assert _parent_of(pool._workers[0].pid) == pool._zygote.proc.pid  # type: ignore[arg-type]

@@ -8,13 +8,19 @@ either raise or silently turn every check into "wrong". Here the parent measures
 the deadline of every call and, when it passes, kills the worker process and
 starts a fresh one; the other workers never notice.
 
-Workers are fresh interpreters started with ``subprocess`` (not forked: the parent
-may hold threads and torch state; not ``multiprocessing`` spawn either: it re-runs
-the parent's ``__main__``, which would import torch into every worker or fail in
-an unguarded script). They talk over two pipes with ``multiprocessing.connection``
-framing, import their task modules once at start-up, and are reused across calls.
-A worker exits when its parent process dies (it watches its parent pid). Thread-safe:
-concurrent ``run`` calls are served at the same time (see ``WorkerPool``).
+Workers are forked from a template process of the pool's own (a zygote), never from
+the parent: the parent may hold threads and torch state, and ``multiprocessing``'s
+spawn re-runs the parent's ``__main__``, which would import torch into every worker or
+fail in an unguarded script. The zygote is a fresh interpreter started with
+``subprocess``; it imports the task modules and runs their warm-up once, then, holding
+no thread, forks one worker per request and never runs a task itself. So every worker,
+a replacement after a timeout too, starts from the same clean, warmed state in
+milliseconds, where a fresh interpreter spent about 1.5 s of CPU importing SymPy and
+the checkers (``benchmarks/verifier_workers.py`` measures both). Workers talk to the parent over
+two pipes with ``multiprocessing.connection`` framing and are reused across calls. A
+worker exits when the zygote dies, and the zygote when the parent dies or closes the
+pool. Thread-safe: concurrent ``run`` calls are served at the same time (see
+``WorkerPool``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import select
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -90,10 +99,8 @@ def _exit_with_parent(poll_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
-def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...]) -> None:
-    """Worker loop: import the task modules, say ready, then answer calls until EOF."""
-    _exit_with_parent()
-    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+def _load_tasks(preload: tuple[str, ...]) -> dict[str, Any]:
+    """Import the ``preload`` tasks' functions and run their warm-up functions."""
     funcs: dict[str, Any] = {}
     for name in preload:
         mod, _, fn = TASKS[name].partition(":")
@@ -101,6 +108,11 @@ def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...]) -> None:
         if name in WARM:
             mod, _, fn = WARM[name].partition(":")
             getattr(importlib.import_module(mod), fn)()
+    return funcs
+
+
+def _serve(inbox: Connection, outbox: Connection, funcs: dict[str, Any]) -> None:
+    """Worker loop: say ready (with the pid), then answer calls until EOF or None."""
     outbox.send(("ready", os.getpid()))
     while True:
         try:
@@ -120,24 +132,115 @@ def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...]) -> None:
             outbox.send(("err", f"exception: {type(e).__name__}: {e}"[:500] + "\n" + tb[-800:]))
 
 
+_FORK, _KILL = b"f", b"k"
+"""Requests to the zygote: fork a worker (with its two pipe ends attached), or kill the
+worker whose pid follows (8 bytes, little-endian)."""
+
+
+def _zygote_main(ctl_fd: int, preload: tuple[str, ...]) -> None:
+    """The zygote: load the tasks, then serve fork and kill requests on the control
+    socket until the parent closes it or dies. Children are reaped here, and a kill is
+    sent only to a pid not yet reaped, so it never reaches a process that reused the
+    pid of a dead worker."""
+    funcs = _load_tasks(preload)
+    if threading.active_count() != 1:  # forking a threaded process can copy held locks
+        raise RuntimeError(f"verifier warm-up left threads running: {threading.enumerate()}")
+    ctl = socket.socket(fileno=ctl_fd)
+    parent = os.getppid()
+    alive: set[int] = set()
+    while os.getppid() == parent:
+        with contextlib.suppress(ChildProcessError):
+            while alive:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                alive.discard(pid)
+        if not select.select([ctl], [], [], 1.0)[0]:
+            continue
+        msg, fds, _, _ = socket.recv_fds(ctl, 64, 2)
+        if not msg:  # the parent closed the pool, or died
+            return
+        if msg[:1] == _KILL:
+            pid = int.from_bytes(msg[1:9], "little")
+            if pid in alive:
+                os.kill(pid, signal.SIGKILL)
+            continue
+        pid = os.fork()
+        if pid == 0:  # the worker
+            ctl.close()
+            _exit_with_parent()
+            _serve(Connection(fds[0], writable=False), Connection(fds[1], readable=False), funcs)
+            os._exit(0)
+        alive.add(pid)
+        for fd in fds:
+            os.close(fd)
+
+
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 
 
-class _Worker:
+class _Zygote:
+    """The parent's side of a zygote: starts it, asks it for workers and kills."""
+
     def __init__(self, preload: tuple[str, ...]) -> None:
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
+        self._preload = preload
+        self._lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code = (
-            "import sys; from recipe_arena.rewards.pool import _worker_main; "
-            f"_worker_main({to_child_r}, {from_child_w}, {preload!r})"
+            "import sys; from recipe_arena.rewards.pool import _zygote_main; "
+            f"_zygote_main({theirs.fileno()}, {self._preload!r})"
         )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code], pass_fds=(to_child_r, from_child_w), env=env
+            [sys.executable, "-c", code], pass_fds=(theirs.fileno(),), env=env
         )
-        os.close(to_child_r)
-        os.close(from_child_w)
+        theirs.close()
+        self._ctl = mine
+
+    def fork(self, fds: tuple[int, int]) -> None:
+        """A new worker reading ``fds[0]`` and writing ``fds[1]``; a zygote that has died
+        (killed from outside) is started again first."""
+        with self._lock:
+            try:
+                socket.send_fds(self._ctl, [_FORK], list(fds))
+            except OSError:
+                self._ctl.close()
+                with contextlib.suppress(OSError):
+                    self.proc.kill()
+                self.proc.wait()
+                self._start()
+                socket.send_fds(self._ctl, [_FORK], list(fds))
+
+    def kill(self, pid: int) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            self._ctl.send(_KILL + pid.to_bytes(8, "little"))
+
+    def close(self) -> None:
+        """Close the control socket (the zygote exits; its workers follow it)."""
+        with self._lock:
+            self._ctl.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class _Worker:
+    def __init__(self, zygote: _Zygote) -> None:
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        try:
+            zygote.fork((to_child_r, from_child_w))
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self._zygote = zygote
+        self.pid: int | None = None  # known once the worker says it is ready
         self.send_conn = Connection(to_child_w, readable=False)
         self.conn = Connection(from_child_r, writable=False)
         self.ready = False
@@ -145,10 +248,14 @@ class _Worker:
         self.batch: _Batch | None = None
         self.deadline = 0.0
 
+    def started(self, pid: int) -> None:
+        self.pid, self.ready = pid, True
+
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=5)
+        """SIGKILL through the zygote; a worker not ready yet finds its pipes closed and
+        exits on its own."""
+        if self.pid is not None:
+            self._zygote.kill(self.pid)
         self.conn.close()
         self.send_conn.close()
 
@@ -192,7 +299,8 @@ class WorkerPool:
             raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)
         self._n = n
-        self._workers = [_Worker(self._preload) for _ in range(n)]
+        self._zygote = _Zygote(self._preload)
+        self._workers = [_Worker(self._zygote) for _ in range(n)]
         # Spares start once the first workers are ready, so they do not slow start-up.
         self._n_spares = spares
         self._spares: list[_Worker] = []
@@ -252,7 +360,7 @@ class WorkerPool:
 
     def _step(self, batches: list[_Batch]) -> None:
         if len(self._spares) < self._n_spares and all(w.ready for w in self._workers):
-            self._spares.append(_Worker(self._preload))
+            self._spares.append(_Worker(self._zygote))
         self._assign(batches)
         busy = [w.deadline for w in self._workers if w.job is not None]
         wait_s = max(0.0, min(busy) - time.monotonic()) if busy else 1.0
@@ -321,7 +429,7 @@ class WorkerPool:
                 self._finish(w, Outcome(False, error="worker_died"))
             return
         if kind == "ready":
-            w.ready = True
+            w.started(payload)
         elif w.job is not None:
             ok = kind == "ok"
             self._finish(w, Outcome(ok, payload if ok else None, "" if ok else payload))
@@ -344,17 +452,17 @@ class WorkerPool:
         if self._spares:
             ready = [k for k, w in enumerate(self._spares) if w.ready]
             self._workers[i] = self._spares.pop(ready[0] if ready else 0)
-            self._spares.append(_Worker(self._preload))
+            self._spares.append(_Worker(self._zygote))
         else:
-            self._workers[i] = _Worker(self._preload)
+            self._workers[i] = _Worker(self._zygote)
         self.replaced += 1
 
     def _poll_spares(self, ready_conns: list[Any]) -> None:
         for w in self._spares:
             if w.conn in ready_conns:
                 try:
-                    w.conn.recv()
-                    w.ready = True
+                    _, pid = w.conn.recv()
+                    w.started(pid)
                 except (EOFError, OSError):
                     raise RuntimeError(
                         "a verifier worker died while starting (import error?); "
@@ -373,11 +481,21 @@ class WorkerPool:
         for w in everyone:
             with contextlib.suppress(OSError):
                 w.send_conn.send(None)
+        # A worker that took its None exits and its pipe reads EOF; one that has not
+        # within 2 s (busy with a call, or hung) is killed.
+        pending = {w.conn: w for w in everyone if not w.conn.closed}
+        until = time.monotonic() + 2.0
+        while pending and time.monotonic() < until:
+            for ready in wait(list(pending), timeout=max(0.0, until - time.monotonic())):
+                w = pending[ready]  # type: ignore[index]
+                try:
+                    w.conn.recv()  # a late reply or "ready": keep waiting for the EOF
+                except (EOFError, OSError):
+                    pending.pop(w.conn)
         for w in everyone:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                w.proc.wait(timeout=2)
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            with contextlib.suppress(OSError):
                 w.kill()
+        self._zygote.close()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
