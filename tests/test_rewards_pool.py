@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from recipe_arena.rewards.pool import Task, WorkerPool
 
 
@@ -175,3 +177,15 @@ def test_a_zygote_killed_from_outside_is_started_again() -> None:
         assert pool.run([Task("sleep", (0.0,), 5.0)])[0].ok
         assert pool._zygote.proc.pid != old
         assert _parent_of(pool._workers[0].pid) == pool._zygote.proc.pid  # type: ignore[arg-type]
+
+
+def test_a_zygote_that_cannot_load_its_tasks_fails_the_call() -> None:
+    """A task name the zygote cannot load (here one that does not exist; in practice an
+    import error) ends the zygote before any worker is forked: the caller gets a
+    RuntimeError that says so, instead of waiting for a worker that never starts."""
+    pool = WorkerPool(1, preload=("no_such_task",))
+    try:
+        with pytest.raises(RuntimeError, match="died while starting"):
+            pool.run([Task("sleep", (0.0,), 5.0)])
+    finally:
+        pool.close()
