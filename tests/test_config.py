@@ -120,3 +120,47 @@ def test_cfg_job_prints_resolved_config() -> None:
     assert printed["rl"]["lr"] == 0.002
     assert printed["budget"]["name"] == "smoke"
     assert printed["loss"]["clip_high"] == 0.272
+
+
+_READ_CONFIGS = """
+import contextlib, io, sys
+from pathlib import Path
+from recipe_arena.cli import main
+for recipe in sorted(p.stem for p in Path("recipes").glob("*.yaml")):
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["run", f"recipe={recipe}", "--cfg", "job"]) == 0
+print("torch" in sys.modules)
+"""
+
+
+def test_reading_every_recipes_config_imports_no_torch() -> None:
+    """The command line reads and prints each recipe's config (``--cfg job``, what a
+    config error or ``--help`` also costs) without importing torch: the strategy
+    modules whose parameter models the config holds reach torch through
+    ``core.lazy.torch`` only when a strategy runs. A fresh process, so nothing else
+    has imported torch."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _READ_CONFIGS],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[1],
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+def test_lazy_module_imports_on_first_read_and_keeps_what_it_read() -> None:
+    """``LazyModule("json")``: reading ``dumps`` gives the module's own function and
+    keeps it on the proxy (the next read skips ``__getattr__``); a dunder is not looked
+    up in the module (copy and pickle probe them on any object)."""
+    import json
+
+    from recipe_arena.core.lazy import LazyModule
+
+    lazy = LazyModule("json")
+    assert "dumps" not in vars(lazy)
+    assert lazy.dumps is json.dumps
+    assert vars(lazy)["dumps"] is json.dumps
+    with pytest.raises(AttributeError):
+        lazy.__wrapped__  # noqa: B018

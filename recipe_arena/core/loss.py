@@ -28,12 +28,16 @@ Notes:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import BaseModel, Field
 
 from recipe_arena.core.strategy import STRICT_CONFIG
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 NORMALISATIONS = ("token", "sample", "constant")
 

@@ -55,13 +55,17 @@ than its window ends), which keeps some groups that will go stale.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import Field
 
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.length_control.base import LengthInput, LengthResult
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 
 class DiscardEarlyShortParams(StrategyParams):

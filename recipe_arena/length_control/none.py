@@ -3,12 +3,15 @@ arXiv:2512.13961, seed Table 9.2, row "Length control")."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-import torch
+from typing import TYPE_CHECKING, Literal
 
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.length_control.base import LengthInput, LengthResult
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 
 class NoLengthControlParams(StrategyParams):

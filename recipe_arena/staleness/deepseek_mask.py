@@ -19,13 +19,17 @@ Deviation: the report gives no values of delta and of the lag; ours are below.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import Field
 
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 
 class DeepSeekMaskParams(StrategyParams):

@@ -14,13 +14,17 @@ about as much as one token's policy term at a log-ratio of 1).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import Field
 
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 
 class KimiRegularizerParams(StrategyParams):

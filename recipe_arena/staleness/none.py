@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-import torch
+from typing import TYPE_CHECKING, Literal
 
 from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.staleness.base import StalenessInput, StalenessResult
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 
 class NoCorrectionParams(StrategyParams):

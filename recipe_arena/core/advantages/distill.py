@@ -16,13 +16,17 @@ and effort level, ``distill.teachers``); the metrics are given overall and per t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import Field
 
 from recipe_arena.core.advantages.base import AdvantageInput, AdvantageResult
 from recipe_arena.core.strategy import StrategyParams
+
+if TYPE_CHECKING:
+    import torch
+else:
+    from recipe_arena.core.lazy import torch
 
 
 class DistillParams(StrategyParams):
