@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import textwrap
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,18 +39,47 @@ class Attack:
     host_ok: Callable[[], bool] | None = None
 
 
-def sandbox_processes() -> list[int]:
-    """Host pids owned by a sandbox uid (>= UID_BASE)."""
-    out = []
+def _proc_table() -> dict[int, tuple[int, int]]:
+    """Every host process: pid -> (uid, parent pid)."""
+    table = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
                 uid = os.stat(d).st_uid
-            except OSError:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
                 continue
-            if uid >= UID_BASE:
-                out.append(int(d.name))
-    return out
+            table[int(d.name)] = (uid, ppid)
+    return table
+
+
+def owner_slot(uid: int) -> int:
+    """Which process started the sandbox running as ``uid``: its pid modulo 100,000
+    (``rewards.sandbox._uids`` gives each process 2,000 uids from UID_BASE + slot * 2,000)."""
+    return (uid - UID_BASE) // 2_000
+
+
+def sandbox_processes(owners: Collection[int] | None = None) -> list[int]:
+    """Host pids owned by a sandbox uid (>= UID_BASE). With ``owners``, only the
+    sandboxes those processes started. Without, every sandbox except those started by a
+    live process outside this test process's tree: another test running beside it (a
+    smoke run's code checks, another pytest-xdist worker) is not this test's leftover,
+    while a sandbox whose owner is gone, or is this process or one of its descendants
+    (a verifier pool's zygote and workers), is."""
+    table = _proc_table()
+    if owners is not None:
+        slots = {pid % 100_000 for pid in owners}
+        return [p for p, (uid, _) in table.items() if uid >= UID_BASE and owner_slot(uid) in slots]
+    ours = {os.getpid()}
+    grew = True
+    while grew:
+        more = {p for p, (_, ppid) in table.items() if ppid in ours} - ours
+        ours |= more
+        grew = bool(more)
+    foreign = {p % 100_000 for p, (uid, _) in table.items() if uid < UID_BASE and p not in ours}
+    return [
+        p for p, (uid, _) in table.items() if uid >= UID_BASE and owner_slot(uid) not in foreign
+    ]
 
 
 SCAN_CMDLINES = """

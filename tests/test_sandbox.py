@@ -201,11 +201,12 @@ def test_a_detached_child_dies_with_the_sandbox() -> None:
     def add(a, b):
         time.sleep(300)
     """
-    before = set(sandbox_processes())
+    mine = [os.getpid()]  # check_code runs here: its sandboxes get this process's uids
+    before = set(sandbox_processes(mine))
     score, _ = check_code(ADD, fenced(code), limits=Limits(wall_s=2.0, nproc=4))
     assert score == 0.0
     time.sleep(1.0)
-    assert set(sandbox_processes()) - before == set()
+    assert set(sandbox_processes(mine)) - before == set()
 
 
 @needs_full
@@ -220,17 +221,18 @@ def test_the_sandbox_dies_when_the_verifier_is_killed(tmp_path: Path) -> None:
     )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    mine = [proc.pid]  # only the sandboxes this verifier started, not a neighbour's
     deadline = time.monotonic() + 30
-    while not sandbox_processes() and time.monotonic() < deadline:
+    while not sandbox_processes(mine) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert sandbox_processes(), "the sandbox never started"
+    assert sandbox_processes(mine), "the sandbox never started"
     time.sleep(0.5)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 3
-    while sandbox_processes() and time.monotonic() < deadline:
+    while sandbox_processes(mine) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert sandbox_processes() == []
+    assert sandbox_processes(mine) == []
 
 
 @needs_full
