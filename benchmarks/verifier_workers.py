@@ -3,11 +3,11 @@ pool's zygote, side by side in one run.
 
 A worker needs the task modules (SymPy and math-verify, the code checker, the IFEval
 checkers) imported and warmed up. Each pool's workers are forked from its zygote
-(``rewards.pool``), which loads them once; before, every worker and every replacement
+(``rewards.zygote``), which loads them once; before, every worker and every replacement
 after a timeout was a fresh interpreter that loaded them itself. This benchmark starts
 ``--n`` workers both ways, one after the other, each until it says it is ready:
 
-- fresh: ``--n`` interpreters that each run ``pool._load_tasks`` (what a worker did);
+- fresh: ``--n`` interpreters that each run ``zygote.load_tasks`` (what a worker did);
 - zygote: one zygote, then ``--n`` workers forked from it (the zygote's own start,
   loading the tasks once, included).
 
@@ -29,7 +29,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
-from recipe_arena.rewards import pool
+from recipe_arena.rewards.zygote import Zygote
 
 PRELOAD = ("math", "code", "ifeval")
 """What a scorer's pool loads (``WorkerPool``'s default)."""
@@ -42,7 +42,7 @@ def _children_cpu() -> float:
 
 def fresh(n: int) -> tuple[float, float]:
     """CPU and wall seconds of ``n`` fresh interpreters loading the tasks, in turn."""
-    code = f"from recipe_arena.rewards.pool import _load_tasks; _load_tasks({PRELOAD!r})"
+    code = f"from recipe_arena.rewards.zygote import load_tasks; load_tasks({PRELOAD!r})"
     cpu0, t0 = _children_cpu(), time.perf_counter()
     for _ in range(n):
         subprocess.run([sys.executable, "-c", code], check=True)
@@ -53,7 +53,7 @@ def zygote(n: int) -> tuple[float, float]:
     """CPU and wall seconds of a zygote and ``n`` workers forked from it, in turn, each
     until it says it is ready; the zygote is closed (and its workers reaped) at the end."""
     cpu0, t0 = _children_cpu(), time.perf_counter()
-    z = pool._Zygote(PRELOAD)
+    z = Zygote(PRELOAD)
     for _ in range(n):
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()

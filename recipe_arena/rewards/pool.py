@@ -8,60 +8,30 @@ either raise or silently turn every check into "wrong". Here the parent measures
 the deadline of every call and, when it passes, kills the worker process and
 starts a fresh one; the other workers never notice.
 
-Workers are forked from a template process of the pool's own (a zygote), never from
-the parent: the parent may hold threads and torch state, and ``multiprocessing``'s
-spawn re-runs the parent's ``__main__``, which would import torch into every worker or
-fail in an unguarded script. The zygote is a fresh interpreter started with
-``subprocess``; it imports the task modules and runs their warm-up once, then, holding
-no thread, forks one worker per request and never runs a task itself. So every worker,
-a replacement after a timeout too, starts from the same clean, warmed state in
-milliseconds, where a fresh interpreter spent about 1.5 s of CPU importing SymPy and
-the checkers (``benchmarks/verifier_workers.py`` measures both). Workers talk to the parent over
-two pipes with ``multiprocessing.connection`` framing and are reused across calls. A
-worker exits when the zygote dies, and the zygote when the parent dies or closes the
-pool. Thread-safe: concurrent ``run`` calls are served at the same time (see
-``WorkerPool``).
+Workers are forked from a template process of the pool's own, its zygote
+(``rewards.zygote``: the tasks, the zygote and the worker loop). They talk to the pool
+over two pipes with ``multiprocessing.connection`` framing and are reused across calls.
+Thread-safe: concurrent ``run`` calls are served at the same time (see ``WorkerPool``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
-import select
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
-# Task name -> "module:function" run inside a worker. A plain dict: the worker
-# resolves the function itself, so nothing has to be pickled but the arguments.
-# A worker also runs the task's WARM function at start-up (before it says ready),
-# so slow first-call initialisation is never charged to a call's deadline.
-WARM: dict[str, str] = {
-    "math": "recipe_arena.rewards.math_answer:warm",
-    "ifeval": "recipe_arena.rewards.ifeval:registry",
-}
-TASKS: dict[str, str] = {
-    "math": "recipe_arena.rewards.math_answer:check_math",
-    "code": "recipe_arena.rewards.code:check_code",
-    "ifeval": "recipe_arena.rewards.ifeval:check_ifeval",
-    "sleep": "recipe_arena.rewards.pool:_sleep",  # for tests of the pool itself
-}
+from recipe_arena.rewards.zygote import Zygote
 
 
 @dataclass(frozen=True)
 class Task:
-    """One call: ``TASKS[name](*args)`` with a hard wall-clock limit."""
+    """One call: ``zygote.TASKS[name](*args)`` with a hard wall-clock limit."""
 
     name: str
     args: tuple[Any, ...]
@@ -77,161 +47,8 @@ class Outcome:
     error: str = ""  # "timeout", "worker_died", "exception: ..."
 
 
-def _sleep(seconds: float) -> float:
-    """Test task: sleeps, so tests can trip the timeout deterministically."""
-    time.sleep(seconds)
-    return seconds
-
-
-def _exit_with_parent(poll_s: float = 1.0) -> None:
-    """Exit when the parent process dies (the worker is re-parented, so getppid changes).
-
-    Not PR_SET_PDEATHSIG: that fires when the parent *thread* that started the worker
-    exits, and workers (spares especially) are started from whatever thread calls
-    ``run``, so a short-lived calling thread would kill a healthy worker."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(poll_s)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
-
-
-def _load_tasks(preload: tuple[str, ...]) -> dict[str, Any]:
-    """Import the ``preload`` tasks' functions and run their warm-up functions."""
-    funcs: dict[str, Any] = {}
-    for name in preload:
-        mod, _, fn = TASKS[name].partition(":")
-        funcs[name] = getattr(importlib.import_module(mod), fn)
-        if name in WARM:
-            mod, _, fn = WARM[name].partition(":")
-            getattr(importlib.import_module(mod), fn)()
-    return funcs
-
-
-def _serve(inbox: Connection, outbox: Connection, funcs: dict[str, Any]) -> None:
-    """Worker loop: say ready (with the pid), then answer calls until EOF or None."""
-    outbox.send(("ready", os.getpid()))
-    while True:
-        try:
-            msg = inbox.recv()
-        except EOFError:
-            return
-        if msg is None:
-            return
-        name, args = msg
-        try:
-            if name not in funcs:
-                mod, _, fn = TASKS[name].partition(":")
-                funcs[name] = getattr(importlib.import_module(mod), fn)
-            outbox.send(("ok", funcs[name](*args)))
-        except Exception as e:  # the verifier's own failure is a result, not a crash
-            tb = traceback.format_exc(limit=3)
-            outbox.send(("err", f"exception: {type(e).__name__}: {e}"[:500] + "\n" + tb[-800:]))
-
-
-_FORK, _KILL = b"f", b"k"
-"""Requests to the zygote: fork a worker (with its two pipe ends attached), or kill the
-worker whose pid follows (8 bytes, little-endian)."""
-
-
-def _zygote_main(ctl_fd: int, preload: tuple[str, ...]) -> None:
-    """The zygote: load the tasks, then serve fork and kill requests on the control
-    socket until the parent closes it or dies. Children are reaped here, and a kill is
-    sent only to a pid not yet reaped, so it never reaches a process that reused the
-    pid of a dead worker."""
-    funcs = _load_tasks(preload)
-    if threading.active_count() != 1:  # forking a threaded process can copy held locks
-        raise RuntimeError(f"verifier warm-up left threads running: {threading.enumerate()}")
-    ctl = socket.socket(fileno=ctl_fd)
-    parent = os.getppid()
-    alive: set[int] = set()
-    while os.getppid() == parent:
-        with contextlib.suppress(ChildProcessError):
-            while alive:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-                if pid == 0:
-                    break
-                alive.discard(pid)
-        if not select.select([ctl], [], [], 1.0)[0]:
-            continue
-        msg, fds, _, _ = socket.recv_fds(ctl, 64, 2)
-        if not msg:  # the parent closed the pool, or died
-            return
-        if msg[:1] == _KILL:
-            pid = int.from_bytes(msg[1:9], "little")
-            if pid in alive:
-                os.kill(pid, signal.SIGKILL)
-            continue
-        pid = os.fork()
-        if pid == 0:  # the worker
-            ctl.close()
-            _exit_with_parent()
-            _serve(Connection(fds[0], writable=False), Connection(fds[1], readable=False), funcs)
-            os._exit(0)
-        alive.add(pid)
-        for fd in fds:
-            os.close(fd)
-
-
-_PKG_PARENT = str(Path(__file__).resolve().parents[2])
-
-
-class _Zygote:
-    """The parent's side of a zygote: starts it, asks it for workers and kills."""
-
-    def __init__(self, preload: tuple[str, ...]) -> None:
-        self._preload = preload
-        self._lock = threading.Lock()
-        self._start()
-
-    def _start(self) -> None:
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        code = (
-            "import sys; from recipe_arena.rewards.pool import _zygote_main; "
-            f"_zygote_main({theirs.fileno()}, {self._preload!r})"
-        )
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code], pass_fds=(theirs.fileno(),), env=env
-        )
-        theirs.close()
-        self._ctl = mine
-
-    def fork(self, fds: tuple[int, int]) -> None:
-        """A new worker reading ``fds[0]`` and writing ``fds[1]``; a zygote that has died
-        (killed from outside) is started again first."""
-        with self._lock:
-            try:
-                socket.send_fds(self._ctl, [_FORK], list(fds))
-            except OSError:
-                self._ctl.close()
-                with contextlib.suppress(OSError):
-                    self.proc.kill()
-                self.proc.wait()
-                self._start()
-                socket.send_fds(self._ctl, [_FORK], list(fds))
-
-    def kill(self, pid: int) -> None:
-        with self._lock, contextlib.suppress(OSError):
-            self._ctl.send(_KILL + pid.to_bytes(8, "little"))
-
-    def close(self) -> None:
-        """Close the control socket (the zygote exits; its workers follow it)."""
-        with self._lock:
-            self._ctl.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 class _Worker:
-    def __init__(self, zygote: _Zygote) -> None:
+    def __init__(self, zygote: Zygote) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         try:
@@ -299,7 +116,7 @@ class WorkerPool:
             raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)
         self._n = n
-        self._zygote = _Zygote(self._preload)
+        self._zygote = Zygote(self._preload)
         self._workers = [_Worker(self._zygote) for _ in range(n)]
         # Spares start once the first workers are ready, so they do not slow start-up.
         self._n_spares = spares
