@@ -180,7 +180,8 @@ def test_curve_jacobian_by_hand_and_against_differences() -> None:
     B = 2: R = 0.1 + 0.8 / 2 = 0.5, dR/dA = 1/2, dR/dB = 0 (it is multiplied by
     log_cm - log x = 0) and dR/dlog_cm = -(A - R0) s (1 - s) B = -0.8 * 0.25 * 2 = -0.4.
     Elsewhere the closed form agrees with central differences, and both fits (closed
-    form and finite differences) recover the same parameters."""
+    form and finite differences) recover the same parameters; the closed form is called
+    only when ``CURVE_JACOBIAN`` is on."""
     log_cm = math.log(0.5)
     x = np.array([log_cm, math.log(0.05), 0.0])
     r = stats._curve_on_log_scale(x, 0.9, 2.0, log_cm, r0=0.1)
@@ -199,13 +200,24 @@ def test_curve_jacobian_by_hand_and_against_differences() -> None:
     assert jac == pytest.approx(np.stack(numeric, axis=1), abs=1e-8)
     c = np.linspace(1e4, 1e6, 20)
     r_C = stats.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
-    fits = []
+    fits, jacobian_calls = [], []
+    real_jacobian = stats._curve_jacobian
+
+    def counted(*args: object, **kwargs: float) -> np.ndarray:
+        jacobian_calls[-1] += 1
+        return real_jacobian(*args, **kwargs)  # type: ignore[arg-type]
+
     for closed_form in (True, False):
         try:
             stats.CURVE_JACOBIAN = closed_form
+            stats._curve_jacobian = counted  # type: ignore[assignment]
+            jacobian_calls.append(0)
             fits.append(stats.fit_compute_curve(c, r_C, r0=0.2, bounds_a=(0.0, 1.0)))
         finally:
             stats.CURVE_JACOBIAN = True
+            stats._curve_jacobian = real_jacobian
+    # the closed form is what the fit differentiates with, and only when switched on
+    assert jacobian_calls[0] > 0 and jacobian_calls[1] == 0
     assert fits[0] is not None and fits[1] is not None
     assert (fits[0].a, fits[0].b, fits[0].c_mid) == pytest.approx(
         (fits[1].a, fits[1].b, fits[1].c_mid), rel=1e-4

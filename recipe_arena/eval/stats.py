@@ -302,7 +302,8 @@ def fit_compute_curve(
     c, r = c[keep], r[keep]
     if len(c) < 3:
         return None
-    log_x = np.log(c / float(np.max(c)))  # compute on a log scale, the largest at 0
+    scale = float(np.max(c))
+    log_x = np.log(c / scale)  # compute on a log scale, the largest at 0
 
     far = r[np.argmax(c)]
     a0 = float(np.clip(far + (far - r0) * 0.2, bounds_a[0] + 1e-6, bounds_a[1] - 1e-6))
@@ -323,7 +324,7 @@ def fit_compute_curve(
     except (RuntimeError, ValueError):
         return None
     a, b, log_cm = (float(v) for v in popt)
-    return CurveFit(a=a, b=b, c_mid=math.exp(log_cm) * float(np.max(c)), r0=r0)
+    return CurveFit(a=a, b=b, c_mid=math.exp(log_cm) * scale, r0=r0)
 
 
 def _curve_on_log_scale(
