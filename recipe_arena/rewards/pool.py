@@ -53,6 +53,10 @@ class _Worker:
         from_child_r, from_child_w = os.pipe()
         try:
             zygote.fork((to_child_r, from_child_w))
+        except BaseException:  # no worker: this side's ends are closed too
+            os.close(to_child_w)
+            os.close(from_child_r)
+            raise
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
