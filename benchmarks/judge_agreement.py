@@ -6,8 +6,10 @@ or ``--cache``), then judges held-out verdicts (``data.micro_verdicts.generate_v
 reports ``stages.micro_judge.judge_agreement``: accuracy (a score >= 0.5 called right),
 right-vs-wrong pairs of a row ordered correctly, unparsable replies, and verdicts per
 second (greedy, the torch engine, distinct prompts); then the accuracy by question kind
-(most held-out verdicts ask for a number). Config overrides are JSON for
-``MicroJudgeConfig``. Last line:
+(most held-out verdicts ask for a number), and the same verdicts given the right copies
+(``stages.micro_judge.verdicts_given_copies``: the judge fed its right reply up to
+``Score: ``), which separates comparing the two words from copying them. Config
+overrides are JSON for ``MicroJudgeConfig``. Last line:
     judge_agreement: accuracy <a>, pairs <p>, unparsable <u>, <v> verdicts/s, train <s> s
 
 Run: python benchmarks/judge_agreement.py [--set '{"steps": 1600}'] [--verdicts 600]
@@ -26,7 +28,11 @@ from recipe_arena.data.micro_verdicts import generate_verdicts, question_kind
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards.judge import EngineGenerator, Judge, judge_engine
-from recipe_arena.stages.micro_judge import judge_agreement, micro_judge_checkpoint
+from recipe_arena.stages.micro_judge import (
+    judge_agreement,
+    micro_judge_checkpoint,
+    verdicts_given_copies,
+)
 
 
 def main() -> None:
@@ -57,8 +63,18 @@ def main() -> None:
         for kind in sorted({question_kind(v.row) for v in verdicts})
     }
     judge.close()
+    given = verdicts_given_copies(model, tok, verdicts)
+    given_by_kind = {
+        kind: sum(g for g, v in zip(given, verdicts, strict=True) if question_kind(v.row) == kind)
+        / sum(question_kind(v.row) == kind for v in verdicts)
+        for kind in by_kind
+    }
     print(json.dumps(result))
     print("accuracy by question kind: " + ", ".join(f"{k} {a:.3f}" for k, a in by_kind.items()))
+    print(
+        f"given the right copies: {sum(given) / len(given):.3f}; by kind: "
+        + ", ".join(f"{k} {a:.3f}" for k, a in given_by_kind.items())
+    )
     print(
         f"judge_agreement: accuracy {result['accuracy']:.3f}, pairs {result['pairs']:.3f}, "
         f"unparsable {result['unparsable']:.3f}, {rate:.0f} verdicts/s, train {train_s:.0f} s"

@@ -23,6 +23,7 @@ from recipe_arena.stages.micro_judge import (
     micro_judge_checkpoint,
     template_pieces,
     verdict_chat,
+    verdict_inputs,
 )
 
 
@@ -166,6 +167,28 @@ def test_agreement_counts_by_hand() -> None:
     same_row = [v for v in verdicts if v.row.id == first.row.id]
     misordered = sum(v.right != first.right for v in same_row) if first.right else 0
     assert result["pairs"] == pytest.approx(1 - misordered / result["pair_count"])
+
+
+def test_verdict_inputs_are_the_training_conversation_up_to_the_score() -> None:
+    """The teacher-forced input of ``verdicts_given_copies``: for right and wrong
+    verdicts (numbers among them), the input up to the score and the score's first token
+    are the first tokens of the conversation the judge is trained on (``assistant_mask``
+    of ``verdict_chat``), so generation is asked what training taught; the input decodes
+    to end in the reply's two words and ``Score: ``; the token is ``10`` (one word of the
+    judge tokenizer) or ``0``."""
+    from recipe_arena.stages.sft import assistant_mask
+
+    tok = judge_tokenizer()
+    drawn = generate_verdicts("heldout", 60, seed=5)
+    verdicts = [v for v in drawn if v.right][:6] + [v for v in drawn if not v.right][:6]
+    assert any(str(v.row.ground_truth).isdigit() for v in verdicts)
+    for v in verdicts:
+        ids, target = verdict_inputs(tok, v)
+        trained, _ = assistant_mask(tok, verdict_chat(v))
+        assert trained[: len(ids) + 1] == [*ids, target]
+        words = v.reply.rsplit("Score: ", 1)[0]
+        assert tok.decode(ids).endswith(words + "Score: ")
+        assert tok.decode([target]) == ("10" if v.right else "0")
 
 
 def test_short_judge_training_is_cached(tmp_path: Path) -> None:

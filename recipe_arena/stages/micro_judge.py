@@ -186,3 +186,32 @@ def judge_prompt_of(v: Verdict) -> list[dict[str, str]]:
     from recipe_arena.rewards.judge import judge_prompt
 
     return judge_prompt(v.row, v.answer, v.mode)
+
+
+def verdict_inputs(tok: Any, v: Verdict) -> tuple[list[int], int]:
+    """The judge's input for ``v`` up to its score, as generation sees it (the prompt
+    with the assistant turn opened, then the right reply up to ``Score: ``), and the
+    first token of the right score."""
+    from recipe_arena.data.micro_verdicts import RIGHT_REPLY, WRONG_REPLY
+
+    ids = tok.apply_chat_template(judge_prompt_of(v), add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if not isinstance(ids, list) else ids)
+    score = (RIGHT_REPLY if v.right else WRONG_REPLY).removeprefix("Score: ")
+    ids += tok(v.reply.removesuffix(score), add_special_tokens=False)["input_ids"]
+    return ids, tok(score, add_special_tokens=False)["input_ids"][0]
+
+
+def verdicts_given_copies(model: Any, tok: Any, verdicts: Sequence[Verdict]) -> list[bool]:
+    """For each verdict, whether the judge's most likely next token after its right reply
+    up to the score (``cold / cold. Score: ``, fed to it: teacher forcing) is the first
+    token of the right score. This is the comparison alone, with the two words copied
+    right: a judge whose greedy replies miss while this holds copies wrong words; one
+    for which this fails too cannot tell the two words apart even when they are
+    written next to each other."""
+    out = []
+    for v in verdicts:
+        ids, target = verdict_inputs(tok, v)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, -1]
+        out.append(int(logits.argmax()) == target)
+    return out
