@@ -42,6 +42,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.dry_run:
         return _dry_run(cfg)
+    # Every stage that scores uses the shared verifier pool; started here, its zygote
+    # imports the checkers beside this process's imports below.
+    from recipe_arena.rewards.scorer import shared_pool
+
+    shared_pool(cfg.rewards)
     # transformers imports scikit-learn at its own import (about 1.7 s on 2 cores) only
     # for assisted generation, which no stage uses: its generation code loads here, once,
     # with scikit-learn hidden (lm-eval's metrics can still import it later).

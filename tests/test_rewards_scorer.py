@@ -115,17 +115,20 @@ def test_audit_reports_per_task_and_hack_and_quarantines(scorer) -> None:
 
 
 def test_shared_scorers_share_the_pool_but_not_the_counters() -> None:
-    """Two shared scorers of one setting use the same worker pool object; each counts
+    """Two shared scorers of one setting use the same worker pool object, the one
+    ``shared_pool`` started for that setting (another worker count gets another); each counts
     only its own checks (2 math checks, then 1); closing one leaves the pool working
     for the other; a non-shared scorer gets a pool of its own."""
-    from recipe_arena.rewards.scorer import close_shared
+    from recipe_arena.rewards.scorer import close_shared, shared_pool
 
     cfg = RewardsConfig(workers=1)
     rows = generate_split("math", "heldout", 2, 1234)
     try:
+        started = shared_pool(cfg)  # as `recipe-arena run` starts it, before any stage
         a = build_scorer(cfg, shared=True)
         b = build_scorer(cfg, shared=True)
-        assert a.pool is b.pool
+        assert a.pool is b.pool is started
+        assert shared_pool(RewardsConfig(workers=2)) is not started
         a.score(rows, ["\\boxed{1}", "\\boxed{2}"])
         a.close()
         assert b.score(rows[:1], [f"\\boxed{{{rows[0].ground_truth}}}"])[0].score == 1.0

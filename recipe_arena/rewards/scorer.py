@@ -69,6 +69,15 @@ def _shared(key: str, build: Callable[[], Any]) -> Any:
         return _SHARED[key]
 
 
+def shared_pool(cfg: RewardsConfig) -> WorkerPool:
+    """The process's shared worker pool for ``cfg.workers`` workers, started on first
+    call. A command that will score calls it before its own imports: the pool's zygote
+    (a process of its own) then loads SymPy and the checkers, about 2 s of one core,
+    while this process loads torch, instead of stalling the first stage that scores."""
+    pool: WorkerPool = _shared(f"pool:{cfg.workers}", lambda: WorkerPool(cfg.workers))
+    return pool
+
+
 def _judge_key(cfg: RewardsConfig) -> str:
     fields = {
         "judge_model",
@@ -97,11 +106,7 @@ class Scorer:
     def __init__(self, cfg: RewardsConfig, judge: Any = None, shared: bool = False) -> None:
         self.cfg = cfg
         self.shared = shared
-        self.pool: WorkerPool = (
-            _shared(f"pool:{cfg.workers}", lambda: WorkerPool(cfg.workers))
-            if shared
-            else WorkerPool(cfg.workers)
-        )
+        self.pool = shared_pool(cfg) if shared else WorkerPool(cfg.workers)
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
         self.counts: Counter[str] = Counter()
 
