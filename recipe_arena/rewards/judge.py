@@ -66,6 +66,7 @@ class EngineGenerator:
     def generate(
         self, prompts: Sequence[Chat], max_new_tokens: int | None = None
     ) -> list[str | None]:
+        from recipe_arena.data.templates import encode_messages
         from recipe_arena.engines.base import GenerationRequest, SamplingParams
 
         cap = max_new_tokens or self.max_new_tokens
@@ -73,12 +74,11 @@ class EngineGenerator:
         context = getattr(self.engine, "context", None)
         reqs, where = [], []
         for k, p in enumerate(prompts):
-            ids = self.tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True)
-            ids = ids["input_ids"] if not isinstance(ids, list) else ids
+            ids = encode_messages(self.tok, p)
             if context is not None and len(ids) + 1 > context:
                 continue  # longer than the judge's context: a failed verdict, not a crash
             self._n += 1
-            reqs.append(GenerationRequest(f"judge-{self._n}", tuple(int(t) for t in ids), sp))
+            reqs.append(GenerationRequest(f"judge-{self._n}", ids, sp))
             where.append(k)
         out: list[str | None] = [None] * len(prompts)
         for k, c in zip(where, self.engine.generate(reqs) if reqs else [], strict=True):

@@ -192,11 +192,10 @@ def verdict_inputs(tok: Any, v: Verdict) -> tuple[list[int], int]:
     """The judge's input for ``v`` up to its score, as generation sees it (the prompt
     with the assistant turn opened, then the right reply up to ``Score: ``), and the
     first token of the right score."""
-    from recipe_arena.data.micro_verdicts import RIGHT_REPLY, WRONG_REPLY
+    from recipe_arena.data.templates import encode_messages
 
-    ids = tok.apply_chat_template(judge_prompt_of(v), add_generation_prompt=True, tokenize=True)
-    ids = list(ids["input_ids"] if not isinstance(ids, list) else ids)
-    score = (RIGHT_REPLY if v.right else WRONG_REPLY).removeprefix("Score: ")
+    score = v.reply.rsplit(" ", 1)[1]
+    ids = [*encode_messages(tok, judge_prompt_of(v))]
     ids += tok(v.reply.removesuffix(score), add_special_tokens=False)["input_ids"]
     return ids, tok(score, add_special_tokens=False)["input_ids"][0]
 
