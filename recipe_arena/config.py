@@ -1,10 +1,9 @@
 """Typed configuration: Hydra composes `recipes/`, pydantic validates it into RunConfig.
 
-Defaults live here, once, or for a strategy in its own module; YAML files only
-override. A strategy axis is the discriminated union of its strategies' parameter
-models (one registry per axis), so a wrong name fails at start-up naming the key and the
-allowed values. Unknown keys fail the same way (``extra="forbid"``). The training stages' own
-settings (base, SFT, DPO) live in ``config_train`` and are re-exported here.
+Defaults live here once (a strategy's in its own module); YAML files only override. A
+strategy axis is the discriminated union of its strategies' parameter models, so a wrong
+name, like an unknown key (``extra="forbid"``), fails at start-up naming the allowed
+values. The training stages' settings (base, SFT, DPO) live in ``config_train``.
 """
 
 from __future__ import annotations
@@ -80,13 +79,11 @@ class EngineConfig(Strict):
     """In-flight update keeps the KV cache computed under older weights (OLMo 3)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Weights, activations and KV cache of the torch and vLLM engines. bfloat16 halves
-    the bytes a decode step reads (and uses the CPU's bf16 matmul units); behaviour
-    logprobs then differ from the fp32 trainer's (benchmarks/engines.py measures by how
-    much), which truncated importance sampling corrects for."""
+    the bytes a decode step reads; behaviour logprobs then differ from the fp32 trainer's
+    (benchmarks/engines.py), which truncated importance sampling corrects for."""
     max_prefill_tokens: int = Field(4096, ge=1)
     """torch engine: padded prompt tokens (prompts x longest prompt) per batched prefill
-    forward; admitted prompts beyond it are prefilled in further forwards. Bounds the
-    activation memory of a prefill."""
+    forward, bounding its activation memory; further prompts take further forwards."""
     device: str = "cpu"
     """torch device string (cpu, cuda, cuda:1, ...); must exist on this machine."""
     num_threads: int | None = Field(None, ge=1)
@@ -97,23 +94,22 @@ class RLConfig(Strict):
     """The RLVR stage."""
 
     steps: int = Field(60, ge=0)
-    """Optimiser steps (about 1,400 for OLMo 3 7B). Sized so that the micro world's RL
-    stage takes about 2-3 minutes on 2 cores (docs/results.md: the RL signal)."""
+    """Optimiser steps (about 1,400 in OLMo 3 7B). Sized for a micro RL stage of about 2-3
+    minutes on 2 cores (docs/results.md, The micro world's RL signal)."""
     prompts_per_step: int = Field(8, ge=1)
-    """N unique prompts with non-zero reward variance per optimiser step (64 in OLMo 3;
-    8 on the micro world, whose careful responses are ~60 tokens, so a step stays near
-    two seconds on 2 cores)."""
+    """N unique prompts with non-zero reward variance per optimiser step (64 in OLMo 3).
+    8 on the micro world (careful responses ~60 tokens) keeps a step to a few seconds on
+    2 cores (docs/results.md, The micro world's RL signal)."""
     group_size: int = Field(8, ge=2)
     """G rollouts per prompt (8 in OLMo 3)."""
     temperature: float = Field(1.0, gt=0)
     max_new_tokens: int = Field(96, ge=1)
     """Response cap (32K in OLMo 3)."""
     lr: float = Field(3e-5, ge=0, le=1)
-    """Peak AdamW learning rate (constant by default, ``lr_schedule``), in [0, 1]; 0
-    freezes the policy, the control arm of a comparison that cannot learn. 3e-5 for the
-    ~1M-parameter micro model (OLMo 3 7B used ~1e-6): against 1e-4 its three RL seeds
-    gained as much with less spread, and under spurious rewards the policy stayed near
-    its start instead of drifting off it (docs/results.md, the RL signal)."""
+    """Peak AdamW learning rate, in [0, 1] (constant by default, ``lr_schedule``); 0
+    freezes the policy, the control arm that cannot learn. ~1e-6 in OLMo 3 7B; 3e-5 for
+    the ~1M-parameter micro model, steadier across seeds than 1e-4 and flat under
+    spurious rewards (docs/results.md, The micro world's RL signal)."""
     warmup_steps: int = Field(0, ge=0)
     """Linear learning-rate warm-up over this many optimiser steps."""
     lr_schedule: Literal["constant", "cosine"] = "constant"
@@ -132,12 +128,10 @@ class RLConfig(Strict):
     )
     """Sampling weight per domain (non-negative, relative); a domain at 0 is neither
     filtered nor trained (OLMo 3 trained all four, with extra weight on math and IF).
-    The micro default spends most steps on math, where the RL signal is, with
-    instruction following beside it. Code is left out: at a weight of 0.1 real rewards
-    leave it within its seed noise, but random rewards (the spurious-reward control)
-    then lower it by 24-42 points, beyond that noise (docs/results.md). Chat is left out
-    until the micro judge agrees with the exact labels. The smoke budget trains all four
-    domains so every verifier path stays tested."""
+    The micro default trains math, where the RL signal is, and instruction following;
+    code is out because, in the mixture, random rewards move it beyond its seed noise
+    (docs/results.md, The micro world's RL signal), and chat until the micro judge agrees
+    with the exact labels. The smoke budget trains all four, so every verifier is tested."""
     num_actors: int = Field(1, ge=1)
     checkpoint_every: int = Field(10, ge=1)
     eval_every: int = Field(15, ge=1)
@@ -146,16 +140,15 @@ class RLConfig(Strict):
     """Optimiser updates per batch (PPO's sample reuse; the ratio clip binds from the
     second). 1 in OLMo 3."""
     microbatch_tokens: int | None = Field(4096, ge=1)
-    """Learner memory/compute setting: padded tokens per forward. Rows are grouped by
-    length into micro-batches and their gradients accumulated, so short rows are not
-    padded to the batch's longest (a math row is ~65 tokens, an IFEval row up to ~300).
-    The gradient is the same as one forward over the batch; None does that."""
+    """Learner memory/compute setting: padded tokens per forward; None: one forward over
+    the batch (the same gradient). Rows are grouped by length into micro-batches, so short
+    rows (math ~65 tokens) are not padded to the longest (IFEval up to ~300)."""
     grad_clip: float = Field(1.0, gt=0)
     """Global gradient-norm clip of each learner step (1.0, as in open-instruct)."""
     adam_betas: tuple[float, float] = (0.9, 0.99)
-    """AdamW (beta1, beta2) of the learner, each in [0, 1). beta2 0.99 rather than
-    pretraining's 0.95-0.999: RL gradients are noisy and their scale drifts with the
-    reward mix, so the second moment should forget within ~100 steps."""
+    """AdamW (beta1, beta2) of the learner, each in [0, 1). beta2 0.99: RL gradients are
+    noisy and their scale drifts with the reward mix, so the second moment forgets
+    within ~100 steps."""
     weight_decay: float = Field(0.0, ge=0)
     """AdamW decoupled weight decay of the learner (per step, times lr; >= 0). 0 in
     open-instruct's and OLMo 3's RL: RL runs are short and start from a tuned model."""
@@ -187,10 +180,9 @@ class PromptFilterConfig(Strict):
     max_prompts: int | None = Field(640, ge=1)
     """Filter only this many prompts (the first ones of each domain, split over domains by
     ``rl.domain_weights``); RL then trains on the kept ones. None: all (OLMo 3). RL draws
-    about steps x prompts_per_step x 2 prompts with active sampling (14,400 by default),
-    so the default 640 (about 560 kept) brings each prompt back about 25 times; with 64,
-    RL cycled through the same few prompts and held-out math fell; with 2,000 (150 RL
-    steps) it gained no more than with 640."""
+    about steps x prompts_per_step x 2 prompts with active sampling (960 at the micro
+    defaults); the default 640 keeps about 560, so RL sees most prompts once or twice
+    rather than cycling through a few."""
 
 
 # ----------------------------------------------------------------------------- rewards
@@ -282,16 +274,16 @@ class RewardsConfig(Strict):
     (rewards/sandbox.py), also its total memory."""
     allow_weak_sandbox: bool = False
     """Run code checks even where the sandbox is weaker than its full mode (root with
-    bubblewrap; see rewards/sandbox.py for what each mode lacks). Off: such a machine
-    refuses every code check with a line saying what is missing, because a program that
-    can see the host can find the expected values."""
+    bubblewrap; rewards/sandbox.py says what each mode lacks). Off: such a machine refuses
+    every code check, naming what is missing, since a program that can see the host can
+    find the expected values."""
     judge_mode: Literal["auto", "reference", "open"] = "auto"
     """Judge prompt: 'reference' compares with the row's reference answer, 'open' rates
     the answer alone; 'auto' uses 'reference' when the row has one."""
     judge_max_new_tokens: int = Field(40, ge=1)
-    """Tokens the judge may write per verdict: the template asks for one line ending in
-    "Score: N"; the micro judge first writes the two words it compares (``cold / cold.
-    Score: 10``, up to ~30 characters); the last "Score: N" is read."""
+    """Tokens the judge may write per verdict: one line ending in "Score: N", the last of
+    which is read; the micro judge first writes the two words it compares (``cold / cold.
+    Score: 10``, up to ~30 characters)."""
     rubric_max_new_tokens: int = Field(96, ge=1)
     """Tokens the judge may write for a rubric (rubric tournament)."""
     judge_timeout_s: float = Field(60.0, gt=0)
@@ -359,22 +351,18 @@ class EvalConfig(Strict):
     """The first this many held-out rows of each domain (the same rows for every recipe)."""
     domain_prompts: dict[Domain, PositiveInt] = Field(default={"math": 300, "chat": 25})
     """Per-domain counts that replace ``max_prompts_per_domain`` for the domains listed.
-    Math gets 300: its answers are checked in milliseconds and it carries the RL signal
-    (the standard error of a pass@1 near 0.5 is 0.029 at 300 questions; each evaluation
-    costs about 15 s of generation on 2 cores). Chat gets 25: each is a judge call."""
+    Math gets 300: it carries the RL signal, is checked in milliseconds, and a pass@1 near
+    0.5 then has a standard error of 0.029. Chat gets 25: each is a judge call."""
     temperature: float = Field(0.0, ge=0)
-    """Sampling temperature of the evaluated completions, >= 0; 0 (the default) is greedy
-    decoding, one completion a prompt (``samples`` ignored). Above 0 a prompt's score is
-    the mean over ``samples`` completions, pass@1 as reasoning models report it (OLMo 3
-    and DeepSeek-R1 average pass@1 over samples): it sees RL sharpen the distribution,
-    where greedy pass@1 moves only when a prompt's most likely answer changes. Greedy by
-    default: deterministic per question, so seeds differ only by their models, at a third
-    of the cost (on the micro world 4 samples at temperature 1 cost about 27 s an
-    evaluation against 8 s greedy, docs/results.md)."""
+    """Sampling temperature of the evaluated completions, >= 0; 0 is greedy decoding, one
+    completion a prompt (``samples`` ignored). Above 0 a prompt's score is the mean over
+    ``samples`` completions, the pass@1 of OLMo 3 and DeepSeek-R1, which also sees RL
+    sharpen the distribution. Greedy by default: deterministic per question, so seeds
+    differ only by their models, at about a third of the cost of 4 samples."""
     samples: int = Field(4, ge=1)
     """Completions per prompt when ``temperature`` > 0, 1 or more; the prompt's score is
-    their mean. 4 keeps the sampling noise of math pass@1 (300 prompts, 1,200
-    completions) near one point (sd <= sqrt(0.25 / 1200) = 0.014 at worst)."""
+    their mean. 4 keeps the sampling noise of math pass@1 (300 prompts) near one point
+    (sd <= sqrt(0.25 / 1200) = 0.014)."""
     max_new_tokens: int = Field(160, ge=1)
     """Response cap in tokens; the longest micro-world references (ifeval with three
     constraints) are ~150 tokens with their think block."""

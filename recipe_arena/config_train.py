@@ -1,7 +1,6 @@
 """Settings of the supervised training stages: base-model training (micro world), SFT and
-DPO with delta learning. Part of the run configuration (``config.RunConfig`` holds them
-as ``base``, ``sft`` and ``dpo``; import them from ``recipe_arena.config``); kept in a
-module of their own so each config module stays readable.
+DPO with delta learning. ``config.RunConfig`` holds them as ``base``, ``sft`` and ``dpo``;
+import them from ``recipe_arena.config``.
 """
 
 from __future__ import annotations
@@ -27,12 +26,12 @@ class BaseTrainConfig(Strict):
     """Micro world only: turns the random model into a base model that knows the
     single-step facts of the careful procedures (cached per machine).
 
-    Defaults are sized for about 3 minutes on 2 CPU cores (measured figures in
-    docs/results.md)."""
+    Defaults aim at about 3 minutes on 2 CPU cores (docs/results.md, Test suite and
+    first-run times)."""
 
     steps: int = Field(400, ge=0)
-    """Optimiser steps of next-token prediction on packed windows; the time budget of
-    the base model (about 0.35 s a step on 2 cores)."""
+    """Optimiser steps of next-token prediction on packed windows; the base model's time
+    budget (docs/results.md, Test suite and first-run times)."""
     batch_size: int = Field(32, ge=1)
     """Windows per step (400 x 32 x 160 = 2.0M tokens, about 0.6 of the full corpus)."""
     lr: float = Field(3e-3, gt=0, le=1)
@@ -51,21 +50,17 @@ class BaseTrainConfig(Strict):
     pretrained checkpoint."""
     plain_fraction: float = Field(0.0, ge=0, le=1)
     """Share (0-1) of each domain's base documents written as plain question-answer text
-    in the simple prompt template (``User: ...``, ``Assistant:``, then the response and
-    the end-of-text token) instead of ChatML; the rest stay ChatML. Source: real
-    pretraining corpora hold plain Q&A text, which is what lets RL-Zero (OLMo 3 sec. 6)
-    prompt a base model with a template free of chat markers. Why: RL-Zero's smoke
-    base model (recipes/rl_zero_base/smoke.yaml) is too small to carry a format over
-    from ChatML, so it must see the simple one. 0 (the default) leaves the corpus, and
-    the base model's cache key, as they were."""
+    in the simple prompt template (``User: ...``, ``Assistant:``, the response, end of
+    text) instead of ChatML. Source: pretraining corpora hold plain Q&A text, which lets
+    RL-Zero (OLMo 3 sec. 6) prompt a base model without chat markers. Why: RL-Zero's smoke
+    base model (recipes/rl_zero_base/smoke.yaml) is too small to carry a format over from
+    ChatML. 0 (the default) leaves the corpus and the base model's cache key as they were."""
     plain_careful_fraction: float = Field(0.2, ge=0, le=1)
     """Share (0-1) of the plain documents that keep the careful think block; the others
-    give the quick form (an empty think block, then the answer), as most question-answer
-    text on the web states the answer without its working. Source: the micro world's
-    own two reply forms (as in SFT's ``careful_fraction``). Why: the quick reply fits
-    budget=smoke's 32-token RL responses where the careful one does not, so a small
-    base model's answers can be right there. Ignored (and left out of the cache key)
-    when ``plain_fraction`` is 0."""
+    give the quick form (an empty think block, then the answer), the micro world's two
+    reply forms as in SFT's ``careful_fraction``. Why: only the quick reply fits
+    budget=smoke's 32-token RL responses. Ignored (and left out of the cache key) when
+    ``plain_fraction`` is 0."""
     evaluate: bool = True
     """Log held-out pass@1 per domain of the base model (cached with it)."""
 
@@ -79,8 +74,8 @@ class SFTConfig(Strict):
     """Conversations per step (padded to the longest, ~100-400 tokens each)."""
     lr: float = Field(3e-4, gt=0, le=1)
     """Peak AdamW learning rate (linear warm-up, cosine to 10%). Low enough that SFT
-    teaches the two response forms without wearing down the base model's facts: at
-    1e-3 the careful procedure's sampled accuracy fell by half."""
+    teaches the two response forms without wearing down the base model's facts
+    (docs/results.md, The micro world's RL signal)."""
     warmup_steps: int = Field(20, ge=0)
     examples_per_domain: int = Field(2000, ge=1)
     """Generated train-split conversations per domain (a draw apart from the RL rows)."""
@@ -91,10 +86,10 @@ class SFTConfig(Strict):
     )
     """Per domain and effort level (0-1), the share of SFT targets that keep the
     reference's step-by-step think block; the rest get the quick form (an empty think
-    block, then the answer). Domains and levels not listed keep every think block. The
-    RL start then prefers the quick form (held-out pass@1 low) while sampling the careful
-    one often enough to learn from (pass@8 high); harder levels get fewer careful
-    traces, so RL reaches them later."""
+    block, then the answer); domains and levels not listed keep every think block. Why:
+    the RL start then prefers the quick form (low pass@1) but samples the careful one
+    often enough to learn from (high pass@8); harder levels get fewer careful traces, so
+    RL reaches them later."""
     system_prompt_fraction: float = Field(0.3, ge=0, le=1)
     """Share of conversations that open with a system prompt (never trained on)."""
     evaluate: bool = True
