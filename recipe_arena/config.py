@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PositiveInt, field_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTConfig, Strict
 from recipe_arena.core.advantages import AdvantageConfig, CenteredParams
@@ -201,23 +201,25 @@ class MicroJudgeConfig(Strict):
         intermediate_size=192,
         max_position_embeddings=1024,
     )
-    """Shape of the judge. A judge prompt is ~50 tokens with the judge tokenizer (template
-    pieces and the chat world's words one token each; a prompt longer than the context
-    is a failed verdict); it only finds and compares two words, so it is narrower than
-    the policy."""
+    """Shape of the judge. A judge prompt is ~60 tokens with the judge tokenizer (template
+    pieces and the chat world's words one token each, numbers one per digit; a prompt
+    longer than the context is a failed verdict); it only finds and compares two words,
+    so it is narrower than the policy."""
     steps: int = Field(1600, ge=0)
     """Optimiser steps, 0 or more; each costs about as much as a policy SFT step of the
     same batch, and the judge is trained next to the base model on a fresh machine."""
     batch_size: int = Field(32, ge=1)
-    """Verdict conversations per step, 1 or more (~50 tokens each)."""
-    lr: float = Field(6e-3, gt=0, le=1)
+    """Verdict conversations per step, 1 or more, even when ``paired`` (~60 tokens each)."""
+    lr: float = Field(2e-3, gt=0, le=1)
     """Peak AdamW learning rate, (0, 1]; linear warm-up, cosine to 10% (the SFT
-    schedule). High, as usual for a model this small trained this briefly."""
+    schedule). At 6e-3 the judge copied words but did not learn the digit marks of
+    number replies (docs/results.md, the micro judge)."""
     warmup_steps: int = Field(50, ge=0)
     """Linear warm-up steps, 0 or more (capped at ``steps``)."""
     examples: int = Field(16000, ge=2)
-    """Distinct train-split verdicts drawn, 2 or more (about half right); batches draw
-    from them with replacement, so near ``steps * batch_size`` most are seen once."""
+    """Distinct train-split verdicts drawn, 2 or more (about half right; with ``paired``
+    an odd last one is left out); batches draw from them with replacement, so near
+    ``steps * batch_size`` most are seen once."""
     open_fraction: float = Field(0.1, ge=0, le=1)
     """Share of verdicts shown through the open-ended template (no reference), in
     [0, 1], so that ``rewards.judge_mode=open`` gets a judge that has seen its prompt;
@@ -227,6 +229,12 @@ class MicroJudgeConfig(Strict):
     of its kind, labelled against the word shown, in [0, 1]. Without swaps the question
     tells the reference on every train row, and the judge learns the facts instead of
     reading the reference, which fails on held-out questions (docs/results.md)."""
+    paired: bool = True
+    """Train on verdict pairs (``data.micro_verdicts.paired_verdicts``: a right and a
+    wrong answer to one problem shown the same way, always in one batch; ``batch_size``
+    must then be even). Only the answer tells a pair apart, so the judge learns to read
+    it against the reference; without pairs it did not learn to compare numbers
+    (docs/results.md, the micro judge)."""
     loss_on_prompt: bool = False
     """Next-token loss on the whole verdict conversation, not only on the reply (the
     SFT mask). Predicting the answer (which repeats words of the question and, when
@@ -235,6 +243,15 @@ class MicroJudgeConfig(Strict):
     beat the reply-only loss at the default step count (docs/results.md)."""
     seed: int = Field(0, ge=0)
     """Initialisation, data and batch-order seed, 0 or more."""
+
+    @model_validator(mode="after")
+    def _pairs_fit_batches(self) -> MicroJudgeConfig:
+        if self.paired and self.batch_size % 2:
+            raise ValueError(
+                f"paired verdicts need an even batch_size (got {self.batch_size}); "
+                "set an even one or paired=false"
+            )
+        return self
 
 
 class RewardsConfig(Strict):
@@ -283,7 +300,8 @@ class RewardsConfig(Strict):
     judge_max_new_tokens: int = Field(40, ge=1)
     """Tokens the judge may write per verdict: one line ending in "Score: N", the last of
     which is read; the micro judge first writes the two words it compares (``cold / cold.
-    Score: 10``, up to ~30 characters)."""
+    Score: 10``; two numbers with a mark per digit, ``0941 / 0939 ==xx. Score: 0``; up
+    to ~30 tokens)."""
     rubric_max_new_tokens: int = Field(96, ge=1)
     """Tokens the judge may write for a rubric (rubric tournament)."""
     judge_timeout_s: float = Field(60.0, gt=0)

@@ -11,7 +11,12 @@ import pytest
 
 from recipe_arena.config import MicroJudgeConfig, RewardsConfig
 from recipe_arena.data.micro_chat import final_word, is_right
-from recipe_arena.data.micro_verdicts import RIGHT_REPLY, WRONG_REPLY, generate_verdicts
+from recipe_arena.data.micro_verdicts import (
+    RIGHT_REPLY,
+    WRONG_REPLY,
+    Verdict,
+    generate_verdicts,
+)
 from recipe_arena.rewards.judge import Judge, judge_prompt, template
 from recipe_arena.stages.micro_judge import (
     _JUDGE_DATA_SEED,
@@ -36,10 +41,68 @@ def test_verdicts_are_labelled_exactly_and_balanced() -> None:
     assert abs(sum(v.right for v in verdicts) / 1000 - 0.5) < 0.063
     assert abs(sum(v.mode == "open" for v in verdicts) / 1000 - 0.3) < 0.058
     for v in verdicts:
-        words = f"{final_word(v.answer) or 'none'} / {str(v.row.ground_truth).lower()}. "
-        assert v.reply == words + (RIGHT_REPLY if v.right else WRONG_REPLY)
+        word, reference = final_word(v.answer) or "none", str(v.row.ground_truth).lower()
+        assert v.reply.endswith(". " + (RIGHT_REPLY if v.right else WRONG_REPLY))
+        if not (word.isdigit() and reference.isdigit()):
+            assert v.reply.startswith(f"{word} / {reference}. ")
     held = generate_verdicts("heldout", 50, seed=3)
     assert all("-heldout-" in v.row.id and v.mode == "reference" for v in held)
+
+
+def test_number_replies_compare_digit_by_digit() -> None:
+    """Two whole numbers are written zero-padded to four digits (or to the longer one),
+    then a mark per digit: 941 against 939 is ``0941 / 0939`` with marks ``==xx`` (0=0,
+    9=9, 4 against 3, 1 against 9); 7 against 1005: ``x==x``; 10012 against 12, padded
+    to five: ``x====``, wrong although its last four digits agree; 60 against 60:
+    ``====``, right. A number with a leading zero (``007`` for 7, wrong by
+    ``is_right``) is not padded, so equal marks never stand beside a wrong label. On
+    500 drawn verdicts, a number reply's marks are all ``=`` exactly when it is right."""
+    row = generate_verdicts("train", 2, seed=1)[0].row
+
+    def reply(answer: str, reference: str) -> str:
+        shown = row.model_copy(update={"ground_truth": reference})
+        return Verdict(shown, answer, is_right(reference, answer), "reference").reply
+
+    assert reply("The number after 938 is 941.", "939") == "0941 / 0939 ==xx. Score: 0"
+    assert reply("It is 7.", "1005") == "0007 / 1005 x==x. Score: 0"
+    assert reply("10012", "12") == "10012 / 00012 x====. Score: 0"
+    assert reply("It is 60.", "60") == "0060 / 0060 ====. Score: 10"
+    assert reply("007", "7") == "007 / 7. Score: 0"
+    numbers = 0
+    for v in generate_verdicts("train", 500, seed=6, swap_fraction=0.5):
+        head = v.reply.split(". Score")[0].split(" ")
+        if len(head) == 4:  # a / b marks
+            numbers += 1
+            assert (set(head[3]) == {"="}) == v.right, v.reply
+    assert numbers > 50
+
+
+def test_paired_verdicts_differ_only_in_the_answer() -> None:
+    """``paired=True``: 400 verdicts are 200 pairs; both members show the same row (id and
+    reference) through the same template, and labels are ``is_right`` against the
+    reference shown. With ``swap_fraction=1`` every reference pair shows another
+    reference than its question's and its first answer is right, its second wrong (as
+    drawn: a wrong draw can happen to end in the reference, so at least 95% of them);
+    an open pair shows the true reference, against which both answers, drawn around
+    the swapped one, are wrong unless they happen to end in the true word."""
+    true = {v.row.id: v.row.ground_truth for v in generate_verdicts("train", 800, seed=8)}
+    verdicts = generate_verdicts(
+        "train", 400, seed=8, open_fraction=0.2, swap_fraction=1.0, paired=True
+    )
+    assert len(verdicts) == 400
+    reference_pairs = ordered = open_pairs = 0
+    for first, second in zip(verdicts[::2], verdicts[1::2], strict=True):
+        assert first.row == second.row and first.mode == second.mode
+        for v in (first, second):
+            assert v.right == is_right(str(v.row.ground_truth), v.answer)
+        swapped = first.row.ground_truth != true[first.row.id]
+        assert swapped == (first.mode == "reference")
+        if first.mode == "reference":
+            reference_pairs += 1
+            ordered += first.right and not second.right
+        else:
+            open_pairs += 1
+    assert open_pairs > 20 and ordered >= 0.95 * reference_pairs
 
 
 def test_swapped_references_are_other_words_of_the_kind_and_labelled_against_them() -> None:
@@ -71,22 +134,22 @@ def test_judge_tokenizer_keeps_the_text_and_folds_pieces_and_words() -> None:
     one of them shared (``Answer to grade:``): 6 distinct pieces, each one token. Each
     word of ``judge_words`` standing alone is one token; a word the vocabulary lacks
     (``boxies``) or a vocabulary word inside a longer one (``cat`` in ``cats2``) stays
-    characters. A rendered verdict decodes back to the same text as with the character
-    tokenizer."""
+    characters. Numbers are no words of it: ``655`` is three digit tokens. A rendered
+    verdict decodes back to the same text as with the character tokenizer."""
     from recipe_arena.models.tokenizer import build_char_tokenizer
 
     pieces = template_pieces()
     assert len(pieces) == 6 and "\n\nAnswer to grade:\n" in pieces
     tok, chars = judge_tokenizer(), build_char_tokenizer()
     words = judge_words()
-    assert {"cold", "boxes", "655", "Score"} <= set(words) and "boxies" not in words
+    assert {"cold", "boxes", "Score"} <= set(words) and not {"boxies", "655"} & set(words)
     assert len(tok) == len(chars) + 6 + len(words)
 
     def pieces_of(text: str) -> list[str]:
         return [tok.decode([i]) for i in tok(text)["input_ids"]]
 
     assert pieces_of("It is cold.") == ["It", " ", "is", " ", "cold", "."]
-    assert pieces_of("boxies 655") == ["b", "o", "x", "i", "e", "s", " ", "655"]
+    assert pieces_of("boxies 655") == ["b", "o", "x", "i", "e", "s", " ", "6", "5", "5"]
     assert pieces_of("cats2") == ["c", "a", "t", "s", "2"]
     for v in generate_verdicts("heldout", 20, seed=5, open_fraction=0.5):
         chat = verdict_chat(v)
@@ -103,15 +166,19 @@ def test_judge_tokenizer_keeps_the_text_and_folds_pieces_and_words() -> None:
 def test_every_reference_word_is_one_judge_token() -> None:
     """The verdict compares the answer's last word with the reference as two tokens, so
     every reference answer word of both splits must be a word of ``judge_words`` (or a
-    single character, a token already): checked on 2,000 rows of each split."""
+    single character, a token already); a number is one token per digit (the reply
+    compares numbers digit by digit): checked on 2,000 rows of each split."""
     from recipe_arena.data.micro import generate_split
 
     tok, words = judge_tokenizer(), set(judge_words())
     for split in ("train", "heldout"):
         for row in generate_split("chat", split, 2000, seed=7):
             gt = str(row.ground_truth)
-            assert gt in words or len(gt) == 1, gt
-            assert len(tok(gt)["input_ids"]) == 1
+            if gt.isdigit():
+                assert len(tok(gt)["input_ids"]) == len(gt), gt
+            else:
+                assert gt in words or len(gt) == 1, gt
+                assert len(tok(gt)["input_ids"]) == 1
 
 
 def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None:
@@ -122,7 +189,7 @@ def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None
     cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False)
     tok = judge_tokenizer()
     verdicts = generate_verdicts(
-        "train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction
+        "train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction, cfg.paired
     )
     reply_only = judge_examples(cfg, tok)
     whole = judge_examples(cfg.model_copy(update={"loss_on_prompt": True}), tok)
@@ -174,8 +241,8 @@ def test_verdict_inputs_are_the_training_conversation_up_to_the_score() -> None:
     verdicts (numbers among them), the input up to the score and the score's first token
     are the first tokens of the conversation the judge is trained on (``assistant_mask``
     of ``verdict_chat``), so generation is asked what training taught; the input decodes
-    to end in the reply's two words and ``Score: ``; the token is ``10`` (one word of the
-    judge tokenizer) or ``0``."""
+    to end in the reply's two words (and a number reply's marks) and ``Score: ``; the
+    token is the score's first digit, ``1`` (of 10) or ``0``."""
     from recipe_arena.stages.sft import assistant_mask
 
     tok = judge_tokenizer()
@@ -188,7 +255,7 @@ def test_verdict_inputs_are_the_training_conversation_up_to_the_score() -> None:
         assert trained[: len(ids) + 1] == [*ids, target]
         words = v.reply.rsplit("Score: ", 1)[0]
         assert tok.decode(ids).endswith(words + "Score: ")
-        assert tok.decode([target]) == ("10" if v.right else "0")
+        assert tok.decode([target]) == ("1" if v.right else "0")
 
 
 def test_short_judge_training_is_cached(tmp_path: Path) -> None:

@@ -96,6 +96,26 @@ def test_grouped_batches_split_each_draw_by_length() -> None:
         next(sft_batches(examples, batch_size=2, pad_id=0, seed=0, group=0))
 
 
+def test_units_of_examples_stay_together_in_a_batch() -> None:
+    """``unit=2`` (the micro judge's verdict pairs): six one-token examples 10..15 form
+    the units (10, 11), (12, 13), (14, 15); in batches of 4, grouped by 2, rows 0-1 and
+    2-3 of every batch are one unit each, in order. A batch size or example count that
+    is not a multiple of the unit is refused."""
+    examples = [([t], [1]) for t in range(10, 16)]
+    batches = sft_batches(examples, batch_size=4, pad_id=0, seed=1, group=2, unit=2)
+    seen = set()
+    for _ in range(20):
+        ids = [row[0] for row in next(batches)[0].tolist()]
+        for first, second in (ids[:2], ids[2:]):
+            assert first in (10, 12, 14) and second == first + 1, ids
+            seen.add(first)
+    assert seen == {10, 12, 14}
+    with pytest.raises(ValueError, match="unit"):
+        next(sft_batches(examples, batch_size=3, pad_id=0, seed=0, unit=2))
+    with pytest.raises(ValueError, match="unit"):
+        next(sft_batches(examples[:5], batch_size=4, pad_id=0, seed=0, unit=2))
+
+
 def test_conversations_end_with_an_assistant_think_turn_and_stay_off_heldout() -> None:
     cfg = RunConfig.model_validate({"sft": {"examples_per_domain": 50, "two_turn_fraction": 0.5}})
     convs = sft_conversations(cfg)

@@ -4,8 +4,8 @@ For a chat problem the generator knows the answer word, and ``micro_chat.is_righ
 decides any answer exactly (its final word is the reference word or it is not). Each
 ``Verdict`` is one answer to one problem with that label, shown through the judge's own
 prompt (``rewards.judge.judge_prompt``, the templates in ``rewards/templates/``), and
-the reply a judge should give: the answer's final word, the right word, and
-``Score: 10`` or ``Score: 0``.
+the reply a judge should give: the answer's final word, the right word (two numbers
+with a mark per digit), and ``Score: 10`` or ``Score: 0``.
 
 Answers are drawn so that about half are right: the reference sentence, the bare word,
 or the word in another sentence; the wrong ones are what a small policy writes when it
@@ -16,12 +16,15 @@ Train verdicts come from train-split problems, held-out verdicts from held-out o
 On train verdicts a share of the references can be swapped for another word of the same
 kind (``swap_fraction``), labelled against the word shown: otherwise the question tells
 the reference on every verdict, and a judge can fit them by recalling the facts instead
-of reading the reference, which fails on held-out questions.
+of reading the reference, which fails on held-out questions. Train verdicts can come
+in pairs (``paired_verdicts``): one problem shown the same way with a right and a wrong
+answer.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +41,12 @@ from recipe_arena.data.micro_chat import (
 from recipe_arena.data.schema import PromptRow
 
 RIGHT_REPLY, WRONG_REPLY = "Score: 10", "Score: 0"
+NUMBER_WIDTH = 4
+"""Digits a number is zero-padded to in the judge's reply: the chat world's numbers
+(up to ``MAX_NUMBER`` plus a distractor's 10) have at most four."""
+_WHOLE_NUMBER = re.compile(r"0|[1-9][0-9]*")
+"""A whole number written without leading zeros: padding two of them keeps them equal
+exactly when the words are (``is_right`` compares the words)."""
 _WORDS = sorted({*_OPPOSITES, *_OPPOSITES.values()})
 _COLOUR_WORDS = sorted(set(_COLOURS.values()) | {"pink", "grey", "purple"})
 
@@ -54,10 +63,21 @@ class Verdict:
     def reply(self) -> str:
         """The judge's reply: the answer's final word and the right word side by side,
         then the verdict (``cold / cold. Score: 10``). Writing the two words first puts
-        them next to each other, so the verdict compares neighbours."""
+        them next to each other, so the verdict compares neighbours. Two whole numbers
+        are written zero-padded to one width, then one mark per digit, ``=`` where the
+        digits agree and ``x`` where they differ (``0941 / 0939 ==xx. Score: 0``): the
+        judge reads numbers digit by digit, and each mark compares two digits a fixed
+        distance back, where comparing two numbers at once was not learned
+        (docs/results.md, the micro judge)."""
         word = final_word(self.answer) or "none"
+        reference = str(self.row.ground_truth).lower()
         verdict = RIGHT_REPLY if self.right else WRONG_REPLY
-        return f"{word} / {str(self.row.ground_truth).lower()}. {verdict}"
+        if _WHOLE_NUMBER.fullmatch(word) and _WHOLE_NUMBER.fullmatch(reference):
+            width = max(NUMBER_WIDTH, len(word), len(reference))
+            a, b = word.zfill(width), reference.zfill(width)
+            marks = "".join("=" if x == y else "x" for x, y in zip(a, b, strict=True))
+            return f"{a} / {b} {marks}. {verdict}"
+        return f"{word} / {reference}. {verdict}"
 
 
 _KINDS = (
@@ -138,12 +158,20 @@ def _right(rng: random.Random, gt: str, reference: str) -> str:
 
 
 def generate_verdicts(
-    split: Split, n: int, seed: int, open_fraction: float = 0.0, swap_fraction: float = 0.0
+    split: Split,
+    n: int,
+    seed: int,
+    open_fraction: float = 0.0,
+    swap_fraction: float = 0.0,
+    paired: bool = False,
 ) -> list[Verdict]:
     """``n`` verdicts on ``split`` chat problems, about half of them right; a share
     ``open_fraction`` uses the open-ended prompt (no reference shown), and a share
     ``swap_fraction`` of the reference ones shows another reference word of the same
-    kind (``_other_reference``), labelled against the reference shown."""
+    kind (``_other_reference``), labelled against the reference shown. ``paired``: see
+    ``paired_verdicts``."""
+    if paired:
+        return paired_verdicts(split, n, seed, open_fraction, swap_fraction)
     examples = generate_examples("chat", split, max(1, n // 2), seed)
     answers = [e.response.split("</think>", 1)[1] for e in examples]
     rng = random.Random(f"verdicts|{split}|{seed}")
@@ -164,4 +192,34 @@ def generate_verdicts(
         mode: Literal["reference", "open"] = "open" if rng.random() < open_fraction else "reference"
         row = row if mode == "reference" else true_row  # no reference shown: the true label
         out.append(Verdict(row, answer, is_right(str(row.ground_truth), answer), mode))
+    return out
+
+
+def paired_verdicts(
+    split: Split, n: int, seed: int, open_fraction: float = 0.0, swap_fraction: float = 0.0
+) -> list[Verdict]:
+    """``n // 2`` pairs of verdicts, each pair one problem shown the same way (template,
+    reference, swapped or not) with a right answer drawn first and a wrong one second,
+    so the two differ only in the answer: a judge trained on both in one batch is pushed
+    to read the answer against the reference, since nothing else tells them apart. A
+    share ``swap_fraction`` of the problems gets another reference (``_other_reference``)
+    before the template is drawn; an open pair shows no reference and is labelled
+    against the true one, so where its answers were drawn around a swapped reference
+    both are wrong (an answer off the fact). Labels are ``is_right``'s throughout."""
+    examples = generate_examples("chat", split, max(1, n // 2), seed)
+    answers = [e.response.split("</think>", 1)[1] for e in examples]
+    rng = random.Random(f"verdicts|{split}|{seed}")
+    out = []
+    for k in range(n // 2):
+        true_row, reference = examples[k % len(examples)].row, answers[k % len(examples)]
+        row = true_row
+        if rng.random() < swap_fraction:
+            row, reference = _other_reference(rng, row, reference)
+        mode: Literal["reference", "open"] = "open" if rng.random() < open_fraction else "reference"
+        shown = row if mode == "reference" else true_row
+        others = [a for a in rng.sample(answers, min(3, len(answers))) if a != reference]
+        good = _right(rng, str(row.ground_truth), reference)
+        bad = _wrong(rng, row, reference, others or [""])
+        for answer in (good, bad):
+            out.append(Verdict(shown, answer, is_right(str(shown.ground_truth), answer), mode))
     return out

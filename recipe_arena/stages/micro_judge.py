@@ -12,13 +12,19 @@ Its tokenizer is the micro world's character tokenizer plus one token for each l
 piece of the judge templates and one for each whole word of the chat world
 (``judge_tokenizer``), the way a BPE vocabulary learned on this text would merge what it
 sees all the time: the prompt text is unchanged, but the ~300 characters of fixed
-instructions become six tokens and ``cities`` or ``655`` one token, so a judge prompt is
-~50 tokens instead of ~370. Copying the answer's last word and the reference into the
+instructions become six tokens and ``cities`` one token, so a judge prompt is ~60
+tokens instead of ~370. Copying the answer's last word and the reference into the
 reply is then a copy of one token each, and the verdict compares two tokens, where a
 judge reading characters had to find, copy and compare words of varying length (it
 kept the reply's format but copied the wrong words). A word the vocabulary lacks (a
 misspelt plural) is read as characters, so it never equals a reference, as
-``micro_chat.is_right`` wants.
+``micro_chat.is_right`` wants. Numbers are the exception: they are read digit by
+digit, and the reply compares them one digit at a time (``Verdict.reply``). As a
+thousand tokens of their own, each rarely seen, they were copied and compared badly.
+
+It trains on verdict pairs (``MicroJudgeConfig.paired``: a right and a wrong answer to
+one problem shown the same way, in one batch), so that only the answer tells the two
+apart.
 
 The checkpoint is cached under a hash of its settings, ``_FORMAT`` and CODE_VERSION in
 $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion.
@@ -51,7 +57,7 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 4
+_FORMAT = 5
 """Part of the cache key: bump it when the verdict data, reply, tokenizer or batching changes."""
 
 
@@ -81,8 +87,9 @@ _JUDGE_WORDS = ("It", "or", "none", "Score", "assistant", "user")
 
 def judge_words() -> list[str]:
     """The whole words the judge tokenizer reads as one token each: the chat world's
-    vocabulary and ``_JUDGE_WORDS``, less single characters (tokens already)."""
-    return sorted({w for w in (*vocabulary(), *_JUDGE_WORDS) if len(w) > 1})
+    vocabulary and ``_JUDGE_WORDS``, less single characters (tokens already) and
+    numbers (read digit by digit, see the module docstring)."""
+    return sorted({w for w in (*vocabulary(), *_JUDGE_WORDS) if len(w) > 1 and not w.isdigit()})
 
 
 def judge_tokenizer() -> PreTrainedTokenizerFast:
@@ -108,17 +115,34 @@ def judge_examples(
 ) -> list[tuple[list[int], list[int]]]:
     """(input_ids, loss mask) of the training verdicts: the mask covers the reply only,
     or the whole conversation when ``cfg.loss_on_prompt``; verdicts longer than the
-    model's context are dropped."""
+    model's context are dropped (with ``cfg.paired``, their pair too, so pairs stay
+    consecutive)."""
     from recipe_arena.stages.sft import assistant_mask
 
     verdicts = generate_verdicts(
-        "train", cfg.examples, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction
+        "train",
+        cfg.examples,
+        _JUDGE_DATA_SEED + cfg.seed,
+        cfg.open_fraction,
+        cfg.swap_fraction,
+        paired=cfg.paired,
     )
     examples = [assistant_mask(tok, verdict_chat(v)) for v in verdicts]
     if cfg.loss_on_prompt:
         examples = [(ids, [1] * len(ids)) for ids, _ in examples]
+    unit = _unit(cfg)
     limit = cfg.model.max_position_embeddings
-    return [e for e in examples if len(e[0]) <= limit]
+    return [
+        e
+        for i in range(0, len(examples) - len(examples) % unit, unit)
+        if all(len(ids) <= limit for ids, _ in examples[i : i + unit])
+        for e in examples[i : i + unit]
+    ]
+
+
+def _unit(cfg: MicroJudgeConfig) -> int:
+    """Verdicts that are drawn and batched together: 2 when paired, else 1."""
+    return 2 if cfg.paired else 1
 
 
 def _train(cfg: MicroJudgeConfig, out: Path) -> None:
@@ -131,7 +155,12 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
     torch.manual_seed(cfg.seed)
     losses = train_steps(
         model,
-        sft_batches(examples, cfg.batch_size, int(tok.pad_token_id), cfg.seed),
+        # group=1: batches not sorted by length, which mixes the kinds of verdict in each
+        # batch; sorted batches (the SFT default) left the number marks unlearned
+        # (docs/results.md, the micro judge)
+        sft_batches(
+            examples, cfg.batch_size, int(tok.pad_token_id), cfg.seed, group=1, unit=_unit(cfg)
+        ),
         steps=cfg.steps,
         lr=cfg.lr,
         warmup=min(cfg.warmup_steps, cfg.steps),
@@ -202,11 +231,11 @@ def verdict_inputs(tok: Any, v: Verdict) -> tuple[list[int], int]:
 
 def verdicts_given_copies(model: Any, tok: Any, verdicts: Sequence[Verdict]) -> list[bool]:
     """For each verdict, whether the judge's most likely next token after its right reply
-    up to the score (``cold / cold. Score: ``, fed to it: teacher forcing) is the first
-    token of the right score. This is the comparison alone, with the two words copied
-    right: a judge whose greedy replies miss while this holds copies wrong words; one
-    for which this fails too cannot tell the two words apart even when they are
-    written next to each other."""
+    up to the score (``cold / cold. Score: ``, or ``0941 / 0939 ==xx. Score: ``, fed to
+    it: teacher forcing) is the first token of the right score. This is the comparison
+    alone, with the two words (and a number's marks) written right: a judge whose greedy
+    replies miss while this holds copies or marks wrongly; one for which this fails too
+    cannot tell the two words apart even when they are written next to each other."""
     out = []
     for v in verdicts:
         ids, target = verdict_inputs(tok, v)

@@ -126,19 +126,33 @@ def sft_batches(
     pad_id: int,
     seed: int,
     group: int = LENGTH_GROUP,
+    unit: int = 1,
 ) -> Iterator[Batch]:
     """Endless batches drawn with replacement, right-padded to the longest member;
     labels are -100 on padding and wherever the mask is 0. ``group`` batches at a time
     are drawn together and split by length (``LENGTH_GROUP``), then yielded in a random
-    order; ``group=1`` draws each batch on its own."""
+    order; ``group=1`` draws each batch on its own. ``unit`` consecutive examples
+    (``examples[unit * i : unit * (i + 1)]``) are drawn as one and stay in one batch (the
+    micro judge's verdict pairs); ``batch_size`` and ``len(examples)`` must be multiples
+    of it. With ``unit=1`` the draws are those of each example on its own."""
     if group < 1:
         raise ValueError(f"group={group} must be >= 1")
+    if unit < 1 or batch_size % unit or len(examples) % unit:
+        raise ValueError(
+            f"unit={unit} must be >= 1 and divide batch_size={batch_size} and the "
+            f"{len(examples)} examples"
+        )
     rng = random.Random(seed)
+    per_batch, units = batch_size // unit, len(examples) // unit
     while True:
-        drawn = [examples[rng.randrange(len(examples))] for _ in range(batch_size * group)]
+        starts = [unit * rng.randrange(units) for _ in range(per_batch * group)]
+        drawn = [examples[s : s + unit] for s in starts]
         if group > 1:
-            drawn.sort(key=lambda e: len(e[0]))
-        batches = [drawn[i * batch_size : (i + 1) * batch_size] for i in range(group)]
+            drawn.sort(key=lambda members: max(len(ids) for ids, _ in members))
+        batches = [
+            [e for members in drawn[i * per_batch : (i + 1) * per_batch] for e in members]
+            for i in range(group)
+        ]
         if group > 1:
             rng.shuffle(batches)
         for chosen in batches:
