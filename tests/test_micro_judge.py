@@ -199,6 +199,33 @@ def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None
         assert mask_all == [1] * len(ids)
 
 
+def test_paired_setting_decides_the_training_examples() -> None:
+    """``MicroJudgeConfig.paired`` reaches the data: with it the examples are the
+    ``paired_verdicts`` conversations, in order, so members 2k and 2k+1 share their
+    prompt up to the answer (the template's ``Answer to grade:`` piece) and differ after
+    it; without it they are the unpaired draw. An odd batch size is refused when paired
+    (a pair would be split across batches) and accepted otherwise."""
+    from recipe_arena.data.micro_verdicts import paired_verdicts
+    from recipe_arena.stages.sft import assistant_mask
+
+    tok = judge_tokenizer()
+    cfg = MicroJudgeConfig(examples=20, paired=True)
+    seed = _JUDGE_DATA_SEED + cfg.seed
+    paired = judge_examples(cfg, tok)
+    expected = paired_verdicts("train", 20, seed, cfg.open_fraction, cfg.swap_fraction)
+    assert paired == [assistant_mask(tok, verdict_chat(v)) for v in expected]
+    answer_piece = tok.convert_tokens_to_ids("\n\nAnswer to grade:\n")
+    for (a, _), (b, _) in zip(paired[::2], paired[1::2], strict=True):
+        cut = a.index(answer_piece) + 1
+        assert a[:cut] == b[:cut] and a != b
+    unpaired = judge_examples(cfg.model_copy(update={"paired": False}), tok)
+    drawn = generate_verdicts("train", 20, seed, cfg.open_fraction, cfg.swap_fraction)
+    assert unpaired == [assistant_mask(tok, verdict_chat(v)) for v in drawn] != paired
+    with pytest.raises(ValueError, match="even batch_size"):
+        MicroJudgeConfig(batch_size=3)
+    assert MicroJudgeConfig(batch_size=3, paired=False).batch_size == 3
+
+
 class _Oracle:
     """A judge model that is right on every verdict but the first, which it answers
     unparsably: exercises ``judge_agreement`` with known counts."""

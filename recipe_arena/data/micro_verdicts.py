@@ -157,6 +157,13 @@ def _right(rng: random.Random, gt: str, reference: str) -> str:
     return f"It is {gt}."
 
 
+def _problems(split: Split, n: int, seed: int) -> tuple[list[PromptRow], list[str]]:
+    """The ``max(1, n // 2)`` chat problems the verdicts are drawn on, and each one's
+    reference answer (the generator's response after its think block)."""
+    examples = generate_examples("chat", split, max(1, n // 2), seed)
+    return [e.row for e in examples], [e.response.split("</think>", 1)[1] for e in examples]
+
+
 def generate_verdicts(
     split: Split,
     n: int,
@@ -172,14 +179,13 @@ def generate_verdicts(
     ``paired_verdicts``."""
     if paired:
         return paired_verdicts(split, n, seed, open_fraction, swap_fraction)
-    examples = generate_examples("chat", split, max(1, n // 2), seed)
-    answers = [e.response.split("</think>", 1)[1] for e in examples]
+    rows, answers = _problems(split, n, seed)
     rng = random.Random(f"verdicts|{split}|{seed}")
     swap_rng = random.Random(f"swaps|{split}|{seed}")  # ``rng`` draws as without swaps
     out = []
     for i in range(n):
-        k = i % len(examples)
-        true_row, reference = examples[k].row, answers[k]
+        k = i % len(rows)
+        true_row, reference = rows[k], answers[k]
         row = true_row
         if swap_fraction > 0 and swap_rng.random() < swap_fraction:
             row, reference = _other_reference(swap_rng, row, reference)
@@ -206,12 +212,11 @@ def paired_verdicts(
     before the template is drawn; an open pair shows no reference and is labelled
     against the true one, so where its answers were drawn around a swapped reference
     both are wrong (an answer off the fact). Labels are ``is_right``'s throughout."""
-    examples = generate_examples("chat", split, max(1, n // 2), seed)
-    answers = [e.response.split("</think>", 1)[1] for e in examples]
+    rows, answers = _problems(split, n, seed)
     rng = random.Random(f"verdicts|{split}|{seed}")
     out = []
     for k in range(n // 2):
-        true_row, reference = examples[k % len(examples)].row, answers[k % len(examples)]
+        true_row, reference = rows[k], answers[k]
         row = true_row
         if rng.random() < swap_fraction:
             row, reference = _other_reference(rng, row, reference)
