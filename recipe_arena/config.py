@@ -17,7 +17,7 @@ from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTC
 from recipe_arena.core.advantages import AdvantageConfig, CenteredParams
 from recipe_arena.core.loss import LossConfig
 from recipe_arena.data.gym import GymTask
-from recipe_arena.data.schema import Domain
+from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
@@ -235,6 +235,13 @@ class MicroJudgeConfig(Strict):
     must then be even). Only the answer tells a pair apart, so the judge learns to read
     it against the reference; without pairs it did not learn to compare numbers
     (docs/results.md, the micro judge)."""
+    kind_repeats: dict[VerdictKind, Annotated[int, Field(ge=1)]] = Field(default={"number": 2})
+    """Times each kind of question's training verdicts (its pairs, with ``paired``) appear
+    in the draw, 1 or more; kinds not listed appear once. Batches draw from it uniformly,
+    so 2 doubles a kind's share. Numbers at 2 (a quarter of the drawn verdicts, most of
+    the held-out ones): their copies and digit marks were then learned at every training
+    seed tried, where at 1 one seed in three left the marks unlearned (docs/results.md,
+    the micro judge)."""
     loss_on_prompt: bool = False
     """Next-token loss on the whole verdict conversation, not only on the reply (the
     SFT mask). Predicting the answer (which repeats words of the question and, when
@@ -299,9 +306,9 @@ class RewardsConfig(Strict):
     the answer alone; 'auto' uses 'reference' when the row has one."""
     judge_max_new_tokens: int = Field(40, ge=1)
     """Tokens the judge may write per verdict: one line ending in "Score: N", the last of
-    which is read; the micro judge first writes the two words it compares (``cold / cold.
-    Score: 10``; two numbers with a mark per digit, ``0941 / 0939 ==xx. Score: 0``; up
-    to ~30 tokens)."""
+    which is read; the micro judge first writes the two words it compares and a mark
+    (``cold / cold =. Score: 10``; two numbers with a mark per digit, ``0941 / 0939
+    ==xx. Score: 0``; up to ~30 tokens)."""
     rubric_max_new_tokens: int = Field(96, ge=1)
     """Tokens the judge may write for a rubric (rubric tournament)."""
     judge_timeout_s: float = Field(60.0, gt=0)

@@ -44,7 +44,7 @@ def test_verdicts_are_labelled_exactly_and_balanced() -> None:
         word, reference = final_word(v.answer) or "none", str(v.row.ground_truth).lower()
         assert v.reply.endswith(". " + (RIGHT_REPLY if v.right else WRONG_REPLY))
         if not (word.isdigit() and reference.isdigit()):
-            assert v.reply.startswith(f"{word} / {reference}. ")
+            assert v.reply.startswith(f"{word} / {reference} {'=' if v.right else 'x'}. ")
     held = generate_verdicts("heldout", 50, seed=3)
     assert all("-heldout-" in v.row.id and v.mode == "reference" for v in held)
 
@@ -67,13 +67,15 @@ def test_number_replies_compare_digit_by_digit() -> None:
     assert reply("It is 7.", "1005") == "0007 / 1005 x==x. Score: 0"
     assert reply("10012", "12") == "10012 / 00012 x====. Score: 0"
     assert reply("It is 60.", "60") == "0060 / 0060 ====. Score: 10"
-    assert reply("007", "7") == "007 / 7. Score: 0"
+    assert reply("007", "7") == "007 / 7 x. Score: 0"
+    assert reply("The plural of box is boxes.", "boxes") == "boxes / boxes =. Score: 10"
+    assert reply("The plural of box is boxies.", "boxes") == "boxies / boxes x. Score: 0"
     numbers = 0
     for v in generate_verdicts("train", 500, seed=6, swap_fraction=0.5):
-        head = v.reply.split(". Score")[0].split(" ")
-        if len(head) == 4:  # a / b marks
+        a, slash, b, marks = v.reply.split(". Score")[0].split(" ")
+        assert slash == "/" and (set(marks) == {"="}) == v.right, v.reply
+        if a.isdigit() and len(a) == len(b) == len(marks) >= 4:
             numbers += 1
-            assert (set(head[3]) == {"="}) == v.right, v.reply
     assert numbers > 50
 
 
@@ -186,7 +188,7 @@ def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None
     template piece in a reply, and its words stand alone) and its end-of-turn token;
     with
     ``loss_on_prompt`` the same ids carry a mask of all ones."""
-    cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False)
+    cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False, kind_repeats={})
     tok = judge_tokenizer()
     verdicts = generate_verdicts(
         "train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction, cfg.paired
@@ -209,7 +211,7 @@ def test_paired_setting_decides_the_training_examples() -> None:
     from recipe_arena.stages.sft import assistant_mask
 
     tok = judge_tokenizer()
-    cfg = MicroJudgeConfig(examples=20, paired=True)
+    cfg = MicroJudgeConfig(examples=20, paired=True, kind_repeats={})
     seed = _JUDGE_DATA_SEED + cfg.seed
     paired = judge_examples(cfg, tok)
     expected = paired_verdicts("train", 20, seed, cfg.open_fraction, cfg.swap_fraction)
@@ -224,6 +226,44 @@ def test_paired_setting_decides_the_training_examples() -> None:
     with pytest.raises(ValueError, match="even batch_size"):
         MicroJudgeConfig(batch_size=3)
     assert MicroJudgeConfig(batch_size=3, paired=False).batch_size == 3
+
+
+def test_kind_repeats_add_each_kinds_units_again_in_draw_order() -> None:
+    """``MicroJudgeConfig.kind_repeats``: the training draw is the verdicts drawn, then
+    for r = 2, 3, ... every unit (a pair when paired, else one verdict) whose kind
+    repeats at least r times, in draw order. Without repeats it is the draw itself;
+    with numbers at 2 each number pair appears twice, other pairs once; with numbers at
+    3 and colours at 2, the draw, then the number and colour pairs, then the number
+    pairs. Unpaired, single verdicts repeat. ``judge_examples`` encodes this draw, and
+    an unknown kind or a count below 1 is refused."""
+    from recipe_arena.data.micro_verdicts import question_kind
+    from recipe_arena.stages.micro_judge import training_verdicts
+
+    base_cfg = MicroJudgeConfig(examples=60, kind_repeats={})
+    drawn = training_verdicts(base_cfg)
+    assert len(drawn) == 60
+    pairs = [drawn[i : i + 2] for i in range(0, 60, 2)]
+    kinds = [question_kind(p[0].row) for p in pairs]
+    assert all(question_kind(p[1].row) == k for p, k in zip(pairs, kinds, strict=True))
+
+    def again(wanted: set[str]) -> list:  # type: ignore[type-arg]
+        return [v for p, k in zip(pairs, kinds, strict=True) if k in wanted for v in p]
+
+    numbers = base_cfg.model_copy(update={"kind_repeats": {"number": 2}})
+    assert 0 < len(again({"number"})) < 60
+    assert training_verdicts(numbers) == drawn + again({"number"})
+    more = base_cfg.model_copy(update={"kind_repeats": {"number": 3, "colour": 2}})
+    assert training_verdicts(more) == drawn + again({"number", "colour"}) + again({"number"})
+    single = MicroJudgeConfig(examples=30, paired=False, kind_repeats={"number": 2})
+    alone = training_verdicts(single.model_copy(update={"kind_repeats": {}}))
+    assert training_verdicts(single) == alone + [
+        v for v in alone if question_kind(v.row) == "number"
+    ]
+    tok = judge_tokenizer()
+    assert len(judge_examples(numbers, tok)) == 60 + len(again({"number"}))
+    for bad in ({"weather": 2}, {"number": 0}):
+        with pytest.raises(ValueError):
+            MicroJudgeConfig(kind_repeats=bad)
 
 
 class _Oracle:

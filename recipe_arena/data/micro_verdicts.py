@@ -4,8 +4,8 @@ For a chat problem the generator knows the answer word, and ``micro_chat.is_righ
 decides any answer exactly (its final word is the reference word or it is not). Each
 ``Verdict`` is one answer to one problem with that label, shown through the judge's own
 prompt (``rewards.judge.judge_prompt``, the templates in ``rewards/templates/``), and
-the reply a judge should give: the answer's final word, the right word (two numbers
-with a mark per digit), and ``Score: 10`` or ``Score: 0``.
+the reply a judge should give: the answer's final word, the right word, a mark of
+whether they agree (two numbers get a mark per digit), and ``Score: 10`` or ``Score: 0``.
 
 Answers are drawn so that about half are right: the reference sentence, the bare word,
 or the word in another sentence; the wrong ones are what a small policy writes when it
@@ -38,7 +38,7 @@ from recipe_arena.data.micro_chat import (
     final_word,
     is_right,
 )
-from recipe_arena.data.schema import PromptRow
+from recipe_arena.data.schema import PromptRow, VerdictKind
 
 RIGHT_REPLY, WRONG_REPLY = "Score: 10", "Score: 0"
 NUMBER_WIDTH = 4
@@ -62,12 +62,14 @@ class Verdict:
     @property
     def reply(self) -> str:
         """The judge's reply: the answer's final word and the right word side by side,
-        then the verdict (``cold / cold. Score: 10``). Writing the two words first puts
-        them next to each other, so the verdict compares neighbours. Two whole numbers
-        are written zero-padded to one width, then one mark per digit, ``=`` where the
-        digits agree and ``x`` where they differ (``0941 / 0939 ==xx. Score: 0``): the
-        judge reads numbers digit by digit, and each mark compares two digits a fixed
-        distance back, where comparing two numbers at once was not learned
+        a mark, ``=`` where they agree and ``x`` where they differ, then the verdict
+        (``cold / cold =. Score: 10``). Writing the two words first puts them next to
+        each other, so the mark compares neighbours, and the score reads the mark: the
+        score of a judge trained without the mark sometimes followed the question rather
+        than the two words (``green / green. Score: 0``). Two whole numbers are written
+        zero-padded to one width, then one mark per digit (``0941 / 0939 ==xx. Score:
+        0``): the judge reads numbers digit by digit, and each mark compares two digits a
+        fixed distance back, where comparing two numbers at once was not learned
         (docs/results.md, the micro judge)."""
         word = final_word(self.answer) or "none"
         reference = str(self.row.ground_truth).lower()
@@ -77,10 +79,10 @@ class Verdict:
             a, b = word.zfill(width), reference.zfill(width)
             marks = "".join("=" if x == y else "x" for x, y in zip(a, b, strict=True))
             return f"{a} / {b} {marks}. {verdict}"
-        return f"{word} / {reference}. {verdict}"
+        return f"{word} / {reference} {'=' if word == reference else 'x'}. {verdict}"
 
 
-_KINDS = (
+_KINDS: tuple[tuple[str, VerdictKind], ...] = (
     ("What is the opposite", "opposite"),
     ("What colour", "colour"),
     ("What is the plural", "plural"),
@@ -89,7 +91,7 @@ _KINDS = (
 """Opening words of each question frame of ``micro_chat.sample_chat`` and its kind."""
 
 
-def question_kind(row: PromptRow) -> str:
+def question_kind(row: PromptRow) -> VerdictKind:
     """The kind of the row's question: opposite, colour, plural, number or letters."""
     q = row.prompt_text
     return next((kind for prefix, kind in _KINDS if q.startswith(prefix)), "letters")

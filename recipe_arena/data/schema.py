@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 Domain = Literal["math", "code", "ifeval", "chat"]
 DOMAINS: tuple[Domain, ...] = ("math", "code", "ifeval", "chat")
 Effort = Literal["low", "medium", "high"]
+VerdictKind = Literal["opposite", "colour", "plural", "number", "letters"]
+"""The kinds of micro chat question (``data.micro_verdicts.question_kind``)."""
 
 
 class Message(BaseModel):

@@ -3,7 +3,7 @@
 The chat generator labels any answer exactly (``data.micro_chat.is_right``), so the
 judge learns from verdicts whose truth is known (``data.micro_verdicts``): each is the
 judge's own prompt (the reference or open-ended template, as ``Judge`` renders it) and
-the reply (``cold / cold. Score: 10``), with the loss on the reply only (the SFT mask)
+the reply (``cold / cold =. Score: 10``), with the loss on the reply only (the SFT mask)
 or, with ``loss_on_prompt``, on the whole conversation.
 It is then an ordinary judge model behind ``rewards.judge``: a checkpoint that the
 torch engine runs greedily, whose replies ``parse_score`` reads.
@@ -14,7 +14,7 @@ piece of the judge templates and one for each whole word of the chat world
 sees all the time: the prompt text is unchanged, but the ~300 characters of fixed
 instructions become six tokens and ``cities`` one token, so a judge prompt is ~60
 tokens instead of ~370. Copying the answer's last word and the reference into the
-reply is then a copy of one token each, and the verdict compares two tokens, where a
+reply is then a copy of one token each, and its mark compares two tokens, where a
 judge reading characters had to find, copy and compare words of varying length (it
 kept the reply's format but copied the wrong words). A word the vocabulary lacks (a
 misspelt plural) is read as characters, so it never equals a reference, as
@@ -24,7 +24,8 @@ thousand tokens of their own, each rarely seen, they were copied and compared ba
 
 It trains on verdict pairs (``MicroJudgeConfig.paired``: a right and a wrong answer to
 one problem shown the same way, in one batch), so that only the answer tells the two
-apart.
+apart, and sees number questions twice as often as the draw has them
+(``MicroJudgeConfig.kind_repeats``).
 
 The checkpoint is cached under a hash of its settings, ``_FORMAT`` and CODE_VERSION in
 $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion.
@@ -48,7 +49,7 @@ from transformers import PreTrainedTokenizerFast
 from recipe_arena.cache import build_cached, cache_key, cache_root
 from recipe_arena.config import MicroJudgeConfig
 from recipe_arena.data.micro_chat import vocabulary
-from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts
+from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts, question_kind
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.stages.common import train_steps
@@ -57,7 +58,7 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 5
+_FORMAT = 6
 """Part of the cache key: bump it when the verdict data, reply, tokenizer or batching changes."""
 
 
@@ -113,21 +114,13 @@ def verdict_chat(v: Verdict) -> list[dict[str, str]]:
 def judge_examples(
     cfg: MicroJudgeConfig, tok: PreTrainedTokenizerFast
 ) -> list[tuple[list[int], list[int]]]:
-    """(input_ids, loss mask) of the training verdicts: the mask covers the reply only,
-    or the whole conversation when ``cfg.loss_on_prompt``; verdicts longer than the
-    model's context are dropped (with ``cfg.paired``, their pair too, so pairs stay
-    consecutive)."""
+    """(input_ids, loss mask) of the training verdicts (``training_verdicts``): the mask
+    covers the reply only, or the whole conversation when ``cfg.loss_on_prompt``;
+    verdicts longer than the model's context are dropped (with ``cfg.paired``, their
+    pair too, so pairs stay consecutive)."""
     from recipe_arena.stages.sft import assistant_mask
 
-    verdicts = generate_verdicts(
-        "train",
-        cfg.examples,
-        _JUDGE_DATA_SEED + cfg.seed,
-        cfg.open_fraction,
-        cfg.swap_fraction,
-        paired=cfg.paired,
-    )
-    examples = [assistant_mask(tok, verdict_chat(v)) for v in verdicts]
+    examples = [assistant_mask(tok, verdict_chat(v)) for v in training_verdicts(cfg)]
     if cfg.loss_on_prompt:
         examples = [(ids, [1] * len(ids)) for ids, _ in examples]
     unit = _unit(cfg)
@@ -138,6 +131,32 @@ def judge_examples(
         if all(len(ids) <= limit for ids, _ in examples[i : i + unit])
         for e in examples[i : i + unit]
     ]
+
+
+def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
+    """The judge's training draw: ``cfg.examples`` train-split verdicts, then, for each
+    ``r`` from 2 to the largest of ``cfg.kind_repeats``, once more every unit (a pair with
+    ``cfg.paired``, else one verdict) whose kind repeats at least ``r`` times, in draw
+    order; so a kind that repeats twice appears twice in all."""
+    verdicts = generate_verdicts(
+        "train",
+        cfg.examples,
+        _JUDGE_DATA_SEED + cfg.seed,
+        cfg.open_fraction,
+        cfg.swap_fraction,
+        paired=cfg.paired,
+    )
+    unit = _unit(cfg)
+    units = [verdicts[i : i + unit] for i in range(0, len(verdicts) - unit + 1, unit)]
+    repeats = [cfg.kind_repeats.get(question_kind(u[0].row), 1) for u in units]
+    extra = [
+        v
+        for r in range(2, max(repeats, default=1) + 1)
+        for u, times in zip(units, repeats, strict=True)
+        if times >= r
+        for v in u
+    ]
+    return verdicts + extra
 
 
 def _unit(cfg: MicroJudgeConfig) -> int:
@@ -231,11 +250,11 @@ def verdict_inputs(tok: Any, v: Verdict) -> tuple[list[int], int]:
 
 def verdicts_given_copies(model: Any, tok: Any, verdicts: Sequence[Verdict]) -> list[bool]:
     """For each verdict, whether the judge's most likely next token after its right reply
-    up to the score (``cold / cold. Score: ``, or ``0941 / 0939 ==xx. Score: ``, fed to
-    it: teacher forcing) is the first token of the right score. This is the comparison
-    alone, with the two words (and a number's marks) written right: a judge whose greedy
+    up to the score (``cold / cold =. Score: ``, or ``0941 / 0939 ==xx. Score: ``, fed
+    to it: teacher forcing) is the first token of the right score. This is the score
+    alone, with the two words and their marks written right: a judge whose greedy
     replies miss while this holds copies or marks wrongly; one for which this fails too
-    cannot tell the two words apart even when they are written next to each other."""
+    does not score by its marks."""
     out = []
     for v in verdicts:
         ids, target = verdict_inputs(tok, v)
