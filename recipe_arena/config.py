@@ -239,7 +239,7 @@ class MicroJudgeConfig(Strict):
     """Times each kind of question's training verdicts (its pairs, with ``paired``) appear
     in the draw, 1 or more; kinds not listed appear once. Batches draw from it uniformly,
     so 2 doubles a kind's share. Numbers at 2 (a quarter of the drawn verdicts, most of
-    the held-out ones): number verdicts were then 0.87-0.94 right at each of four
+    the held-out ones): number verdicts were then 0.865-0.935 right over four
     training seeds, where at 1 one seed in four left the digit marks unlearned (0.81;
     docs/results.md, the micro judge)."""
     loss_on_prompt: bool = False
