@@ -40,7 +40,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from tokenizers import AddedToken
@@ -53,6 +53,8 @@ from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts, questio
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.stages.common import train_steps
+
+T = TypeVar("T")
 
 _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
@@ -123,13 +125,12 @@ def judge_examples(
     examples = [assistant_mask(tok, verdict_chat(v)) for v in training_verdicts(cfg)]
     if cfg.loss_on_prompt:
         examples = [(ids, [1] * len(ids)) for ids, _ in examples]
-    unit = _unit(cfg)
     limit = cfg.model.max_position_embeddings
     return [
         e
-        for i in range(0, len(examples) - len(examples) % unit, unit)
-        if all(len(ids) <= limit for ids, _ in examples[i : i + unit])
-        for e in examples[i : i + unit]
+        for members in _units(examples, _unit(cfg))
+        if all(len(ids) <= limit for ids, _ in members)
+        for e in members
     ]
 
 
@@ -146,8 +147,7 @@ def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
         cfg.swap_fraction,
         paired=cfg.paired,
     )
-    unit = _unit(cfg)
-    units = [verdicts[i : i + unit] for i in range(0, len(verdicts) - unit + 1, unit)]
+    units = _units(verdicts, _unit(cfg))
     repeats = [cfg.kind_repeats.get(question_kind(u[0].row), 1) for u in units]
     extra = [
         v
@@ -162,6 +162,11 @@ def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
 def _unit(cfg: MicroJudgeConfig) -> int:
     """Verdicts that are drawn and batched together: 2 when paired, else 1."""
     return 2 if cfg.paired else 1
+
+
+def _units(items: list[T], unit: int) -> list[list[T]]:
+    """``items`` cut into consecutive runs of ``unit`` (a short last run left out)."""
+    return [items[i : i + unit] for i in range(0, len(items) - unit + 1, unit)]
 
 
 def _train(cfg: MicroJudgeConfig, out: Path) -> None:
