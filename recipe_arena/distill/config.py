@@ -65,11 +65,13 @@ class DistillConfig(BaseModel):
     steps: int = Field(30, ge=0)
     """Optimiser steps of the distillation stage, 0 or more (30, under the RL stage's 48:
     a dense per-token signal needs fewer steps than a sparse reward)."""
-    lr: float = Field(1e-5, gt=0, le=1.0)
+    lr: float = Field(2e-5, gt=0, le=1.0)
     """Peak learning rate of the distillation stages (AdamW; the schedule is ``rl``'s),
     in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
-    micro student fast, and at 1e-4 (the RL stage's rate then) the student drifted away
-    from its teachers after 15-30 steps while 1e-5 held it near them (docs/results.md)."""
+    micro student fast, and at 1e-4 the student drifted away from its teachers after
+    15-30 steps. 2e-5 since the RL stage's 1.5e-5: its teachers are less decided for the
+    careful form, and at 1e-5 the OPD student reached 0.76 of its teacher in 30 steps,
+    at 2e-5 1.00 (docs/results.md, DeepSeek-V4.1-Flash's pipeline)."""
     advantage: DistillParams = DistillParams()
     """The per-token advantage (``core.advantages.distill``) and its clip c."""
     teachers: dict[str, str] = Field(default={})
