@@ -1,12 +1,23 @@
-"""Shared test setup. The OpenMP wait policy must be in the environment before any test
-module imports torch (recipe_arena/__init__.py sets the same default for the CLI); the
-CLI subprocesses the tests start inherit it."""
+"""Shared test setup. The OpenMP wait policy and thread count must be in the environment
+before any test module imports torch (recipe_arena/__init__.py sets the same wait policy
+for the CLI); the CLI subprocesses the tests start inherit both."""
 
 import os
 
 import pytest
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+"""pytest-xdist's worker count (set in each worker before this file loads); 0 without
+xdist."""
+if _WORKERS:
+    # The workers share the cores, as `recipe-arena compare` does its parallel arms:
+    # each worker, and each recipe run it starts, gets cores / workers OpenMP threads (at
+    # least 1), where each would otherwise start a team as wide as the machine. On 2
+    # cores with 2 workers the suite took 191 s and 317 s of CPU against 212 s and 358 s
+    # (docs/results.md, Test suite and first-run times). A value set by the user is kept.
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 FIRST = ("tests/test_recipe_smoke.py",)
 """Test files that run first: the recipe smoke runs take 30-80 s each on 2 cores, ten
