@@ -111,8 +111,9 @@ class RLConfig(Strict):
     """Peak AdamW learning rate, in [0, 1] (constant by default, ``lr_schedule``); 0
     freezes the policy, the control arm that cannot learn. ~1e-6 in OLMo 3 7B; 1.5e-5 for
     the ~1M-parameter micro model: held-out math climbs from step ~12 to the last step
-    (48) with the seeds within ~1.3 points, where 3e-5 was flat after step 30 and 1e-4
-    spread the seeds by 2.5 (docs/results.md, The micro world's RL signal)."""
+    (48), the gain's sd over seeds 1.3 points, where 3e-5 was flat after step 30 and
+    1e-4 spread the seeds' gains to an sd of 2.5 (docs/results.md, The micro world's RL
+    signal)."""
     warmup_steps: int = Field(0, ge=0)
     """Linear learning-rate warm-up over this many optimiser steps."""
     lr_schedule: Literal["constant", "cosine"] = "constant"
