@@ -103,10 +103,16 @@ class _Server:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # Request threads that close() waits for: a stalled request otherwise answers
+        # after its test has ended, on an engine the module's fixture may have closed,
+        # and its traceback lands in whatever test the worker runs next.
+        self.httpd.daemon_threads = False
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        """Stop serving, then wait for the requests in flight (``server_close`` joins
+        their threads)."""
         self.httpd.shutdown()
         self.httpd.server_close()
 
