@@ -8,15 +8,19 @@ other.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import filelock
 
 CODE_VERSION = "stages-v4"
 """Part of every cache key: bump it when a change alters what a cached stage produces."""
@@ -39,24 +43,42 @@ def cache_key(parts: dict[str, Any]) -> str:
 
 def build_cached(entry: Path, build: Callable[[Path], None]) -> Path:
     """Return ``entry`` if it exists; else ``build`` it into a temporary sibling directory
-    and rename that into place, so a crash never leaves a half-written entry and two
-    processes racing on the same key both end with a complete one."""
+    and rename that into place, so a crash never leaves a half-written entry. The build
+    holds ``build_lock(entry)``: a second process (another run, a Ray actor, the micro
+    judge's background training) asking for the same entry meanwhile waits for it and
+    then reads it, rather than building it a second time beside the first."""
     if entry.exists():
         return entry
     entry.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(entry)
-    tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".", suffix=".tmp", dir=entry.parent))
-    try:
-        build(tmp)
+    with build_lock(entry):
+        if entry.exists():  # built by the process that held the lock
+            return entry
+        _remove_abandoned(entry)
+        tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".", suffix=".tmp", dir=entry.parent))
         try:
+            build(tmp)
             tmp.rename(entry)
-        except OSError:
-            if not entry.exists():  # not a lost race: a real failure
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
     return entry
+
+
+@contextlib.contextmanager
+def build_lock(entry: Path) -> Iterator[None]:
+    """An exclusive lock on ``<entry>.lock`` beside the entry (``filelock``: an OS lock,
+    released when its holder dies, so a killed build never blocks the next). Waiting for
+    it says so on stderr, since the holder's build can take minutes."""
+    lock = filelock.FileLock(str(entry) + ".lock")
+    try:
+        lock.acquire(blocking=False)
+    except filelock.Timeout:
+        print(f"waiting for another process building {entry}", file=sys.stderr, flush=True)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _remove_abandoned(entry: Path) -> None:

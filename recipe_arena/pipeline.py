@@ -181,6 +181,19 @@ STAGES: dict[str, StageFn] = {
 }
 
 
+def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:
+    """Whether this run trains the micro base model (a machine that has not cached it)
+    and scores chat with the micro judge: then the judge, if not cached either, trains in
+    the background from the start (``stages.micro_judge.train_in_background``)."""
+    if cfg.rewards.judge_model != "micro" or cfg.world.checkpoint is not None:
+        return False
+    if "base" not in cfg.pipeline.stages or "base" in state.done:
+        return False
+    from recipe_arena.stages.base import base_cache_entry
+
+    return not base_cache_entry(cfg).exists()
+
+
 def _require_checkpoint(state: PipelineState, stage: str) -> Path:
     if state.checkpoint is None:
         raise RuntimeError(
@@ -235,7 +248,12 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
         from recipe_arena.data.worlds import start_checkpoint
 
         state.checkpoint = start_checkpoint(cfg.world)
+    from recipe_arena.stages import micro_judge
+
+    ok = False
     try:
+        if _trains_base_model(cfg, state):
+            micro_judge.train_in_background(cfg.rewards.micro_judge)
         for name in cfg.pipeline.stages:
             if name in state.done:
                 console.print(f"[dim]stage {name}: done earlier, skipped")
@@ -247,7 +265,9 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
             state.done[name] = round(time.perf_counter() - t0, 2)
             state.save(run)
             console.print(f"stage {name}: {state.done[name]:.1f} s")
+        ok = True
     finally:
+        micro_judge.finish_background(ok)
         write_report(run.path)
         run.close()
     return run.path

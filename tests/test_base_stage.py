@@ -3,10 +3,12 @@ held-out math accuracy of the default base model."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -92,10 +94,46 @@ def test_cache_build_is_atomic(tmp_path: Path) -> None:
 
     with pytest.raises(RuntimeError, match="crash mid-build"):
         build_cached(entry, crash)
-    assert not entry.exists() and list((tmp_path / "base").iterdir()) == []
+    # only the lock file stays (an OS lock on it is what matters, not its existence)
+    assert [p.name for p in (tmp_path / "base").iterdir()] == ["k.lock"]
     build_cached(entry, lambda tmp: (tmp / "done").write_text("ok"))
     assert (entry / "done").read_text() == "ok"
     build_cached(entry, crash)  # not called: the entry exists
+
+
+def _build_slowly(entry: str, started: Any) -> None:
+    """Child process of the test below: builds ``entry`` and, holding the build lock,
+    signals ``started`` and takes a second to finish."""
+
+    def build(tmp: Path) -> None:
+        started.set()
+        time.sleep(1.0)
+        (tmp / "by").write_text("child")
+
+    build_cached(Path(entry), build)
+
+
+def test_a_second_process_waits_for_a_build_instead_of_repeating_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """While one process builds an entry, another asking for the same entry waits (saying
+    so on stderr) and returns the first one's result: its own build never runs."""
+    import multiprocessing
+
+    entry = tmp_path / "k"
+    ctx = multiprocessing.get_context("spawn")
+    started = ctx.Event()
+    child = ctx.Process(target=_build_slowly, args=(str(entry), started))
+    child.start()
+    try:
+        assert started.wait(60)
+        calls: list[Path] = []
+        assert build_cached(entry, calls.append) == entry
+    finally:
+        child.join(60)
+    assert child.exitcode == 0 and calls == []
+    assert (entry / "by").read_text() == "child"
+    assert f"waiting for another process building {entry}" in capfd.readouterr().err
 
 
 def test_abandoned_temporary_builds_are_removed(tmp_path: Path) -> None:
@@ -169,27 +207,69 @@ def test_default_base_model_knows_the_steps(tmp_path: Path) -> None:
     assert acc >= 0.8, acc
 
 
-def test_micro_judge_trains_beside_the_base_model(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """With ``base.evaluate`` on and the micro judge not cached, ``_judge_alongside``
-    starts its training in a second process; the returned function waits for it (the
-    judge is then in the cache). Stopped (the base training failed), the child is
-    killed and nothing is cached. With ``base.evaluate`` off nothing starts."""
-    from recipe_arena.stages.base import _judge_alongside
-    from recipe_arena.stages.micro_judge import judge_cache_entry
+def test_micro_judge_trains_in_the_background(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``train_in_background`` starts the judge's training in a child process when the
+    judge is not cached and has at least ``BACKGROUND_MIN_STEPS`` steps; meanwhile the
+    base stage leaves chat out of its evaluation. Stopped (the run failed), the child is
+    killed and nothing is cached; ``micro_judge_checkpoint`` waits for a running one and
+    returns its checkpoint, which is then cached, so nothing starts again."""
+    from recipe_arena.data.schema import DOMAINS
+    from recipe_arena.stages import micro_judge as mj
+    from recipe_arena.stages.base import _evaluated_domains
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))
 
-    def cfg(steps: int, evaluate: bool = True) -> RunConfig:
+    def cfg(steps: int) -> RunConfig:
         judge = {"steps": steps, "batch_size": 2, "examples": 8, "warmup_steps": 1}
-        return RunConfig.model_validate(
-            {"base": {"evaluate": evaluate}, "rewards": {"micro_judge": judge}, "out_dir": "x"}
-        )
+        return RunConfig.model_validate({"rewards": {"micro_judge": judge}, "out_dir": "x"})
 
-    _judge_alongside(cfg(10**6))(False)
-    assert not judge_cache_entry(cfg(10**6).rewards.micro_judge).exists()
+    endless = cfg(10**6)
+    assert _evaluated_domains(endless) == list(DOMAINS)
+    assert mj.train_in_background(endless.rewards.micro_judge)
+    assert not mj.train_in_background(endless.rewards.micro_judge)  # already started
+    assert mj.training_in_background(endless.rewards.micro_judge)
+    assert _evaluated_domains(endless) == [d for d in DOMAINS if d != "chat"]
+    mj.finish_background(False)
+    assert not mj.training_in_background(endless.rewards.micro_judge)
+    assert not mj.judge_cache_entry(endless.rewards.micro_judge).exists()
 
-    _judge_alongside(cfg(4))(True)
-    assert (judge_cache_entry(cfg(4).rewards.micro_judge) / "model.safetensors").exists()
+    small = cfg(mj.BACKGROUND_MIN_STEPS - 1).rewards.micro_judge
+    assert not mj.train_in_background(small)
 
-    _judge_alongside(cfg(5, evaluate=False))(True)
-    assert not judge_cache_entry(cfg(5).rewards.micro_judge).exists()
+    judge = cfg(mj.BACKGROUND_MIN_STEPS).rewards.micro_judge
+    assert mj.train_in_background(judge)
+    entry = mj.micro_judge_checkpoint(judge)
+    assert entry == mj.judge_cache_entry(judge) and (entry / "model.safetensors").exists()
+    assert json.loads((entry / "judge_meta.json").read_text())["steps"] == mj.BACKGROUND_MIN_STEPS
+    assert not mj.training_in_background(judge)
+    assert not mj.train_in_background(judge)  # cached
+
+
+def test_a_run_trains_the_judge_in_the_background_only_beside_a_base_model(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The pipeline starts the background judge training only when the run trains the
+    micro base model (a base stage whose model is not cached) and scores chat with the
+    micro judge: not with another judge, not from a given checkpoint, not without a base
+    stage or once it is done (a resumed run), not when the base model is cached."""
+    from recipe_arena.pipeline import PipelineState, _trains_base_model
+
+    monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))
+    cfg = _cfg(tmp_path)
+    fresh = PipelineState()
+    assert _trains_base_model(cfg, fresh)
+    other_judge = cfg.model_copy(
+        update={"rewards": cfg.rewards.model_copy(update={"judge_model": "smol"})}
+    )
+    assert not _trains_base_model(other_judge, fresh)
+    given = cfg.model_copy(
+        update={"world": cfg.world.model_copy(update={"checkpoint": str(tmp_path)})}
+    )
+    assert not _trains_base_model(given, fresh)
+    no_base = cfg.model_copy(
+        update={"pipeline": cfg.pipeline.model_copy(update={"stages": ["sft"]})}
+    )
+    assert not _trains_base_model(no_base, fresh)
+    assert not _trains_base_model(cfg, PipelineState(done={"base": 1.0}))
+    train_base(cfg, None)
+    assert not _trains_base_model(cfg, fresh)

@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -46,7 +45,7 @@ from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import generate_examples
-from recipe_arena.data.schema import Domain
+from recipe_arena.data.schema import DOMAINS, Domain
 from recipe_arena.data.templates import prompt_text
 from recipe_arena.models.factory import build_micro
 from recipe_arena.rundir import RunDir
@@ -190,76 +189,27 @@ def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
         return Path(cfg.world.checkpoint)
     entry = base_cache_entry(cfg)
     cached = entry.exists()
-    judge_done = (lambda ok: None) if cached else _judge_alongside(cfg)
-    try:
-        build_cached(entry, lambda tmp: _train(cfg, run, tmp))
-    except BaseException:
-        judge_done(False)
-        raise
-    judge_done(True)
+    build_cached(entry, lambda tmp: _train(cfg, run, tmp))
     meta = json.loads((entry / "base_meta.json").read_text())
     if run is not None:
         run.log("base", cfg.base.steps, {"cached": float(cached), "seconds": meta["seconds"]})
         if cfg.base.evaluate:
-            run.log("base", cfg.base.steps, heldout_eval(cfg, entry))
+            run.log("base", cfg.base.steps, heldout_eval(cfg, entry, _evaluated_domains(cfg)))
     return entry
 
 
-def _build_judge(judge_json: str) -> None:
-    """Child process of ``_judge_alongside``: the micro judge on one thread, its
-    progress lines on stderr (never a redrawn bar, which would fight the base stage's)."""
-    from recipe_arena.config import MicroJudgeConfig
-    from recipe_arena.stages.micro_judge import micro_judge_checkpoint
+def _evaluated_domains(cfg: RunConfig) -> list[Domain]:
+    """The domains the base stage evaluates: all four, less chat while its micro judge
+    is still training in the background (``stages.micro_judge.train_in_background``,
+    started with the run on a machine that has not cached it). Waiting for the judge
+    here would hold the base stage for minutes, for one figure that only this first run
+    lacks; SFT's evaluation, which needs the judge, waits for it."""
+    from recipe_arena.stages.micro_judge import training_in_background
 
-    torch.set_num_threads(1)
-    sys.stderr = _LineStream(sys.stderr)
-    micro_judge_checkpoint(MicroJudgeConfig.model_validate_json(judge_json))
-
-
-class _LineStream:
-    """A text stream that says it is not a terminal, so progress bars print lines."""
-
-    def __init__(self, stream: object) -> None:
-        self._stream = stream
-
-    def isatty(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._stream, name)
-
-
-def _judge_alongside(cfg: RunConfig) -> Callable[[bool], None]:
-    """Train the micro judge in a second process while the base model trains, when the
-    base stage evaluates chat with it (``base.evaluate``, ``rewards.judge_model=micro``)
-    and it is not cached yet. The judge runs on one thread (its steps are too small to
-    gain from a second) beside the base model's threads, so a fresh machine pays for the
-    two together rather than one after the other: on 2 cores 4 min 13 s against 5 min
-    39 s (docs/results.md). A judge that fails here is trained again when first used,
-    with its error shown there. Returns a function that waits for the judge, or, given
-    False (the base training failed or was interrupted), stops it.
-    """
-    from recipe_arena.stages.micro_judge import judge_cache_entry
-
-    judge = cfg.rewards.micro_judge
-    if not cfg.base.evaluate or cfg.rewards.judge_model != "micro":
-        return lambda ok: None
-    if judge_cache_entry(judge).exists():
-        return lambda ok: None
-    proc = multiprocessing.get_context("spawn").Process(
-        target=_build_judge, args=(judge.model_dump_json(),), daemon=True, name="micro-judge"
-    )
-    proc.start()
-
-    def done(ok: bool) -> None:
-        if not ok:
-            proc.terminate()
-        proc.join()
-        if ok and proc.exitcode != 0:
-            print(
-                f"micro judge: training beside the base model exited with {proc.exitcode}; "
-                "it is trained again when first used",
-                file=sys.stderr,
-            )
-
-    return done
+    pending = cfg.rewards.judge_model == "micro" and training_in_background(cfg.rewards.micro_judge)
+    if pending:
+        print(
+            "base: chat not evaluated (its micro judge is still training in the background)",
+            file=sys.stderr,
+        )
+    return [d for d in DOMAINS if not (pending and d == "chat")]

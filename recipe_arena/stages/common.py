@@ -10,7 +10,7 @@ gradient clipping at 1.0 as in most open pretraining recipes (OLMo, nanoGPT).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -26,6 +26,7 @@ from recipe_arena.cache import (  # noqa: F401 - re-exported for the stages
 )
 from recipe_arena.config import RunConfig
 from recipe_arena.core.schedule import lr_at
+from recipe_arena.data.schema import DOMAINS, Domain
 from recipe_arena.progress import StageBar
 from recipe_arena.rundir import RunDir
 
@@ -84,14 +85,15 @@ def render(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -
     return text
 
 
-def heldout_eval(cfg: RunConfig, checkpoint: Path) -> dict[str, float]:
-    """Held-out pass@1 per domain of ``checkpoint`` on the world's held-out rows (cached
-    next to it, see ``eval.final.evaluate_checkpoint``, so a cached base model is
-    evaluated once)."""
+def heldout_eval(
+    cfg: RunConfig, checkpoint: Path, domains: Sequence[Domain] = DOMAINS
+) -> dict[str, float]:
+    """Held-out pass@1 per domain of ``checkpoint`` on the world's held-out rows of
+    ``domains`` (all four by default; cached next to it, see
+    ``eval.final.evaluate_checkpoint``, so a cached base model is evaluated once)."""
     from recipe_arena.data.micro import generate_split
-    from recipe_arena.data.schema import DOMAINS
     from recipe_arena.eval.final import evaluate_checkpoint
 
     n, seed = cfg.world.heldout_per_domain, cfg.world.data_seed
-    heldout = [r for d in DOMAINS for r in generate_split(d, "heldout", n, seed)]
+    heldout = [r for d in domains for r in generate_split(d, "heldout", n, seed)]
     return evaluate_checkpoint(cfg, checkpoint, heldout).metrics

@@ -35,10 +35,13 @@ $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import string
 import sys
 import time
 from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -204,11 +207,108 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
 
 def micro_judge_checkpoint(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> Path:
     """The cached judge checkpoint for ``cfg``, trained on first use (with a note on
-    stderr, since it takes a while)."""
+    stderr, since it takes a while). When this process started its training in the
+    background (``train_in_background``), waits for that instead; another process
+    training it meanwhile is waited for by ``build_cached``'s lock."""
     entry = judge_cache_entry(cfg, cache_dir)
+    proc = _BACKGROUND.pop(entry, None)
+    if proc is not None:
+        if proc.is_alive():
+            print("micro judge: waiting for its training in the background", file=sys.stderr)
+        proc.join()
+        _note_failure(proc)
     if not entry.exists():
         print(f"micro judge: training {cfg.steps} steps into {entry}", file=sys.stderr, flush=True)
     return build_cached(entry, lambda tmp: _train(cfg, tmp))
+
+
+BACKGROUND_MIN_STEPS = 200
+"""Judges of fewer optimiser steps than this are trained where first needed rather than
+in a background process: a second process spends seconds of CPU importing torch and the
+project, more than such a judge takes (``budget=smoke``'s has 20 steps)."""
+
+BACKGROUND_NICE = 10
+"""Niceness (0-19, added to the parent's) of the background judge training: the run's
+own stages get the cores first and the judge takes what they leave, so the base model
+trains at its full speed (docs/results.md, the base stage from an empty cache)."""
+
+_BACKGROUND: dict[Path, BaseProcess] = {}
+"""Judge trainings this process started in a child process, by cache entry."""
+
+
+def train_in_background(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> bool:
+    """Start training the judge for ``cfg`` in a child process, on one thread and at low
+    priority (``BACKGROUND_NICE``), unless it is cached, already started here, or small
+    (``BACKGROUND_MIN_STEPS``). ``micro_judge_checkpoint`` waits for it when the judge is
+    first needed; ``finish_background`` at the end of a run. Returns whether it started.
+
+    Why: a fresh machine trains the base model and the judge, minutes each, and the
+    judge is first needed only to score chat, after SFT; the judge trains while the run
+    goes on instead of before it or beside the base model at the base model's expense."""
+    entry = judge_cache_entry(cfg, cache_dir)
+    if entry.exists() or entry in _BACKGROUND or cfg.steps < BACKGROUND_MIN_STEPS:
+        return False
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_background_child,
+        args=(cfg.model_dump_json(), cache_dir),
+        daemon=True,
+        name="micro-judge",
+    )
+    proc.start()
+    _BACKGROUND[entry] = proc
+    return True
+
+
+def training_in_background(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> bool:
+    """Whether this process's background training of the judge for ``cfg`` still runs."""
+    proc = _BACKGROUND.get(judge_cache_entry(cfg, cache_dir))
+    return proc is not None and proc.is_alive()
+
+
+def finish_background(ok: bool) -> None:
+    """End of a run: wait for the judges still training in the background (their work is
+    kept in the cache), or, when the run failed or was interrupted (``ok`` False), stop
+    them."""
+    while _BACKGROUND:
+        _, proc = _BACKGROUND.popitem()
+        if not ok:
+            proc.terminate()
+        elif proc.is_alive():
+            print("micro judge: waiting for its training in the background", file=sys.stderr)
+        proc.join()
+        if ok:
+            _note_failure(proc)
+
+
+def _note_failure(proc: BaseProcess) -> None:
+    if proc.exitcode != 0:
+        print(
+            f"micro judge: its training in the background exited with {proc.exitcode}; "
+            "it is trained again when first used",
+            file=sys.stderr,
+        )
+
+
+def _background_child(judge_json: str, cache_dir: str | None) -> None:
+    """The child process of ``train_in_background``: one thread, low priority, progress
+    as lines on stderr (never a redrawn bar, which would fight the run's own)."""
+    os.nice(BACKGROUND_NICE)
+    torch.set_num_threads(1)
+    sys.stderr = _LineStream(sys.stderr)
+    micro_judge_checkpoint(MicroJudgeConfig.model_validate_json(judge_json), cache_dir)
+
+
+class _LineStream:
+    """A text stream that says it is not a terminal, so progress bars print lines."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
 
 
 def judge_agreement(judge: Any, verdicts: Sequence[Verdict]) -> dict[str, float]:
