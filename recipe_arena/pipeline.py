@@ -57,8 +57,10 @@ StageFn = Callable[[RunConfig, RunDir, World, PipelineState], None]
 
 def _base(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     from recipe_arena.stages.base import train_base
+    from recipe_arena.stages.micro_judge import hurry_background
 
     state.checkpoint = str(train_base(cfg, run))
+    hurry_background()  # the judge trained in the idle time so far (train_in_background)
 
 
 def _sft(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:

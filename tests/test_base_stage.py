@@ -210,7 +210,8 @@ def test_default_base_model_knows_the_steps(tmp_path: Path) -> None:
 def test_micro_judge_trains_in_the_background(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """``train_in_background`` starts the judge's training in a child process when the
     judge is not cached and has at least ``BACKGROUND_MIN_STEPS`` steps; meanwhile the
-    base stage leaves chat out of its evaluation. Stopped (the run failed), the child is
+    base stage leaves chat out of its evaluation. It runs in the idle time (SCHED_IDLE on
+    Linux) until ``hurry_background`` gives it a normal share. Stopped (the run failed), the child is
     killed and nothing is cached; ``micro_judge_checkpoint`` waits for a running one and
     returns its checkpoint, which is then cached, so nothing starts again."""
     from recipe_arena.data.schema import DOMAINS
@@ -229,6 +230,11 @@ def test_micro_judge_trains_in_the_background(tmp_path: Path, monkeypatch) -> No
     assert not mj.train_in_background(endless.rewards.micro_judge)  # already started
     assert mj.training_in_background(endless.rewards.micro_judge)
     assert _evaluated_domains(endless) == [d for d in DOMAINS if d != "chat"]
+    (proc,) = mj._BACKGROUND.values()
+    if hasattr(os, "SCHED_IDLE"):  # Linux: idle time until hurried, then a normal share
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+        mj.hurry_background()
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
     mj.finish_background(False)
     assert not mj.training_in_background(endless.rewards.micro_judge)
     assert not mj.judge_cache_entry(endless.rewards.micro_judge).exists()
