@@ -206,7 +206,7 @@ def _evaluated_domains(cfg: RunConfig) -> list[Domain]:
     lacks; SFT's evaluation, which needs the judge, waits for it."""
     from recipe_arena.stages.micro_judge import training_in_background
 
-    pending = cfg.rewards.judge_model == "micro" and training_in_background(cfg.rewards.micro_judge)
+    pending = training_in_background(cfg.rewards.micro_judge)
     if pending:
         print(
             "base: chat not evaluated (its micro judge is still training in the background)",

@@ -212,14 +212,9 @@ def micro_judge_checkpoint(cfg: MicroJudgeConfig, cache_dir: str | None = None) 
     background (``train_in_background``), waits for that instead; another process
     training it meanwhile is waited for by ``build_cached``'s lock."""
     entry = judge_cache_entry(cfg, cache_dir)
-    if entry in _BACKGROUND:
-        hurry_background()
     proc = _BACKGROUND.pop(entry, None)
     if proc is not None:
-        if proc.is_alive():
-            print("micro judge: waiting for its training in the background", file=sys.stderr)
-        proc.join()
-        _note_failure(proc)
+        _wait(proc)
     if not entry.exists():
         print(f"micro judge: training {cfg.steps} steps into {entry}", file=sys.stderr, flush=True)
     return build_cached(entry, lambda tmp: _train(cfg, tmp))
@@ -274,34 +269,40 @@ def training_in_background(cfg: MicroJudgeConfig, cache_dir: str | None = None) 
 def hurry_background() -> None:
     """From now on the background judge trainings take a normal share of the cores
     (SCHED_OTHER, niceness 0) rather than the idle time: called once the base model is
-    built, and before waiting for a judge. Where the system refuses (no SCHED_IDLE, or
+    built (a judge that is waited for gets the same, ``_wait``). Where the system refuses (no SCHED_IDLE, or
     an unprivileged user whose RLIMIT_NICE forbids it), they keep their low priority.
     They keep their one thread: a second one did not make the judge faster with the
     passive OpenMP wait policy the project sets (18-19 steps/s either way, 2 cores)."""
     for proc in _BACKGROUND.values():
-        if proc.is_alive() and proc.pid is not None and hasattr(os, "SCHED_IDLE"):
-            with contextlib.suppress(OSError):
-                os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
+        _hurry(proc)
+
+
+def _hurry(proc: BaseProcess) -> None:
+    if proc.is_alive() and proc.pid is not None and hasattr(os, "SCHED_IDLE"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
 
 
 def finish_background(ok: bool) -> None:
     """End of a run: wait for the judges still training in the background (their work is
     kept in the cache), or, when the run failed or was interrupted (``ok`` False), stop
     them."""
-    if ok:
-        hurry_background()
     while _BACKGROUND:
         _, proc = _BACKGROUND.popitem()
-        if not ok:
-            proc.terminate()
-        elif proc.is_alive():
-            print("micro judge: waiting for its training in the background", file=sys.stderr)
-        proc.join()
         if ok:
-            _note_failure(proc)
+            _wait(proc)
+        else:
+            proc.terminate()
+            proc.join()
 
 
-def _note_failure(proc: BaseProcess) -> None:
+def _wait(proc: BaseProcess) -> None:
+    """Wait for a background judge training at a normal priority (``_hurry``); a failed
+    one is noted, and the judge is then trained where it is needed."""
+    _hurry(proc)
+    if proc.is_alive():
+        print("micro judge: waiting for its training in the background", file=sys.stderr)
+    proc.join()
     if proc.exitcode != 0:
         print(
             f"micro judge: its training in the background exited with {proc.exitcode}; "
