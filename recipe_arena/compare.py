@@ -1,7 +1,7 @@
 """`recipe-arena compare`: arms x seeds in a paired design, run, resumed and reported.
 
     recipe-arena compare recipe=olmo3_think axis=staleness arms=[tis,none] seeds=3
-    recipe-arena compare recipe=olmo3_think axis=rl.lr arms=[1.5e-5,0] seeds=3 aa=true
+    recipe-arena compare recipe=olmo3_think axis=rl.lr arms=[1e-5,0] seeds=3 aa=true
     recipe-arena compare arms=[olmo3_think,kimi_k3] seeds=[0,1] budget=smoke
 
 An arm is one recipe with one axis set (``axis`` names a folder of ``recipes/``, such as

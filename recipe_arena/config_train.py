@@ -68,8 +68,12 @@ class BaseTrainConfig(Strict):
 class SFTConfig(Strict):
     """Think SFT: thinking-trace targets, loss on assistant tokens only."""
 
-    steps: int = Field(200, ge=0)
-    """Optimiser steps."""
+    steps: int = Field(300, ge=0)
+    """Optimiser steps, 0 or more. 300: at 200 the SFT model chose its reply form
+    regardless of effort level (careful at temperature 1 on 4-8% of math prompts at every
+    level), so RL flipped every level at once; at 300 the level shapes the choice and RL
+    flips them one after the other, while at 400 chat started higher and fell under RL
+    (docs/results.md, The micro world's RL signal)."""
     batch_size: int = Field(16, ge=1)
     """Conversations per step (padded to the longest, ~100-400 tokens each)."""
     lr: float = Field(3e-4, gt=0, le=1)
@@ -82,14 +86,16 @@ class SFTConfig(Strict):
     two_turn_fraction: float = Field(0.2, ge=0, le=1)
     """Share of conversations with an earlier user/assistant exchange (both trained)."""
     careful_fraction: dict[Domain, dict[Effort, float]] = Field(
-        default={"math": {"low": 0.3, "medium": 0.15, "high": 0.06}}
+        default={"math": {"low": 0.5, "medium": 0.1, "high": 0.02}}
     )
     """Per domain and effort level (0-1), the share of SFT targets that keep the
     reference's step-by-step think block; the rest get the quick form (an empty think
     block, then the answer); domains and levels not listed keep every think block. Why:
     the RL start then prefers the quick form (low pass@1) but samples the careful one
     often enough to learn from (high pass@8); harder levels get fewer careful traces, so
-    RL reaches them later."""
+    RL reaches them later and held-out math keeps rising through the RL stage (low 0.5,
+    medium 0.1, high 0.02 against the earlier 0.3 / 0.15 / 0.06: docs/results.md, The
+    micro world's RL signal)."""
     system_prompt_fraction: float = Field(0.3, ge=0, le=1)
     """Share of conversations that open with a system prompt (never trained on)."""
     evaluate: bool = True

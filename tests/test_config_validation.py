@@ -65,7 +65,7 @@ def test_one_key_of_a_mapping_overrides_that_key_only() -> None:
     assert whole.rl.domain_weights == {"math": 1.0, "code": 0.5}
     assert load_config(["eval.domain_prompts.code=7"]).eval.domain_prompts == {
         "math": 300,
-        "chat": 25,
+        "chat": 100,
         "code": 7,
     }
     assert load_config(["budget=smoke", "eval.domain_prompts.code=7"]).eval.domain_prompts == {

@@ -140,7 +140,7 @@ def test_specialists_are_the_configured_domains_times_efforts() -> None:
 
 def test_distillation_runs_its_steps_with_the_distill_advantage() -> None:
     """distill.steps = 7 becomes rl.steps and distill.lr = 4e-5 rl.lr (the RL stage's own
-    1.5e-5 stays with RL); distill.advantage (clip 0.25) replaces the
+    1e-5 stays with RL); distill.advantage (clip 0.25) replaces the
     RL advantage; rewards play no part, so the zero-gradient filter and active sampling
     are off. MOPD weighs the routed domains equally (math 1, ifeval 1; chat, with no
     route, 0); OPD ('*') keeps rl.domain_weights."""
@@ -149,7 +149,7 @@ def test_distillation_runs_its_steps_with_the_distill_advantage() -> None:
     )
     d = distill_config(cfg, {"math/low": "x", "ifeval": "y"})
     assert d.rl.steps == 7
-    assert d.rl.lr == 4e-5 and cfg.rl.lr == 1.5e-5
+    assert d.rl.lr == 4e-5 and cfg.rl.lr == 1e-5
     assert d.advantage.name == "distill" and d.advantage.clip == 0.25  # type: ignore[union-attr]
     assert not d.rl.zero_gradient_filter and not d.rl.active_sampling
     assert d.rl.domain_weights == {"math": 1.0, "ifeval": 1.0}

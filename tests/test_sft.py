@@ -123,7 +123,7 @@ def test_conversations_end_with_an_assistant_think_turn_and_stay_off_heldout() -
     # a 5-step run of 8 draws 40 conversations: 10 per domain, raised to the floor of 20
     short = RunConfig.model_validate({"sft": {"steps": 5, "batch_size": 8}})
     assert sft_examples_per_domain(short) == 20
-    assert sft_examples_per_domain(RunConfig()) == 800  # 200 * 16 / 4
+    assert sft_examples_per_domain(RunConfig()) == 1200  # 300 * 16 / 4
     assert all(
         c[-1]["role"] == "assistant" and c[-1]["content"].startswith("<think>") for c in convs
     )

@@ -37,9 +37,9 @@ class SpecialistsConfig(BaseModel):
     """Effort levels that get specialists, in each domain of ``domains``."""
     steps: int = Field(20, ge=0)
     """RL optimiser steps of each specialist, 0 or more (20 of the micro RL stage's
-    48: a specialist trains on one effort level's prompts alone, and at the RL rate of
-    1.5e-5 its held-out math on its route rises from step ~12, 0.13 -> 0.81 on math/low
-    by step 20; docs/results.md, Kimi K3's pipeline)."""
+    48: a specialist trains on one effort level's prompts alone; at the earlier RL rate
+    of 1.5e-5 and SFT checkpoint, its held-out math on its route rose from step ~12,
+    0.13 -> 0.81 on math/low by step 20; docs/results.md, Kimi K3's pipeline)."""
 
     @field_validator("domains", "efforts")
     @classmethod
@@ -69,7 +69,7 @@ class DistillConfig(BaseModel):
     """Peak learning rate of the distillation stages (AdamW; the schedule is ``rl``'s),
     in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
     micro student fast, and at 1e-4 the student drifted away from its teachers after
-    15-30 steps. 2e-5 since the RL stage's 1.5e-5: its teachers are less decided for the
+    15-30 steps. 2e-5 since the RL stage's rate then (1.5e-5): its teachers are less decided for the
     careful form, and at 1e-5 the OPD student reached 0.76 of its teacher in 30 steps,
     at 2e-5 1.00 (docs/results.md, DeepSeek-V4.1-Flash's pipeline)."""
     advantage: DistillParams = DistillParams()
