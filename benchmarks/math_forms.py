@@ -1,8 +1,9 @@
 """Which reply form a micro checkpoint chooses on held-out math, and how often it is right.
 
 For every held-out math prompt (``--prompts``, the world's default data seed) the
-checkpoint writes ``--samples`` responses at ``--temperature`` (0: one greedy response;
-above 0 each response has a sampling seed of its own). Per number of repeats k and per
+checkpoint writes ``--samples`` responses at ``--temperature`` through the held-out
+evaluation's sampler (``eval.evaluate.generate_samples``: 0 is one greedy response, above 0
+each row has a sampling seed of its own, so a rerun gives the same figures). Per number of repeats k and per
 operation (``+`` or ``-``) it prints the share of responses in the careful form (a
 non-empty think block) and the share scored right by the math verifier; then, for the
 wrong careful responses, where the think block first departs from the reference
@@ -25,8 +26,7 @@ from recipe_arena.compose import load_config
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.micro_math import digit_steps
 from recipe_arena.engines import build_engine
-from recipe_arena.engines.base import GenerationRequest, SamplingParams
-from recipe_arena.models.chat import decode_response, encode_prompt
+from recipe_arena.eval.evaluate import generate_samples
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards import build_scorer
 
@@ -58,19 +58,13 @@ def main() -> None:
     rows = generate_split("math", "heldout", a.prompts, cfg.world.data_seed)
     model, tok = load_checkpoint(a.checkpoint)
     engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
-    n = a.samples if a.temperature > 0 else 1
-    params = SamplingParams(max_new_tokens=cfg.eval.max_new_tokens, temperature=a.temperature, n=n)
+    sampling = cfg.eval.model_copy(update={"temperature": a.temperature, "samples": a.samples})
     try:
-        comps = engine.generate(
-            [
-                GenerationRequest(str(i), encode_prompt(tok, r, cfg.prompt_template), params)
-                for i, r in enumerate(rows)
-            ]
-        )
+        per_row, _ = generate_samples(engine, tok, rows, sampling, template=cfg.prompt_template)
     finally:
         engine.close()
-    asked = [rows[int(c.request_id)] for c in comps]
-    texts = [decode_response(tok, c.tokens) for c in comps]
+    asked = [row for row, texts in zip(rows, per_row, strict=True) for _ in texts]
+    texts = [text for row_texts in per_row for text in row_texts]
     with build_scorer(cfg.rewards) as scorer:
         results = scorer.score(asked, texts)
     cells: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])

@@ -70,7 +70,7 @@ class SFTConfig(Strict):
 
     steps: int = Field(300, ge=0)
     """Optimiser steps, 0 or more. 300: at 200 the SFT model chose its reply form
-    regardless of effort level (careful at temperature 1 on 5-10% of math prompts at every
+    regardless of effort level (careful at temperature 1 on 6-7% of math prompts at every
     level), so RL flipped every level at once; at 300 the level shapes the choice and RL
     flips them one after the other, while at 400 chat started higher and fell under RL
     (docs/results.md, The micro world's RL signal)."""

@@ -69,8 +69,8 @@ class DistillConfig(BaseModel):
     """Peak learning rate of the distillation stages (AdamW; the schedule is ``rl``'s),
     in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
     micro student fast, and at 1e-4 the student drifted away from its teachers after
-    15-30 steps. 2e-5 since the RL stage's rate then (1.5e-5): its teachers are less decided for the
-    careful form, and at 1e-5 the OPD student reached 0.76 of its teacher in 30 steps,
+    15-30 steps. 2e-5 since the RL stage's rate then (1.5e-5): its teachers are less
+    decided for the careful form, and at 1e-5 the OPD student reached 0.76 of its teacher in 30 steps,
     at 2e-5 1.00 (docs/results.md, DeepSeek-V4.1-Flash's pipeline)."""
     advantage: DistillParams = DistillParams()
     """The per-token advantage (``core.advantages.distill``) and its clip c."""
