@@ -252,3 +252,67 @@ def test_curve_analysis_needs_three_points_after_the_start() -> None:
     """Evaluations at compute 0, 1, 2 (the first half holds 0 and 1): no fit."""
     y = np.zeros((1, 3, 4))
     assert stats.curve_analysis(np.array([[0.0, 1.0, 2.0]]), y) is None
+
+
+def _power_at_design_mde(seeds: int, draws: int, rng_seed: int) -> float:
+    """Share of ``draws`` normal two-way designs d_sq = delta + a_s + e_sq (a ~ N(0,
+    0.02^2), e ~ N(0, 0.5^2), 300 questions) that ``paired_test`` finds at the 5% level
+    when delta is the design's minimum detectable effect."""
+    rng = np.random.default_rng(rng_seed)
+    q = 300
+    delta = stats.design_mde(seeds, q, 0.02, 0.0, 0.5)
+    base = np.zeros((seeds, q))
+    found = 0
+    for _ in range(draws):
+        d = delta + rng.normal(0, 0.02, (seeds, 1)) + rng.normal(0, 0.5, (seeds, q))
+        found += stats.paired_test(d, base).p < stats.ALPHA
+    return found / draws
+
+
+@pytest.mark.parametrize("seeds", [2, 3, 4, 10])
+def test_the_reported_mde_has_80_percent_power_at_every_seed_count(seeds: int) -> None:
+    """Planting the design's MDE (sd_seed 0.02, sd_resid 0.5, 300 questions) and
+    testing through ``paired_test`` finds it in about 80% of 500 draws (binomial s.e.
+    0.018; band +-0.06, 3.4 s.e.). The old noncentral t, which read scipy's NaN as
+    power 1, put the 2-seed MDE at 9.98 se instead of 16.33 se, found in 0.57 of draws:
+    outside the band. The reported MDE of one draw is the same formula at the estimated
+    variance, lambda * se_hat."""
+    assert _power_at_design_mde(seeds, 500, 100 + seeds) == pytest.approx(0.80, abs=0.06)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seeds", [2, 3, 4, 10])
+def test_the_reported_mde_has_80_percent_power_precisely(seeds: int) -> None:
+    """As above with 5,000 draws (binomial s.e. 0.0057): 0.80 +- 0.03."""
+    assert _power_at_design_mde(seeds, 5000, 200 + seeds) == pytest.approx(0.80, abs=0.03)
+
+
+def test_t_test_power_matches_scipy_where_scipy_is_finite_and_is_finite_where_not() -> None:
+    """t_test_power(lam, t_{0.975, df}, df) is the noncentral t's two tails,
+    nct.sf(crit, df, lam) + nct.cdf(-crit, df, lam): equal to 1e-5 wherever scipy
+    returns a number, and finite in [0, 1] where scipy returns NaN (df 1, lam 8: the
+    lower tail is NaN, the upper one 0.4698, and the lower tail there is below 1e-15, so
+    the power is 0.4698). At 1 degree of freedom the MDE is 16.334 standard errors
+    (scipy's upper tail alone at lam 16.334 is 0.80000), at 2 it is 5.6535, and a larger
+    df_se (a more precisely known standard error) on the same critical value gives a
+    smaller MDE whenever the power is mostly reached: df_se = 50 at df 1 -> 14.0."""
+    nan_seen = False
+    for df in (1, 2, 3, 9):
+        crit = float(stats.sps.t.ppf(0.975, df))
+        for lam in (0.5, 2.0, 5.0, 8.0, 12.0, 16.33, 25.0):
+            ours = stats.t_test_power(lam, crit, df)
+            ref = float(stats.sps.nct.sf(crit, df, lam) + stats.sps.nct.cdf(-crit, df, lam))
+            assert 0.0 <= ours <= 1.0
+            if math.isnan(ref):
+                nan_seen = True
+                assert ours == pytest.approx(float(stats.sps.nct.sf(crit, df, lam)), abs=1e-5)
+            else:
+                assert ours == pytest.approx(ref, abs=1e-5)
+    assert nan_seen  # the grid reaches scipy's NaN region
+    assert stats.min_detectable_effect(1.0, 1) == pytest.approx(16.334, abs=1e-3)
+    crit1 = float(stats.sps.t.ppf(0.975, 1))
+    assert float(stats.sps.nct.sf(crit1, 1, 16.334)) == pytest.approx(0.8, abs=1e-4)
+    assert stats.min_detectable_effect(1.0, 2) == pytest.approx(5.6535, abs=1e-3)
+    assert stats.min_detectable_effect(1.0, 1, df_se=50) == pytest.approx(14.0, abs=0.05)
+    with pytest.raises(FloatingPointError):
+        stats.t_test_power(float("nan"), crit1, 1)

@@ -99,6 +99,60 @@ def bootstrap_mean(
     return Estimate(float(y.mean()), float(lo), float(hi))
 
 
+def paired_bootstrap(
+    arm_SQ: np.ndarray,
+    base_SQ: np.ndarray,
+    clusters_Q: Sequence[str] | None = None,
+    weights_Q: Sequence[float] | np.ndarray | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 1 - ALPHA,
+) -> Estimate:
+    """Mean of ``arm - base`` with the percentile interval of a paired crossed
+    bootstrap: the difference d_sq = arm_sq - base_sq is formed per seed index and
+    question first (weighted and clustered as in ``paired_test``), and each replicate
+    draws S seeds and Q questions with replacement, the same draw for both arms (so
+    whatever the arms share, a hard question or a lucky data order, cancels). Seeds
+    and questions are drawn independently because the design is crossed: every seed
+    answers the same questions, so a nested draw (other questions per seed) would
+    treat the question effect as independent across seeds and understate it.
+    With 2 to 4 seeds the seed draw has few distinct outcomes and the interval
+    undercovers (docs/results.md, benchmarks/stats_coverage.py); the reports print
+    ``paired_test``'s interval instead."""
+    a = _check_matrix(arm_SQ, "paired_bootstrap arm")
+    b = _check_matrix(base_SQ, "paired_bootstrap baseline")
+    if a.shape != b.shape:
+        raise ValueError(f"paired_bootstrap: arm {a.shape} and baseline {b.shape} are not paired")
+    d = a - b
+    if weights_Q is not None:
+        w = np.asarray(weights_Q, dtype=np.float64)
+        d = d * (w / w.mean())[None, :]
+    return bootstrap_mean(cluster_means(d, clusters_Q), n_boot=n_boot, seed=seed, level=level)
+
+
+def two_way_interval(scores_SQ: np.ndarray, level: float = 1 - ALPHA) -> Estimate:
+    """Mean of ``scores_SQ`` with a t interval from the two-way random-effects model
+    y_sq = mu + a_s + b_q + e_sq: variance of the mean (MS_S + max(0, MS_Q - MS_E)) /
+    (SQ) (``variance_components``), Student's t on Satterthwaite's degrees of freedom
+    (``_satterthwaite``), which lie between S - 1 (the seed term dominates) and about
+    Q - 1 (questions dominate, as they do for one arm's pass rate: questions differ
+    far more in difficulty than seeds in skill). One seed: questions only, Q - 1.
+    Used for one arm's pass rate in the comparison report, where the crossed
+    bootstrap undercovers with 2 to 4 seeds (benchmarks/stats_coverage.py)."""
+    y = _check_matrix(scores_SQ, "two_way_interval")
+    s, q = y.shape
+    m = float(y.mean())
+    if q < 2:
+        return Estimate(m, m, m) if s < 2 else t_interval(y[:, 0], level)
+    var, df, _, _, _ = variance_components(y)
+    if s > 1:
+        df = _satterthwaite(s, q, *_mean_squares(y))
+    if var <= 0:
+        return Estimate(m, m, m)
+    half = float(sps.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    return Estimate(m, m - half, m + half)
+
+
 def t_interval(values: Sequence[float], level: float = 1 - ALPHA) -> Estimate:
     """Mean of a few per-seed figures (compute, wall time) with Student's t interval;
     a single value has no spread to show (lo = hi = value)."""
@@ -164,22 +218,32 @@ def variance_components(d_SQ: np.ndarray) -> tuple[float, float, float, float, f
     conservative than Satterthwaite's; both rates are in docs/results.md
     (benchmarks/stats_calibration.py)."""
     s, q = d_SQ.shape
-    grand = d_SQ.mean()
-    row = d_SQ.mean(axis=1)
-    col = d_SQ.mean(axis=0)
-    if q < 2:
-        raise ValueError("paired_test: needs at least 2 questions")
-    ms_q = s * float(((col - grand) ** 2).sum()) / (q - 1)
+    ms_s, ms_q, ms_e = _mean_squares(d_SQ)
     if s == 1:
         # one seed: the seed term is not estimable; questions are the only unit
         return ms_q / q, float(q - 1), 0.0, max(0.0, ms_q), 0.0
-    ms_s = q * float(((row - grand) ** 2).sum()) / (s - 1)
-    resid = d_SQ - row[:, None] - col[None, :] + grand
-    ms_e = float((resid**2).sum()) / ((s - 1) * (q - 1))
     sa2 = max(0.0, (ms_s - ms_e) / q)
     sb2 = max(0.0, (ms_q - ms_e) / s)
     var = (ms_s + max(0.0, ms_q - ms_e)) / (s * q)
     return var, float(s - 1), sa2, sb2, ms_e
+
+
+def _mean_squares(d_SQ: np.ndarray) -> tuple[float, float, float]:
+    """(MS_S, MS_Q, MS_E) of the two-way layout ``d_SQ`` (one observation per cell);
+    MS_S and MS_E are 0 with one seed (not estimable)."""
+    s, q = d_SQ.shape
+    if q < 2:
+        raise ValueError("paired_test: needs at least 2 questions")
+    grand = d_SQ.mean()
+    row = d_SQ.mean(axis=1)
+    col = d_SQ.mean(axis=0)
+    ms_q = s * float(((col - grand) ** 2).sum()) / (q - 1)
+    if s == 1:
+        return 0.0, ms_q, 0.0
+    ms_s = q * float(((row - grand) ** 2).sum()) / (s - 1)
+    resid = d_SQ - row[:, None] - col[None, :] + grand
+    ms_e = float((resid**2).sum()) / ((s - 1) * (q - 1))
+    return ms_s, ms_q, ms_e
 
 
 def paired_test(
@@ -211,6 +275,7 @@ def paired_test(
     if se == 0:
         p = 1.0 if mean == 0 else 0.0
         return PairedTest(Estimate(mean, mean, mean), 0.0, df, p, 0.0, s, q, 0.0)
+    df_se = df if s == 1 else _satterthwaite(s, q, *_mean_squares(d))
     tdist = sps.t(df)
     half = float(tdist.ppf(1 - alpha / 2)) * se
     p = float(2 * tdist.sf(abs(mean) / se))
@@ -219,7 +284,7 @@ def paired_test(
         se=se,
         df=df,
         p=p,
-        mde=min_detectable_effect(se, df, alpha, power),
+        mde=min_detectable_effect(se, df, alpha, power, df_se),
         seeds=s,
         units=q,
         sd_seed=math.sqrt(sa2),
@@ -227,28 +292,119 @@ def paired_test(
 
 
 def min_detectable_effect(
-    se: float, df: float, alpha: float = ALPHA, power: float = POWER
+    se: float,
+    df: float,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    df_se: float | None = None,
 ) -> float:
-    """Smallest true difference that a two-sided t-test at ``alpha`` on ``df`` degrees of
-    freedom, whose estimate has standard error ``se``, finds with probability ``power``:
-    ``lambda * se`` where the noncentral t with noncentrality lambda exceeds the
-    critical value (either sign) with probability ``power`` (scipy.stats.nct). For large
-    df this is the familiar (z_{1-alpha/2} + z_{power}) se = 2.80 se."""
-    return 0.0 if se == 0 else _noncentrality(float(df), alpha, power) * se
+    """Smallest true difference that a two-sided t-test at ``alpha``, with critical value
+    from Student's t on ``df`` degrees of freedom and an estimate of standard error
+    ``se``, finds with probability ``power``: ``lambda * se`` with lambda the root of
+    ``t_test_power(lambda, t_{1-alpha/2, df}, df_se) = power``. ``df_se`` is the degrees
+    of freedom of the squared standard error's estimate (``se_hat^2 ~ se^2
+    chi2_{df_se} / df_se``); by default ``df``, the noncentral t. ``paired_test``
+    passes its estimate's Satterthwaite degrees of freedom, which exceed S - 1 when
+    the question term adds to the variance. For large df this is the familiar
+    (z_{1-alpha/2} + z_{power}) se = 2.80 se; on 1 degree of freedom 16.33 se."""
+    if se == 0:
+        return 0.0
+    return _noncentrality(float(df), alpha, power, float(df if df_se is None else df_se)) * se
+
+
+def t_test_power(lam: float, crit: float, df_se: float) -> float:
+    """Probability that ``|Z + lam| / sqrt(W) > crit`` with Z standard normal and W ~
+    chi2_{df_se} / df_se independent of it: the power of a two-sided t-test whose
+    estimate is lam standard errors from zero and whose squared standard error is
+    estimated on ``df_se`` degrees of freedom; in [0, 1]. With crit the t quantile on
+    df_se it is the noncentral t's two tails. Computed as the integral over u in (0, 1)
+    of Phi(lam - crit sqrt(w(u))) + Phi(-lam - crit sqrt(w(u))), w(u) the upper
+    u-quantile of W (``_chi_nodes``: Gauss-Legendre, within 1e-5 of
+    scipy.integrate.quad), because scipy's noncentral t returns NaN in the far tail
+    (``nct.cdf(-crit, 1, lam)`` for many lam >= 7.4). Raises FloatingPointError when the
+    result is not finite, never guesses."""
+    if math.isinf(df_se):
+        got = float(special.ndtr(lam - crit) + special.ndtr(-lam - crit))
+    else:
+        root_w, weight = _chi_nodes(float(df_se))
+        c = crit * root_w
+        got = float(np.dot(weight, special.ndtr(lam - c) + special.ndtr(-lam - c)))
+    if not math.isfinite(got):
+        raise FloatingPointError(
+            f"t_test_power: power not finite at lam={lam}, crit={crit}, df_se={df_se}"
+        )
+    return min(1.0, max(0.0, got))
+
+
+_PANELS = (0.0, 1e-6, 1e-4, 1e-2, 0.1, 0.5, 0.9, 0.99, 0.9999, 1.0)
+"""Panel edges in u of ``_chi_nodes``' composite rule: narrow near 0 (W's far right
+tail) and near 1 (W near 0), where the quantile function bends."""
 
 
 @functools.lru_cache(maxsize=256)
-def _noncentrality(df: float, alpha: float, power: float) -> float:
+def _chi_nodes(df_se: float, per_panel: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """(sqrt(w(u_i)), weight_i): composite Gauss-Legendre nodes in u over ``_PANELS``
+    with W's upper quantiles w(u) = chi2.isf(u, df_se) / df_se, so that sum_i weight_i
+    f(sqrt(w(u_i))) approximates E[f(sqrt(W))]."""
+    x, w = np.polynomial.legendre.leggauss(per_panel)
+    u, weight = [], []
+    for lo, hi in zip(_PANELS[:-1], _PANELS[1:], strict=True):
+        u.append((hi - lo) / 2 * x + (hi + lo) / 2)
+        weight.append((hi - lo) / 2 * w)
+    u_N = np.concatenate(u)
+    return np.sqrt(sps.chi2.isf(u_N, df_se) / df_se), np.concatenate(weight)
+
+
+@functools.lru_cache(maxsize=1024)
+def _noncentrality(df: float, alpha: float, power: float, df_se: float) -> float:
     crit = float(sps.t.ppf(1 - alpha / 2, df))
 
     def shortfall(lam: float) -> float:
-        got = float(sps.nct.sf(crit, df, lam) + sps.nct.cdf(-crit, df, lam))
-        return (1.0 if math.isnan(got) else got) - power  # NaN far in the tail: power ~1
+        return t_test_power(lam, crit, df_se) - power
 
     hi = crit + 3.0
     while shortfall(hi) < 0:
         hi *= 2
     return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-9))
+
+
+def design_mde(
+    seeds: int,
+    units: int,
+    sd_seed: float,
+    sd_question: float,
+    sd_resid: float,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> float:
+    """The minimum detectable effect of ``paired_test`` for a planned design: ``seeds``
+    x ``units`` paired differences d_sq = delta + a_s + b_q + e_sq with standard
+    deviations ``sd_seed`` (a), ``sd_question`` (b) and ``sd_resid`` (e), in the
+    scores' unit. The true standard error sqrt(sa2/S + sb2/Q + se2/(SQ)), the test's
+    S - 1 degrees of freedom, and the Satterthwaite degrees of freedom of its variance
+    estimate at the expected mean squares (``_satterthwaite``); what ``paired_test``
+    reports is the same formula at the estimated mean squares."""
+    s, q = int(seeds), int(units)
+    if s < 1 or q < 2:
+        raise ValueError(f"design_mde: needs seeds >= 1 and units >= 2, got {s} x {q}")
+    sa2, sb2, se2 = sd_seed**2, sd_question**2, sd_resid**2
+    ms_s, ms_q, ms_e = q * sa2 + se2, s * sb2 + se2, se2
+    if s == 1:
+        return min_detectable_effect(math.sqrt(ms_q / q), q - 1, alpha, power)
+    se = math.sqrt(sa2 / s + sb2 / q + se2 / (s * q))
+    return min_detectable_effect(se, s - 1, alpha, power, _satterthwaite(s, q, ms_s, ms_q, ms_e))
+
+
+def _satterthwaite(s: int, q: int, ms_s: float, ms_q: float, ms_e: float) -> float:
+    """Satterthwaite's degrees of freedom of ``variance_components``' estimate
+    (MS_S + max(0, MS_Q - MS_E)) / (SQ): (sum of terms)^2 / sum(term^2 / its df), MS_S
+    on S - 1, MS_Q on Q - 1, MS_E on (S - 1)(Q - 1); S - 1 when the question term is
+    cut to 0. At least S - 1: the question term only adds precisely known variance."""
+    b = ms_q - ms_e
+    if b <= 0 or ms_s + b <= 0:
+        return float(s - 1)
+    denom = ms_s**2 / (s - 1) + ms_q**2 / (q - 1) + ms_e**2 / ((s - 1) * (q - 1))
+    return max(float(s - 1), (ms_s + b) ** 2 / denom)
 
 
 def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
