@@ -130,26 +130,38 @@ def paired_bootstrap(
     return bootstrap_mean(cluster_means(d, clusters_Q), n_boot=n_boot, seed=seed, level=level)
 
 
-def two_way_interval(scores_SQ: np.ndarray, level: float = 1 - ALPHA) -> Estimate:
+def two_way_interval(
+    scores_SQ: np.ndarray, level: float = 1 - ALPHA, satterthwaite: bool = False
+) -> Estimate:
     """Mean of ``scores_SQ`` with a t interval from the two-way random-effects model
-    y_sq = mu + a_s + b_q + e_sq: variance of the mean (MS_S + max(0, MS_Q - MS_E)) /
-    (SQ) (``variance_components``), Student's t on Satterthwaite's degrees of freedom
-    (``_satterthwaite``), which lie between S - 1 (the seed term dominates) and about
-    Q - 1 (questions dominate, as they do for one arm's pass rate: questions differ
-    far more in difficulty than seeds in skill). One seed: questions only, Q - 1.
-    Used for one arm's pass rate in the comparison report, where the crossed
-    bootstrap undercovers with 2 to 4 seeds (benchmarks/stats_coverage.py)."""
+    y_sq = mu + a_s + b_q + e_sq, for one arm's pass rate. Its variance is
+    (MS_S + max(0, MS_Q - MS_E)) / (SQ) (``variance_components``): a seed part on S - 1
+    degrees of freedom and a question part on about Q - 1. The half-width combines the
+    two parts' own t half-widths in quadrature,
+    sqrt(t_{S-1}^2 MS_S + t_{Q-1}^2 max(0, MS_Q - MS_E)) / sqrt(SQ) (the modified
+    large-sample method's form): exact when either part dominates, a little wide
+    between. ``satterthwaite=True`` instead uses one t on Satterthwaite's degrees of
+    freedom, which undercovers with 2 seeds when the seed part is large (88% where
+    seeds spread by 6 points; docs/results.md). One seed: questions only, on Q - 1.
+    The comparison report prints it: the crossed bootstrap (``bootstrap_mean``)
+    undercovers with 2 to 4 seeds (benchmarks/stats_coverage.py)."""
     y = _check_matrix(scores_SQ, "two_way_interval")
     s, q = y.shape
     m = float(y.mean())
     if q < 2:
         return Estimate(m, m, m) if s < 2 else t_interval(y[:, 0], level)
-    var, df, _, _, _ = variance_components(y)
-    if s > 1:
-        df = _satterthwaite(s, q, *_mean_squares(y))
-    if var <= 0:
-        return Estimate(m, m, m)
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    tail = 0.5 + level / 2
+    ms_s, ms_q, ms_e = _mean_squares(y)
+    if s == 1:
+        half = float(sps.t.ppf(tail, q - 1)) * math.sqrt(ms_q / q)
+    elif satterthwaite:
+        var = (ms_s + max(0.0, ms_q - ms_e)) / (s * q)
+        df = _satterthwaite(s, q, ms_s, ms_q, ms_e)
+        half = float(sps.t.ppf(tail, df)) * math.sqrt(var)
+    else:
+        seed_part = float(sps.t.ppf(tail, s - 1)) ** 2 * ms_s
+        question_part = float(sps.t.ppf(tail, q - 1)) ** 2 * max(0.0, ms_q - ms_e)
+        half = math.sqrt((seed_part + question_part) / (s * q))
     return Estimate(m, m - half, m + half)
 
 
