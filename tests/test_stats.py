@@ -316,3 +316,83 @@ def test_t_test_power_matches_scipy_where_scipy_is_finite_and_is_finite_where_no
     assert stats.min_detectable_effect(1.0, 1, df_se=50) == pytest.approx(14.0, abs=0.05)
     with pytest.raises(FloatingPointError):
         stats.t_test_power(float("nan"), crit1, 1)
+
+
+def test_paired_bootstrap_resamples_the_pairs_not_the_arms() -> None:
+    """Strongly correlated arms: 3 seeds x 40 questions, the baseline's score of
+    question q is q / 39 (difficulties 0 to 1, sd 0.29 over questions) in every seed,
+    and the arm scores 0.1 more, +-0.01 in a checkerboard ((-1)^(s+q)). Each arm's own
+    interval is wide: its mean over questions has s.e. about 0.29 / sqrt(40) = 0.046,
+    so a 95% interval of about 0.18 (> 0.15), and any interval built from the arms
+    separately is at least that wide. Resampled by pairs, every difference lies in
+    [0.09, 0.11], so every replicate mean and the whole interval does too, around the
+    mean 0.1."""
+    s, q = 3, 40
+    base = np.tile(np.arange(q) / (q - 1), (s, 1))
+    sign = (-1.0) ** np.add.outer(np.arange(s), np.arange(q))
+    arm = base + 0.1 + 0.01 * sign
+    for y in (arm, base):
+        own = stats.bootstrap_mean(y)
+        assert own.hi - own.lo > 0.15
+    diff = stats.paired_bootstrap(arm, base)
+    assert diff.value == pytest.approx(0.1 + 0.01 * sign.mean())
+    assert 0.09 <= diff.lo < diff.value < diff.hi <= 0.11
+
+
+def test_paired_bootstrap_resamples_seeds_and_questions() -> None:
+    """Seed spread large against the question spread: 10 seeds x 50 questions,
+    d_sq = a_s with a_s evenly spaced from -0.1 to 0.1 (population sd 0.0606), plus
+    +-0.001 by question. Resampling seeds, the mean's bootstrap s.e. is 0.0606 /
+    sqrt(10) = 0.0192 and the 95% interval about 2 x 1.96 x 0.0192 = 0.075 wide
+    (band [0.06, 0.09]); a bootstrap that kept the seeds fixed would see only the
+    +-0.001 and give a width near 0.0003. Transposed (the spread over 100 questions,
+    b_q from -0.1 to 0.1, population sd 0.0583, 2 seeds that agree): s.e. 0.00583,
+    width about 0.0229 (band [0.018, 0.028]), which a bootstrap that kept the
+    questions fixed would show as 0."""
+    a_S = np.linspace(-0.1, 0.1, 10)
+    d = a_S[:, None] + 0.001 * (-1.0) ** np.arange(50)[None, :]
+    est = stats.paired_bootstrap(d, np.zeros_like(d), n_boot=4000)
+    assert 0.06 <= est.hi - est.lo <= 0.09
+    b_Q = np.linspace(-0.1, 0.1, 100)
+    d = np.tile(b_Q, (2, 1))
+    est = stats.paired_bootstrap(d, np.zeros_like(d), n_boot=4000)
+    assert 0.018 <= est.hi - est.lo <= 0.028
+    with pytest.raises(ValueError, match="not paired"):
+        stats.paired_bootstrap(np.zeros((2, 3)), np.zeros((3, 3)))
+
+
+def test_two_way_interval_by_hand() -> None:
+    """y = [[1, 2, 3], [3, 4, 5]]: MS_S = 6 on 1 df, MS_Q = 2 on 2 df, MS_E = 0 (as in
+    test_variance_components_by_hand). Half-width sqrt(t_{0.975,1}^2 MS_S + t_{0.975,2}^2
+    (MS_Q - MS_E)) / sqrt(SQ) = sqrt(12.7062^2 * 6 + 4.3027^2 * 2) / sqrt(6) = 12.947
+    around the mean 3. One seed [[1, 2, 3]]: questions only, 2 +- 4.3027 * 1 / sqrt(3)
+    = 2 +- 2.4841 (MS_Q = 1)."""
+    est = stats.two_way_interval(np.array([[1.0, 2, 3], [3, 4, 5]]))
+    assert est.value == 3.0
+    assert (est.lo, est.hi) == pytest.approx((3 - 12.9468, 3 + 12.9468), abs=1e-3)
+    one = stats.two_way_interval(np.array([[1.0, 2, 3]]))
+    assert (one.lo, one.hi) == pytest.approx((2 - 2.4841, 2 + 2.4841), abs=1e-4)
+
+
+def test_two_way_interval_covers_with_two_seeds_that_spread() -> None:
+    """An arm's pass rate at 2 seeds when the seeds spread widely: y_sq = 0.6 + a_s +
+    b_q + e_sq, a ~ N(0, 0.07^2) (seeds 7 points apart, as at a high learning rate on
+    the micro world), b ~ N(0, 0.25^2), e ~ N(0, 0.3^2), 300 questions. The interval
+    should cover 0.6 in about 95% of 400 draws (s.e. 0.011): at least 0.92. The crossed
+    bootstrap, which resamples 2 seeds, covers about 0.8 here (bound: below 0.9)."""
+    rng = np.random.default_rng(21)
+    ours = boot = 0
+    reps = 400
+    for i in range(reps):
+        y = (
+            0.6
+            + rng.normal(0, 0.07, (2, 1))
+            + rng.normal(0, 0.25, (1, 300))
+            + rng.normal(0, 0.3, (2, 300))
+        )
+        est = stats.two_way_interval(y)
+        ours += est.lo <= 0.6 <= est.hi
+        b = stats.bootstrap_mean(y, n_boot=200, seed=i)
+        boot += b.lo <= 0.6 <= b.hi
+    assert ours / reps >= 0.92
+    assert boot / reps < 0.9

@@ -178,9 +178,11 @@ def columns(ref: ScoreRecord) -> Columns:
 
 
 def arm_estimate(y_SQ: np.ndarray, cols: Columns, domain: str) -> stats.Estimate:
+    """An arm's mean pass@1 on ``domain`` with its 95% two-way t interval
+    (``stats.two_way_interval``: seeds and questions, covers with 2 seeds)."""
     if domain == MEAN:
-        return stats.bootstrap_mean(y_SQ * cols.weights_Q[None, :])
-    return stats.bootstrap_mean(y_SQ[:, cols.index[domain]])
+        return stats.two_way_interval(y_SQ * cols.weights_Q[None, :])
+    return stats.two_way_interval(y_SQ[:, cols.index[domain]])
 
 
 def paired(arm: ArmData, base: ArmData) -> tuple[np.ndarray, np.ndarray, list[int]]:

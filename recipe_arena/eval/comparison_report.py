@@ -1,8 +1,8 @@
 """The comparative report: report.md and a self-contained report.html.
 
 Sections: what was compared; the settings that differ between arms (Table 9.2's
-style, nothing else); held-out pass@1 per arm and domain with 95% intervals (crossed
-bootstrap over seeds and questions); the paired difference of each arm to the
+style, nothing else); held-out pass@1 per arm and domain with 95% intervals (two-way
+t over seeds and questions); the paired difference of each arm to the
 baseline per domain (95% interval, p-value, Holm-corrected p-value, minimum
 detectable effect, verdict); the A/A control; the compute each arm used; ScaleRL's
 compute-curve fit per arm; reward, length and staleness curves (mean over seeds and
@@ -133,7 +133,9 @@ def _pass_table(arms: list[ArmData], cols: Columns, out: Path) -> list[str]:
     md = [
         "## Held-out pass@1 of the final checkpoints",
         "",
-        "Mean over seeds and questions, with a 95% interval from a bootstrap over both "
+        "Mean over seeds and questions, with a 95% interval over both: the seed part on "
+        "Student's t with S - 1 degrees of freedom and the question part on Q - 1, "
+        "combined in quadrature, so that it covers with 2 seeds too "
         f"(questions: {', '.join(f'{d} {len(cols.index[d])}' for d in cols.domains)}; "
         "`mean` is the unweighted mean over domains).",
         "",
@@ -178,9 +180,11 @@ def _paired_table(comps: list[Comparison], arms: list[ArmData]) -> list[str]:
     md += [
         "Per question and seed: arm score minus baseline score (same seed, same question). "
         "The interval and p-value come from a two-way (seed x question) variance "
-        "decomposition and Student's t on the seeds' degrees of freedom (cut to the "
-        "possible range [-1, 1]); questions asked twice count once. p (Holm) corrects for the number of arms compared; MDE is the "
-        "smallest true difference this design finds with 80% power at the 5% level.",
+        "decomposition of these paired differences and Student's t on the seeds' "
+        "degrees of freedom (cut to the possible range [-1, 1]); questions asked twice "
+        "count once. p (Holm) corrects for the number of arms compared; MDE is the "
+        "smallest true difference this test finds with 80% power at the 5% level, at "
+        "this design's estimated noise (with 2 seeds about 16 standard errors).",
         "",
         "| arm | domain | difference [95% interval] | p | p (Holm) | MDE | seeds x questions | verdict |",
         "|---|---|---|---|---|---|---|---|",
