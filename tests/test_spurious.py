@@ -160,3 +160,52 @@ def test_spurious_check_command_writes_the_report(tmp_path: Path, capsys) -> Non
     (empty / "metrics.jsonl").write_text("")
     with pytest.raises(ValueError, match="no held-out evaluation"):
         write_spurious_check([empty], [], tmp_path / "out2")
+
+
+def _run_with_scores(path: Path, flips: list[int], questions: int = 100) -> Path:
+    """A spurious run on ``questions`` chat questions whose RL start solves none and
+    whose last evaluation solves exactly the questions in ``flips``: pass@1 0 ->
+    len(flips) / questions, in metrics.jsonl and per question in eval_scores.jsonl."""
+    from recipe_arena.data.schema import Message, PromptRow
+    from recipe_arena.eval.scores import log_eval_scores
+
+    rows = [
+        PromptRow(id=f"chat-{i}", messages=[Message(role="user", content=f"q {i}")], domain="chat")  # type: ignore[arg-type]
+        for i in range(questions)
+    ]
+    end = [float(i in flips) for i in range(questions)]
+    _run(path, {"chat": [0.0, sum(end) / questions]})
+    log_eval_scores(path, "rlvr", 0, rows, [0.0] * questions)
+    log_eval_scores(path, "rlvr", 50, rows, end)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("flips", "noise", "suspect"),
+    [
+        # the same question gained in every seed: MS_S = MS_E = 0, MS_Q = 3 (0.99^2 +
+        # 99 * 0.01^2) / 99 = 0.03; bound t(0.95, 99) sqrt(0.03 / 300) = 1.66039 * 0.01
+        ([[7], [7], [7]], 0.0166039, False),
+        # a different question per seed: MS_S = 0, MS_Q = 0.0098 < MS_E = 2 / 198; bound
+        # t(0.95, 2) sqrt(MS_E / 300) = 2.919986 * 0.0058026 = 0.016943
+        ([[3], [5], [9]], 0.016943, False),
+        # ten questions gained in every seed, the same ones: mean 0.10, MS_Q = 3 * 9 /
+        # 99 = 0.27273, MS_S = MS_E = 0; bound 1.66039 * sqrt(0.27273 / 300) = 0.050063
+        ([list(range(10))] * 3, 0.050063, True),
+    ],
+)
+def test_equal_rises_get_a_bound_from_the_questions_noise(
+    flips: list[list[int]], noise: float, suspect: bool, tmp_path: Path
+) -> None:
+    """Three spurious runs that rise by the same amount have sd 0 over seeds, so the
+    seed-only bound was 0 and one question of 100 (+0.010 in every seed) read as
+    SUSPECT. With the runs' per-question scores the bound counts the questions' noise
+    (stats.noise_bound), through the report's own path (write_spurious_check)."""
+    runs = [_run_with_scores(tmp_path / f"s{i}", f) for i, f in enumerate(flips)]
+    write_spurious_check(runs, [], tmp_path / "out")
+    (v,) = json.loads((tmp_path / "out" / "spurious_check.json").read_text())
+    assert v["sd"] == pytest.approx(0.0, abs=1e-12)
+    assert v["noise"] == pytest.approx(noise, abs=2e-6)
+    assert v["suspect"] is suspect and v["questions"] == 100
+    text = (tmp_path / "out" / "spurious_check.md").read_text()
+    assert ("SUSPECT" in text) is suspect

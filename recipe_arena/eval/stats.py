@@ -174,6 +174,26 @@ def two_way_interval(
     return Estimate(m, m - half, m + half)
 
 
+def noise_bound(d_SQ: np.ndarray, confidence: float = 0.95) -> float:
+    """How far the mean of ``d_SQ`` (seeds x questions, e.g. per-question rises) reaches
+    on noise alone, one-sided at ``confidence``:
+    sqrt(t_{c,S-1}^2 max(MS_S, MS_E) + t_{c,Q-1}^2 max(0, MS_Q - MS_E)) / sqrt(SQ), in
+    the scores' unit, >= 0. The seed part alone is t_{c,S-1} sd(row means) / sqrt(S);
+    it is never taken below the residual mean square, because E[MS_S] = Q sa2 + se2 >=
+    E[MS_E]: seeds whose means agree by chance (three runs that each gain one question
+    of 100) still carry each question's binomial noise. The question part adds what
+    questions shared by every seed contribute (the same question flipping in every
+    run). Needs at least 2 seeds and 2 questions."""
+    y = _check_matrix(d_SQ, "noise_bound")
+    s, q = y.shape
+    if s < 2 or q < 2:
+        raise ValueError(f"noise_bound: needs at least 2 seeds and 2 questions, got {s} x {q}")
+    ms_s, ms_q, ms_e = _mean_squares(y)
+    seed_part = float(sps.t.ppf(confidence, s - 1)) ** 2 * max(ms_s, ms_e)
+    question_part = float(sps.t.ppf(confidence, q - 1)) ** 2 * max(0.0, ms_q - ms_e)
+    return math.sqrt((seed_part + question_part) / (s * q))
+
+
 def t_interval(values: Sequence[float], level: float = 1 - ALPHA) -> Estimate:
     """Mean of a few per-seed figures (compute, wall time) with Student's t interval;
     a single value has no spread to show (lo = hi = value)."""
