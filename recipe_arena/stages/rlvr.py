@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 
 from recipe_arena.config import RunConfig
+from recipe_arena.core import lockstep
 from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.backends import ActorSpec, make_backend
+from recipe_arena.core.backends import ActorSpec, LocalBackend, make_backend
 from recipe_arena.core.checkpoint import (
     Ledger,
     latest_training_state,
@@ -203,9 +204,18 @@ def run_rlvr(
             cfg.rl.num_actors,
             cfg.cluster.address,
             cfg.cluster.num_cpus,
-            overlap=cfg.rl.pipeline_depth > 1,
+            overlap=cfg.rl.pipeline_depth > 1 and cfg.rl.schedule == "wall_clock",
         )
-        train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
+        if cfg.rl.schedule == "deterministic":  # one local actor, stepped on this thread
+            assert isinstance(backend, LocalBackend)
+            try:
+                lockstep.train(
+                    learner, backend.actors[0], source, settings, start_step, on_step=on_step
+                )
+            finally:
+                backend.shutdown()
+        else:
+            train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
         bar.close()
         scorer.close()
