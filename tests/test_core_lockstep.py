@@ -66,11 +66,8 @@ def busy_cores() -> Iterator[None]:
             p.wait()
 
 
-def _run(
-    ckpt: Path, rows: list[PromptRow], steps: int, lag: int, update_at: int | None, **rl: Any
-) -> tuple[list[StepRecord], Learner]:
-    """``lockstep.train`` as ``stages.rlvr`` calls it: N = 2 prompts of G = 4."""
-    cfg = RLConfig(
+def _rl(steps: int, lag: int, update_at: int | None, **rl: Any) -> RLConfig:
+    return RLConfig(
         steps=steps,
         prompts_per_step=2,
         schedule="deterministic",
@@ -80,16 +77,38 @@ def _run(
         lr=1e-2,
         **{"max_resample_factor": 64, **rl},  # batches fill: none cut short by the draw cap
     )
+
+
+def _run(
+    ckpt: Path,
+    rows: list[PromptRow],
+    steps: int,
+    lag: int,
+    update_at: int | None,
+    resume: dict[str, Any] | None = None,
+    **rl: Any,
+) -> tuple[list[StepRecord], Learner, PromptSource]:
+    """``lockstep.train`` as ``stages.rlvr`` calls it: N = 2 prompts of G = 4.
+    ``resume``: the learner, source and schedule states of a checkpoint of ``ckpt``."""
+    cfg = _rl(steps, lag, update_at, **rl)
     model, tok = load_checkpoint(ckpt)
     learner = Learner(model, LearnerSettings(rl=cfg))
-    actor = Actor(0, ckpt, None, "torch", EngineConfig(max_batch_size=16), REWARDS, ACTOR)
+    source = PromptSource(rows, {"ifeval": 1.0}, seed=3)
+    start = 0
+    if resume is not None:
+        learner.load_state_dict(resume["learner"])
+        source.load_state_dict(resume["source"])
+        start = learner.version
+    actor = Actor(
+        0, ckpt, None, "torch", EngineConfig(max_batch_size=16), REWARDS, ACTOR, version=start
+    )
     try:
-        source = PromptSource(rows, {"ifeval": 1.0}, seed=3)
         settings = LoopSettings(rl=cfg, advantage=CenteredParams(), seed=3, pad_id=0)
-        records = lockstep.train(learner, actor, source, settings)
+        state = None if resume is None else resume["schedule"]
+        records = lockstep.train(learner, actor, source, settings, start, state=state)
     finally:
         actor.close()
-    return records, learner
+    return records, learner, source
 
 
 def test_version_plan_by_hand() -> None:
@@ -115,7 +134,7 @@ def test_lag_k_gives_staleness_exactly_k(init_ckpt: Path, rows: list[PromptRow])
     min(s - 1, 3): 0, 1, 2 while the pipeline fills, then exactly 3, and the logged lag
     histogram has one bin holding all tokens. Also every trained token's version is the
     batch's start version."""
-    records, learner = _run(init_ckpt, rows, steps=6, lag=3, update_at=None)
+    records, learner, _ = _run(init_ckpt, rows, steps=6, lag=3, update_at=None)
     assert learner.version == 6
     for rec in records:
         lag = min(rec.step - 1, 3)
@@ -141,7 +160,7 @@ def test_in_flight_update_lands_at_the_stated_decode_step(
     response is version 0 throughout. Lag of a trained token: (s - 1) - version, i.e. 2
     for the first 4 tokens and 1 after."""
     u = 4
-    records, _ = _run(init_ckpt, rows, steps=4, lag=2, update_at=u, zero_gradient_filter=False)
+    records, _, _ = _run(init_ckpt, rows, steps=4, lag=2, update_at=u, zero_gradient_filter=False)
     switched = 0
     for rec in records:
         s = rec.step
@@ -171,9 +190,9 @@ def test_same_seed_same_run_under_load(init_ckpt: Path, rows: list[PromptRow]) -
     bitwise equal. Lag 1 with an in-flight update at iteration 3, so the equality also
     covers where the update lands inside sequences; a schedule that followed wall time
     would change which versions sampled which tokens, and with them every float."""
-    first, learner_a = _run(init_ckpt, rows, steps=4, lag=1, update_at=3)
+    first, learner_a, _ = _run(init_ckpt, rows, steps=4, lag=1, update_at=3)
     with busy_cores():
-        second, learner_b = _run(init_ckpt, rows, steps=4, lag=1, update_at=3)
+        second, learner_b, _ = _run(init_ckpt, rows, steps=4, lag=1, update_at=3)
     assert [_without_wall_time(r.metrics) for r in first] == [
         _without_wall_time(r.metrics) for r in second
     ]
@@ -181,6 +200,33 @@ def test_same_seed_same_run_under_load(init_ckpt: Path, rows: list[PromptRow]) -
     a, b = learner_a.model.state_dict(), learner_b.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert any(r.metrics["loss/grad_norm"] > 0 for r in first)  # the weights did move
+
+
+def test_resumed_run_continues_the_uninterrupted_one(
+    init_ckpt: Path, rows: list[PromptRow], tmp_path: Path
+) -> None:
+    """Lag 2 with an update at iteration 3: steps 3 and 4 sample with versions 0 -> 1
+    and 1 -> 2, weights older than the checkpoint of step 2 holds in its model. A run
+    stopped after step 2 and resumed from what ``stages.rlvr`` checkpoints (model,
+    learner, prompt source, the record's ``schedule_state``) logs steps 3 and 4 exactly as
+    the run that never stopped, and ends with the same weights."""
+    whole, learner_w, _ = _run(init_ckpt, rows, steps=4, lag=2, update_at=3)
+    part, learner_p, source_p = _run(init_ckpt, rows, steps=2, lag=2, update_at=3)
+    _, tok = load_checkpoint(init_ckpt)
+    saved = save_checkpoint(learner_p.model, tok, tmp_path / "step_2")
+    resume = {
+        "learner": learner_p.state_dict(),
+        "source": source_p.state_dict(),
+        "schedule": part[-1].schedule_state,
+    }
+    assert sorted(resume["schedule"]["weights"]) == [0, 1, 2]  # versions 0..V held
+    rest, learner_r, _ = _run(saved, rows, steps=4, lag=2, update_at=3, resume=resume)
+    assert [r.step for r in rest] == [3, 4]
+    assert [_without_wall_time(r.metrics) for r in rest] == [
+        _without_wall_time(r.metrics) for r in whole[2:]
+    ]
+    a, b = learner_w.model.state_dict(), learner_r.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_config_rejects_a_lag_beyond_max_staleness() -> None:

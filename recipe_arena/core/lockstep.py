@@ -36,6 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -83,9 +84,11 @@ class VersionPlan:
 class Snapshots:
     """The learner's weights of the versions the actor may still need: the last k + 1."""
 
-    def __init__(self, plan: VersionPlan, version: int, weights: Mapping[str, torch.Tensor]):
+    def __init__(
+        self, plan: VersionPlan, held: Mapping[int, Mapping[str, torch.Tensor]] | None = None
+    ) -> None:
         self.plan = plan
-        self._by_version: dict[int, Mapping[str, torch.Tensor]] = {version: weights}
+        self._by_version: dict[int, Mapping[str, torch.Tensor]] = dict(held or {})
 
     def add(self, version: int, weights: Mapping[str, torch.Tensor]) -> None:
         self._by_version[version] = weights
@@ -95,6 +98,10 @@ class Snapshots:
 
     def __getitem__(self, version: int) -> Mapping[str, torch.Tensor]:
         return self._by_version[version]
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps: v_0 and the weights of every version held."""
+        return {"first": self.plan.first, "weights": dict(self._by_version)}
 
 
 @dataclass
@@ -178,12 +185,18 @@ def train(
     s: LoopSettings,
     start_step: int = 0,
     on_step: StepHook | None = None,
+    state: dict[str, Any] | None = None,
 ) -> list[StepRecord]:
     """``core.loop.train`` under the deterministic schedule: optimiser steps
     start_step+1 .. rl.steps with ``actor`` driven on the learner's thread; ``on_step``
-    logs, checkpoints, evaluates. Wall-time figures go to ``throughput/`` metrics only."""
-    plan = VersionPlan(s.rl.lag, s.rl.update_at_decode_step, first=learner.version)
-    snapshots = Snapshots(plan, learner.version, learner.weights())
+    logs, checkpoints, evaluates (each record's ``schedule_state`` is what a checkpoint
+    keeps). ``state``: a checkpoint's ``schedule_state`` when resuming, so the resumed
+    run samples with the versions the uninterrupted one would. Wall-time figures go to
+    ``throughput/`` metrics only."""
+    first = learner.version if state is None else int(state["first"])
+    plan = VersionPlan(s.rl.lag, s.rl.update_at_decode_step, first=first)
+    snapshots = Snapshots(plan, None if state is None else state["weights"])
+    snapshots.add(learner.version, learner.weights())
     flight = InFlight()
     records: list[StepRecord] = []
     actor.engine.pause()
@@ -222,6 +235,7 @@ def train(
                 stale=got.stale,
                 metrics=metrics,
                 groups=kept,
+                schedule_state=snapshots.state_dict(),
             )
             records.append(record)
             if on_step is not None:
