@@ -2,6 +2,7 @@
 reported from one command.
 
     recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [out_dir=DIR]
+                       [export=docs/studies/table_9_2]
 
 The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
 
@@ -46,7 +47,9 @@ and the study report ``report.md`` / ``report.html``: a summary shaped like Tabl
 against OLMo 3's choice with a 95% interval, the minimum detectable effect, a verdict),
 then each row's section, then the findings. ``recipe-arena report STUDY_DIR``
 re-renders it from the run artifacts alone (config.yaml, stages.json, metrics.jsonl,
-eval_scores.jsonl).
+eval_scores.jsonl). ``export=DIR`` copies the study with those artifacts and nothing
+else (no checkpoints, no logs) to DIR, small enough to commit, where ``recipe-arena
+report DIR`` renders the same report.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -293,8 +297,10 @@ def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
     opts: dict[str, str] = {}
     for item in items[1:]:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("jobs", "rows", "out_dir"):
-            raise ConfigError(f"argument {item!r}: allowed: jobs=N, rows=a,b, out_dir=DIR")
+        if not sep or key not in ("jobs", "rows", "out_dir", "export"):
+            raise ConfigError(
+                f"argument {item!r}: allowed: jobs=N, rows=a,b, out_dir=DIR, export=DIR"
+            )
         opts[key] = value
     return Path(items[0]), opts
 
@@ -323,7 +329,47 @@ def run_study(items: list[str]) -> int:
 
     report = write_study_report(root)
     _say(f"report: {report} (and report.html)")
+    if "export" in opts:
+        dest = export_study(root, Path(opts["export"]))
+        _say(f"exported the report and its artifacts to {dest}")
     if failed:
         _say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")
         return 1
     return 0
+
+
+RUN_ARTIFACTS = ("config.yaml", "stages.json", "metrics.jsonl", "eval_scores.jsonl")
+"""What a study report reads from each run (``eval.comparison.load_run``)."""
+
+
+def export_study(root: Path, dest: Path) -> Path:
+    """Copy the study at ``root`` to ``dest`` with only what its report reads: study.json,
+    each comparison's plan and run links, each linked run's ``RUN_ARTIFACTS``, and the
+    rendered reports and figures. ``dest`` is replaced."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copy2(root / STUDY_FILE, dest / STUDY_FILE)
+    spec = json.loads((root / STUDY_FILE).read_text())
+    names = [row_dir_name(r["name"], g) for r in spec["rows"] for g in r["regimes"]]
+    needed: set[str] = set()
+    for row in [root / "rows" / n for n in names if (root / "rows" / n).is_dir()]:
+        out = dest / "rows" / row.name
+        (out / "runs").mkdir(parents=True)
+        for f in row.iterdir():
+            if f.is_file():
+                shutil.copy2(f, out / f.name)
+        for link in sorted((row / "runs").iterdir()):
+            target = Path(os.readlink(link))
+            (out / "runs" / link.name).symlink_to(target, target_is_directory=True)
+            needed.add(target.name)
+    for key in sorted(needed):
+        src, out = root / "runs" / key, dest / "runs" / key
+        out.mkdir(parents=True)
+        for name in RUN_ARTIFACTS:
+            if (src / name).exists():
+                shutil.copy2(src / name, out / name)
+    for f in root.iterdir():
+        if f.is_file() and f.name != STUDY_FILE:
+            shutil.copy2(f, dest / f.name)
+    return dest

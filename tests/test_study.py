@@ -146,8 +146,8 @@ def test_smoke_study_runs_resumes_and_rerenders(tmp_path: Path) -> None:
     against 0; advantage: centered against standard), one seed, the default regime:
     3 distinct runs, not 4. The report opens with the summary table (one line per
     alternative), has a section per row and the findings table. Run again, nothing is
-    run ("0 to run"); ``recipe-arena report`` rewrites the same report from the run
-    artifacts."""
+    run ("0 to run") and the study is exported without checkpoints; ``recipe-arena
+    report`` rewrites the same report from the run artifacts, in place and exported."""
     study = {
         **STUDY,
         "rows": [
@@ -170,12 +170,15 @@ def test_smoke_study_runs_resumes_and_rerenders(tmp_path: Path) -> None:
     html = (root / "report.html").read_text()
     assert "<table>" in html and "http" not in html.split("<body>")[1]
     assert json.loads((root / "study.json").read_text())["name"] == "tiny"
-    again = _study("study", str(path), f"out_dir={out}", "jobs=1")
+    exported = tmp_path / "docs" / "tiny"
+    again = _study("study", str(path), f"out_dir={out}", "jobs=1", f"export={exported}")
     assert again.returncode == 0 and "3 distinct runs, 0 to run" in again.stderr
-    (root / "report.md").unlink()
-    rerender = _study("report", str(root))
-    assert rerender.returncode == 0, rerender.stderr[-2000:]
-    assert (root / "report.md").read_text() == report
+    assert not list(exported.rglob("checkpoints"))  # artifacts only
+    for where in (root, exported):
+        (where / "report.md").unlink()
+        rerender = _study("report", str(where))
+        assert rerender.returncode == 0, rerender.stderr[-2000:]
+        assert (where / "report.md").read_text() == report
 
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"

@@ -160,8 +160,8 @@ def _row_section(r: RowResult, root: Path) -> list[str]:
     if not r.comps:
         return md + [r.note.capitalize() + ".", ""]
     ready = [a for a in r.arms if a.runs]
-    md += _paired_table([c for c in r.comps if not c.control], ready)
-    md += _compute_table(ready)
+    parts = _paired_table([c for c in r.comps if not c.control], ready) + _compute_table(ready)
+    md += ["#" + line if line.startswith("## ") else line for line in parts]  # a level down
     for png, alt in (
         ("plot_compare_eval.png", "held-out pass@1 per arm"),
         ("plot_compare_compute.png", "held-out pass@1 against learner compute"),
