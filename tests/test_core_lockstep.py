@@ -283,6 +283,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # several smoke runs; slow on a loaded machine
 def test_recipe_run_is_reproducible_under_load(tmp_path: Path) -> None:
     """``recipe-arena run`` twice with the same seed, the second beside busy-loop
     processes on every core: metrics.jsonl (all stages, wall-time fields aside) and the

@@ -141,6 +141,7 @@ def _study(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # several smoke runs; slow on a loaded machine
 def test_smoke_study_runs_resumes_and_rerenders(tmp_path: Path) -> None:
     """The real command on a smoke study of two rows sharing their baseline (lr: 1e-5
     against 0; advantage: centered against standard), one seed, the default regime:
