@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from recipe_arena.config import RLConfig
 from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import (
@@ -66,6 +67,11 @@ class VersionPlan:
     batch boundary only."""
     first: int = 0
     """v_0: the version the actor starts with (the learner's at the start of training)."""
+
+    @classmethod
+    def of(cls, rl: RLConfig, first: int = 0) -> VersionPlan:
+        """The plan ``rl.lag`` and ``rl.update_at_decode_step`` set, from version ``first``."""
+        return cls(rl.lag, rl.update_at_decode_step, first)
 
     def start_version(self, learner_version: int) -> int:
         """v_s = max(v_0, V - k): the version the batch's first tokens are sampled with."""
@@ -194,7 +200,7 @@ def train(
     run samples with the versions the uninterrupted one would. Wall-time figures go to
     ``throughput/`` metrics only."""
     first = learner.version if state is None else int(state["first"])
-    plan = VersionPlan(s.rl.lag, s.rl.update_at_decode_step, first=first)
+    plan = VersionPlan.of(s.rl, first)
     snapshots = Snapshots(plan, None if state is None else state["weights"])
     snapshots.add(learner.version, learner.weights())
     flight = InFlight()
