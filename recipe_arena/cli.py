@@ -4,7 +4,8 @@
     recipe-arena verify IN.jsonl [OUT.jsonl] [key.path=value ...]
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
-    recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR
+    recipe-arena study STUDY.yaml [jobs=N] [rows=a,b] [out_dir=DIR]
+    recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR | STUDY_DIR
     recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
     recipe-arena spurious-check --spurious RUN... [--real RUN...] [--out DIR]
 
@@ -126,6 +127,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 130
 
 
+def _cmd_study(args: argparse.Namespace) -> int:
+    from recipe_arena.study import run_study
+
+    try:
+        return run_study(args.items)
+    except KeyboardInterrupt:
+        return 130
+
+
 def _cmd_spurious_check(args: argparse.Namespace) -> int:
     from recipe_arena.eval.spurious import write_spurious_check
 
@@ -182,11 +192,12 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "report",
         help="(re)write report.md and report.html of a run directory; of several runs or a "
-        "comparison directory, the comparative report",
+        "comparison directory, the comparative report; of a study directory, the study report",
     )
     rep.add_argument("run_dirs", nargs="+")
     rep.set_defaults(fn=_cmd_report)
     _add_compare(sub)
+    _add_study(sub)
     _add_lm_eval(sub)
     _add_spurious_check(sub)
     return p
@@ -247,6 +258,24 @@ def _add_compare(sub: Any) -> None:
         "name=; anything else (budget=smoke, rl.steps=40) applies to every arm",
     )
     cmp.set_defaults(fn=_cmd_compare)
+
+
+def _add_study(sub: Any) -> None:
+    from recipe_arena.study import __doc__ as study_doc
+
+    st = sub.add_parser(
+        "study",
+        help="a study of several comparisons (studies/<name>.yaml): run, resume, report",
+        description=study_doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    st.add_argument(
+        "items",
+        nargs="+",
+        metavar="FILE [key=value]",
+        help="the study file, then jobs=N, rows=a,b (only these rows), out_dir=DIR",
+    )
+    st.set_defaults(fn=_cmd_study)
 
 
 def main(argv: list[str] | None = None) -> int:

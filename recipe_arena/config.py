@@ -161,6 +161,28 @@ class RLConfig(Strict):
     lr_floor: float = Field(0.1, ge=0, le=1)
     """Under ``lr_schedule: cosine``, the rate decays to lr_floor * lr at the last step
     (fraction of the peak, 0-1; 10%, the base and SFT stages' floor)."""
+    schedule: Literal["wall_clock", "deterministic"] = "wall_clock"
+    """How the actor, the learner and the weight updates interleave. wall_clock: actors
+    generate in threads of their own and each update lands whenever the learner
+    publishes it, so the lag follows the machine's timing and load. deterministic: one
+    thread runs the actor's decode steps and the learner's steps in a fixed order on a
+    logical clock (``core.lockstep``): batch s is sampled with the weights of version
+    s-1-``lag`` and the next version lands after ``update_at_decode_step`` decode steps
+    of the batch, so a run is bitwise reproducible on the same machine type under any
+    load (conditions and cost in docs/results.md). One local actor on the torch engine;
+    no overlap of generation and training."""
+    lag: int = Field(1, ge=0)
+    """Deterministic schedule: policy versions the actor is behind the learner, 0 or
+    more (at most ``max_staleness``). Batch s (learner at version s-1) is sampled with
+    version max(0, s-1-lag): every token's lag is exactly ``lag`` once the first
+    ``lag`` steps have filled the pipeline (before, the actor still holds version 0),
+    or ``lag - 1`` after an in-flight update. 0 is synchronous on-policy RL."""
+    update_at_decode_step: int | None = Field(None, ge=1)
+    """Deterministic schedule: the in-flight weight update. After this many decode steps
+    (engine iterations) of a batch's generation, the actor switches to the next version
+    (s-lag) and keeps its sequences going, so tokens sampled from then on carry it
+    (``token_versions`` change inside a sequence). None: updates land between batches
+    only. Needs ``lag`` >= 1 (at lag 0 the next version does not exist yet)."""
 
     @field_validator("domain_weights")
     @classmethod
@@ -168,6 +190,22 @@ class RLConfig(Strict):
         if not any(w > 0 for w in v.values()):
             raise ValueError("at least one domain needs a weight above 0")
         return v
+
+    @model_validator(mode="after")
+    def _deterministic_lag_trainable(self) -> RLConfig:
+        if self.schedule != "deterministic":
+            return self
+        if self.lag > self.max_staleness:
+            raise ValueError(
+                f"rl.lag={self.lag} exceeds rl.max_staleness={self.max_staleness}: every "
+                "group would be stale; raise rl.max_staleness to at least rl.lag"
+            )
+        if self.update_at_decode_step is not None and self.lag == 0:
+            raise ValueError(
+                "rl.update_at_decode_step needs rl.lag >= 1 (at lag 0 the next version "
+                "does not exist while the batch is sampled)"
+            )
+        return self
 
 
 class PromptFilterConfig(Strict):
@@ -484,6 +522,23 @@ class RunConfig(Strict):
                 "not starting with a dot"
             )
         return v
+
+    @model_validator(mode="after")
+    def _deterministic_schedule_runs_here(self) -> RunConfig:
+        if self.rl.schedule != "deterministic":
+            return self
+        if self.engine.name != "torch":
+            raise ValueError(
+                f"rl.schedule=deterministic steps the torch engine; engine.name="
+                f"{self.engine.name!r} cannot be stepped (use engine=torch)"
+            )
+        if self.cluster.backend != "local":
+            raise ValueError("rl.schedule=deterministic runs its actor locally; use cluster=local")
+        if self.rl.num_actors != 1:
+            raise ValueError(
+                f"rl.schedule=deterministic runs one actor; rl.num_actors={self.rl.num_actors}"
+            )
+        return self
 
     @property
     def run_name(self) -> str:

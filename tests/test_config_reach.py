@@ -258,6 +258,14 @@ def _source_view(rl: RLConfig) -> Any:
     return [source.next().id for _ in range(12)]
 
 
+def _plan_view(rl: RLConfig) -> Any:
+    """The deterministic schedule's versions: each batch's start and in-flight switch."""
+    from recipe_arena.core.lockstep import VersionPlan
+
+    plan = VersionPlan.of(rl)
+    return [(plan.start_version(v), plan.switch_version(v)) for v in range(6)]
+
+
 # field -> (the component's view, a context the field matters in, the changed value)
 RL_CHANGES: dict[str, tuple[Callable[[RLConfig], Any], dict[str, Any], Any]] = {
     "steps": (_tiny_learner_view, {"lr_schedule": "cosine"}, 5),
@@ -280,10 +288,13 @@ RL_CHANGES: dict[str, tuple[Callable[[RLConfig], Any], dict[str, Any], Any]] = {
     "adam_betas": (_tiny_learner_view, {}, (0.5, 0.9)),
     "weight_decay": (_tiny_learner_view, {"lr": 0.5}, 0.5),
     "lr_floor": (_tiny_learner_view, {"lr_schedule": "cosine", "steps": 4}, 0.5),
+    "lag": (_plan_view, {"schedule": "deterministic", "max_staleness": 4}, 3),
+    "update_at_decode_step": (_plan_view, {"schedule": "deterministic"}, 2),
 }
-RL_READ_BY_THE_STAGE = {"num_actors", "checkpoint_every", "eval_every"}
-"""Read by ``run_rlvr`` itself (actors started, checkpoint and evaluation cadence): the
-recipe smoke test checks the cadence (evaluations and checkpoints at its steps)."""
+RL_READ_BY_THE_STAGE = {"num_actors", "checkpoint_every", "eval_every", "schedule"}
+"""Read by ``run_rlvr`` itself (actors started, checkpoint and evaluation cadence, which
+loop runs): the recipe smoke test checks the cadence (evaluations and checkpoints at its
+steps), tests/test_core_lockstep.py the deterministic schedule through the CLI."""
 
 
 def test_every_rl_field_is_listed() -> None:

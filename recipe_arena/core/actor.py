@@ -10,7 +10,9 @@ shared quantisation (``staleness=shared_quant``) the engine runs the fake-quanti
 weights the trainer's forward runs.
 
 A plain class: the local backend runs ``run`` in a thread, the Ray backend wraps the
-class with ``ray.remote`` where it builds it.
+class with ``ray.remote`` where it builds it. Under the deterministic schedule
+(``core.lockstep``) nothing runs in a thread of its own: the caller queues groups with
+``start_group`` and moves the paused engine one iteration at a time with ``advance``.
 """
 
 from __future__ import annotations
@@ -191,6 +193,8 @@ class Actor:
 
             self.teachers = TeacherPool(settings.teachers, engine_cfg)
         self._stop = threading.Event()
+        self._stepped: dict[str, _Pending] = {}
+        """Groups queued by ``start_group`` and not yet finished (deterministic schedule)."""
         self.tokens_generated = 0
         self.groups_done = 0
         self.started = time.perf_counter()
@@ -281,6 +285,24 @@ class Actor:
                 pending[c.request_id].completions.append(c)
                 remaining -= 1
         return [self._finish(pending[t.tag]) for t in tasks]
+
+    def start_group(self, task: ActorTask) -> None:
+        """Deterministic schedule: queue ``task``'s group in the (paused) engine; it
+        starts at the next ``advance``."""
+        self._stepped[task.tag] = self._submit(task)
+
+    def advance(self) -> list[tuple[ActorTask, RolloutGroup]]:
+        """Deterministic schedule: one engine iteration (``TorchEngine.step``: admissions
+        and one token for every running sample) on the caller's clock; returns the groups
+        it finished, each scored, with its task, in the order the engine finished them."""
+        self.engine.step()  # type: ignore[attr-defined]
+        done: list[_Pending] = []
+        while (c := self.engine.get(timeout=0)) is not None:
+            p = self._stepped[c.request_id]
+            p.completions.append(c)
+            if len(p.completions) == self.settings.group_size:
+                done.append(self._stepped.pop(c.request_id))
+        return [(p.task, self._finish(p)) for p in done]
 
     def _submit(self, task: ActorTask) -> _Pending:
         s = self.settings

@@ -20,6 +20,7 @@ import collections
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from recipe_arena.config import RLConfig
 from recipe_arena.core.actor import ActorTask
@@ -67,6 +68,10 @@ class StepRecord:
     stale: list[str]
     metrics: dict[str, float]
     groups: list[RolloutGroup]
+    schedule_state: dict[str, Any] | None = None
+    """Deterministic schedule: what a resumed run needs besides the learner and the
+    prompt source (the starting version and the older weights the actor will still
+    sample with; ``core.lockstep``); None under the wall-clock schedule."""
 
 
 @dataclass

@@ -12,6 +12,10 @@ steps: tokens sampled afterwards carry the new version, so ``token_versions`` ca
 inside one sequence. By default the KV cache computed under the old weights is kept
 (``keep_kv_on_update``); otherwise every running prefix is recomputed under the new
 weights before decoding resumes (the ablation).
+
+A paused engine can also be driven one iteration at a time (``step``): the
+deterministic schedule (``core.lockstep``) runs its decode steps on a logical clock
+instead of letting the thread run free.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from recipe_arena.engines.common import (
     PauseSwitch,
     UniformStream,
     check_state_dict,
+    generate_blocking,
     sample_tokens,
     score_tokens,
     validate_request,
@@ -125,6 +130,8 @@ class TorchEngine:
         self._pending_update: _Update | None = None
         self._update_lock = threading.Lock()
         self._pause = PauseSwitch(self._cv)
+        self._permits = 0
+        """Iterations ``step`` asked of the paused engine that have not finished (0 or 1)."""
         self._busy = False
         self._closed = False
         self._error: BaseException | None = None
@@ -186,7 +193,56 @@ class TorchEngine:
         return self._stream.get(timeout)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        return self._stream.generate(requests)
+        """Submit and wait for all. Unless the engine is already paused, it is paused
+        while the requests are queued, so the decode thread admits them together and
+        which samples share a forward does not depend on thread timing (on CPU a row's
+        float results can depend on the rows batched with it)."""
+        if self._pause.paused or not requests:
+            return self._stream.generate(requests)
+        left = len(requests)
+        self.pause()
+        resumed = False
+
+        def submit(request: GenerationRequest) -> None:
+            nonlocal left, resumed
+            self.submit(request)
+            left -= 1
+            if left == 0:
+                resumed = True
+                self.resume()
+
+        try:
+            return generate_blocking(
+                requests,
+                self._outbox,
+                submit,
+                self.vocab_size,
+                self.context,
+                check_alive=self._raise_if_dead,
+            )
+        finally:
+            if not resumed:
+                self.resume()
+
+    def step(self) -> bool:
+        """Run one loop iteration of a paused engine (admit waiting samples into free
+        slots, one batched forward: one token for every running sample) on its decode
+        thread, and return when it has finished; False, running nothing, when no sample
+        is waiting or running. Completions it finishes are in ``get`` on return. What a
+        deterministic schedule drives: the tokens sampled, and the version each carries,
+        then depend on the number of ``step`` calls, not on thread timing."""
+        with self._cv:
+            self._raise_if_dead()
+            if not self._pause.paused:
+                raise EngineError("step() drives a paused engine; call pause() first")
+            if not (self._running or self._waiting):
+                return False
+            self._permits = 1
+            self._cv.notify_all()
+            while self._permits and self._error is None and not self._closed:
+                self._cv.wait(0.2)
+            self._raise_if_dead()
+        return True
 
     def score(self, prompt_tokens: Sequence[int], completion_tokens: Sequence[int]) -> list[float]:
         """log p(completion_t | prompt, completion_<t) under the engine's current weights
@@ -253,20 +309,26 @@ class TorchEngine:
                     while (
                         not self._closed
                         and self._pending_update is None
-                        and (self._pause.paused or not (self._running or self._waiting))
+                        and (
+                            (self._pause.paused and not self._permits)
+                            or not (self._running or self._waiting)
+                        )
                     ):
                         self._cv.wait()
                     if self._closed:
                         return
                     update, self._pending_update = self._pending_update, None
-                    admit = [] if self._pause.paused else self._take_admissions()
-                    running = not self._pause.paused
+                    running = not self._pause.paused or self._permits > 0
+                    stepping = self._pause.paused and running
+                    admit = self._take_admissions() if running else []
                     self._busy = True
                 if update is not None:
                     self._apply_update(update)
                 self._forward(admit, running)
                 with self._cv:
                     self._busy = False
+                    if stepping:
+                        self._permits = 0
                     self._cv.notify_all()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller, nothing dropped
             with self._cv:

@@ -80,7 +80,12 @@ def _plot(stage: str, metrics: dict[str, list[tuple[int, float]]], path: Path) -
 
 def write_report(*paths: str | Path) -> Path:
     """report.md and report.html of one run directory; of a comparison directory or of
-    several run directories, the comparative report. Returns the report.md written."""
+    several run directories, the comparative report; of a study directory, the study
+    report. Returns the report.md written."""
+    if len(paths) == 1 and (Path(paths[0]) / "study.json").exists():
+        from recipe_arena.eval.study_report import write_study_report
+
+        return write_study_report(Path(paths[0]))
     if len(paths) != 1 or (Path(paths[0]) / "comparison.json").exists():
         from recipe_arena.eval.comparison_report import write_comparison_report
 

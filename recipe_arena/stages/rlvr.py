@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 
 from recipe_arena.config import RunConfig
+from recipe_arena.core import lockstep
 from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.backends import ActorSpec, make_backend
+from recipe_arena.core.backends import ActorSpec, LocalBackend, make_backend
 from recipe_arena.core.checkpoint import (
     Ledger,
     latest_training_state,
@@ -120,12 +121,14 @@ def run_rlvr(
     learner = Learner(model, learner_settings(cfg), ref_model=ref)
     source = prompt_source(cfg, train_rows)
     start_step = 0
+    schedule_state = None
     if resumed is not None:
         state = load_training_state(resumed)
         learner.load_state_dict(state["learner"])
         source.load_state_dict(state["source"])
         set_rng_state(state["rng"])
         start_step = int(state["step"])
+        schedule_state = state.get("schedule")
         ledger.truncate_after(start_step)
         run.truncate_logs(stage, start_step)  # steps after the checkpoint run again
         print(
@@ -192,6 +195,8 @@ def run_rlvr(
             run.log_rollouts(_sample_rollouts(rec, stage))
             if rec.step % cfg.rl.checkpoint_every == 0 or last:
                 state = {"learner": learner.state_dict(), "source": source.state_dict(flight.ids())}
+                if rec.schedule_state is not None:
+                    state["schedule"] = rec.schedule_state
                 save_training_state(root, rec.step, learner.model, tok, state)
                 prune(root, keep=2)
             bar.update(1, rl_postfix(rec.metrics, latest[0]))
@@ -203,9 +208,24 @@ def run_rlvr(
             cfg.rl.num_actors,
             cfg.cluster.address,
             cfg.cluster.num_cpus,
-            overlap=cfg.rl.pipeline_depth > 1,
+            overlap=cfg.rl.pipeline_depth > 1 and cfg.rl.schedule == "wall_clock",
         )
-        train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
+        if cfg.rl.schedule == "deterministic":  # one local actor, stepped on this thread
+            assert isinstance(backend, LocalBackend)
+            try:
+                lockstep.train(
+                    learner,
+                    backend.actors[0],
+                    source,
+                    settings,
+                    start_step,
+                    on_step=on_step,
+                    state=schedule_state,
+                )
+            finally:
+                backend.shutdown()
+        else:
+            train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
     finally:
         bar.close()
         scorer.close()

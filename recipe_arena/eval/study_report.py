@@ -1,0 +1,250 @@
+"""The study report (``recipe-arena study``): report.md and a self-contained report.html.
+
+Read only from the study directory: ``study.json`` and each comparison directory under
+``rows/`` (whose runs link to the shared ``runs/``). Sections:
+
+1. A summary shaped like Table 9.2: per row, regime and alternative, the effect on
+   held-out pass@1 per domain against OLMo 3's choice (paired difference, 95%
+   interval), the minimum detectable effect on math (the mean over domains where math
+   is not evaluated) and a verdict. An effect is "better" or "worse" when its
+   Holm-corrected p-value is below 0.05 (then its interval excludes 0), else "inside
+   the noise", which says nothing smaller than the MDE is ruled out. An A/A control's
+   line reads "inside the noise (as it should be)" or "FALSE POSITIVE".
+2. One section per row and regime: the comparison's paired differences, the compute
+   each arm used and its figures (every row also has its full comparison report, with
+   the learning curves and their fit, in ``rows/<row>.<regime>/report.md``).
+3. The findings: each claim of the study file, the comparison it is read from, and
+   whether this world confirms it, refutes it, or cannot tell at its MDE.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from recipe_arena.eval import stats
+from recipe_arena.eval.comparison import (
+    MEAN,
+    ArmData,
+    Comparison,
+    check_questions,
+    columns,
+    load_comparison,
+    paired_comparisons,
+)
+from recipe_arena.eval.comparison_report import (
+    _compute_table,
+    _paired_table,
+    write_comparison_report,
+)
+from recipe_arena.eval.html import write_pages
+
+MDE_DOMAIN = "math"
+"""The domain whose MDE the summary prints (the mean over domains when absent)."""
+
+
+@dataclass
+class RowResult:
+    row: str
+    title: str
+    regime: str
+    path: Path
+    arms: list[ArmData]
+    comps: list[Comparison]
+    domains: list[str]
+    note: str = ""
+    """Why there are no comparisons yet (nothing finished), else empty."""
+
+
+def verdict(c: Comparison) -> str:
+    """better / worse (Holm-corrected p below 0.05, by the sign of the difference), or
+    inside the noise; for the A/A control, whether it stayed inside it."""
+    if c.control:
+        return "FALSE POSITIVE" if c.test.p < stats.ALPHA else "inside the noise (as it should be)"
+    if c.p_holm < stats.ALPHA:
+        return "better" if c.test.diff.value > 0 else "worse"
+    return "inside the noise"
+
+
+def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
+    """The study file as stored and each of its comparisons (re-rendering each row's
+    own report on the way)."""
+    spec = json.loads((root / "study.json").read_text())
+    out: list[RowResult] = []
+    for row in spec["rows"]:
+        for regime in row["regimes"]:
+            path = root / "rows" / f"{row['name']}.{regime}"
+            res = RowResult(row["name"], row.get("title") or row["name"], regime, path, [], [], [])
+            out.append(res)
+            if not (path / "comparison.json").exists():
+                res.note = "not run yet (not among the rows= chosen so far)"
+                continue
+            write_comparison_report([path])
+            _, arms = load_comparison(path)
+            ready = [a for a in arms if a.runs]
+            res.arms = arms
+            if not arms[0].runs or len(ready) < 2:
+                res.note = "not enough finished runs yet"
+                continue
+            cols = columns(check_questions(ready))
+            res.domains = [*cols.domains, MEAN]
+            res.comps = paired_comparisons(ready, cols)
+    return spec, out
+
+
+def _summary(rows: list[RowResult]) -> list[str]:
+    doms = list(dict.fromkeys(d for r in rows for d in r.domains)) or [MEAN]
+    mde_dom = MDE_DOMAIN if MDE_DOMAIN in doms else MEAN
+    md = [
+        "## Summary",
+        "",
+        "Effect of each alternative on held-out pass@1 against OLMo 3's choice in the same "
+        "row and regime: mean paired difference (same seed, same question) with its 95% "
+        f"interval. MDE: the smallest true difference on {mde_dom} this design finds with "
+        "80% power at the 5% level. Verdict: better or worse where the Holm-corrected "
+        "p-value is below 0.05, per domain; else inside the noise.",
+        "",
+        "| row | regime | OLMo 3's choice | alternative | "
+        + " | ".join(doms)
+        + f" | MDE ({mde_dom}) | verdict |",
+        "|---|---|---|---|" + "---|" * len(doms) + "---|---|",
+    ]
+    for r in rows:
+        base = r.arms[0].name if r.arms else "-"
+        if not r.comps:
+            md.append(
+                f"| {r.title} | {r.regime} | {base} | - | "
+                + " | ".join("-" for _ in doms)
+                + f" | - | {r.note} |"
+            )
+            continue
+        for arm in dict.fromkeys(c.arm for c in r.comps):
+            by_dom = {c.domain: c for c in r.comps if c.arm == arm}
+            cells = [_effect(by_dom[d]) if d in by_dom else "-" for d in doms]
+            mde = by_dom.get(mde_dom) or by_dom[MEAN]
+            label = "A/A control" if mde.control else arm
+            md.append(
+                f"| {r.title} | {r.regime} | {base} | {label} | "
+                + " | ".join(cells)
+                + f" | {mde.test.mde:.3f} | {_row_verdict(list(by_dom.values()))} |"
+            )
+    return md + [""]
+
+
+def _effect(c: Comparison) -> str:
+    d = c.test.diff
+    return stats.Estimate(d.value, max(-1.0, d.lo), min(1.0, d.hi)).fmt(signed=True)
+
+
+def _row_verdict(comps: list[Comparison]) -> str:
+    """One alternative's verdict over its domains (the mean over domains included)."""
+    if comps[0].control:
+        bad = [c.domain for c in comps if verdict(c) == "FALSE POSITIVE"]
+        return (
+            f"FALSE POSITIVE on {', '.join(bad)}" if bad else "inside the noise (as it should be)"
+        )
+    parts = []
+    for word in ("better", "worse"):
+        doms = [c.domain for c in comps if verdict(c) == word]
+        if doms:
+            parts.append(f"{word} on {', '.join(doms)}")
+    return "; ".join(parts) or "inside the noise"
+
+
+def _row_section(r: RowResult, root: Path) -> list[str]:
+    rel = r.path.relative_to(root)
+    md = [f"## {r.title} ({r.regime})", ""]
+    if r.arms:
+        md += [f"Full comparison report: [{rel}/report.md]({rel}/report.md).", ""]
+    if not r.comps:
+        return md + [r.note.capitalize() + ".", ""]
+    ready = [a for a in r.arms if a.runs]
+    parts = _paired_table([c for c in r.comps if not c.control], ready) + _compute_table(ready)
+    md += ["#" + line if line.startswith("## ") else line for line in parts]  # a level down
+    for png, alt in (
+        ("plot_compare_eval.png", "held-out pass@1 per arm"),
+        ("plot_compare_compute.png", "held-out pass@1 against learner compute"),
+        ("plot_compare_rl.png", "RL curves per arm"),
+    ):
+        if (r.path / png).exists():
+            md += [f"![{r.title} ({r.regime}): {alt}]({rel}/{png})", ""]
+    return md
+
+
+def _findings(spec: dict, rows: list[RowResult]) -> list[str]:
+    findings = spec.get("findings") or []
+    if not findings:
+        return []
+    md = [
+        "## Findings",
+        "",
+        "Each claim read off one comparison: confirmed when the effect is significant in "
+        "the claimed direction (or, for a claim of no effect, inside the noise with the "
+        "MDE stated), refuted when it is significant the other way (or at all, for a "
+        "claim of no effect), otherwise this world cannot tell at its MDE.",
+        "",
+        "| claim | row (regime) | arm vs OLMo 3's choice | domain | effect [95% interval] "
+        "| MDE | verdict | this world |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    by_key = {(r.row, r.regime): r for r in rows}
+    for f in findings:
+        r = by_key.get((f["row"], f["regime"]))
+        c = next(
+            (x for x in (r.comps if r else []) if x.arm == f["arm"] and x.domain == f["domain"]),
+            None,
+        )
+        where = f"{f['row']} ({f['regime']})"
+        if c is None:
+            md.append(
+                f"| {f['claim']} | {where} | {f['arm']} | {f['domain']} | - | - | - | not run yet |"
+            )
+            continue
+        v = verdict(c)
+        md.append(
+            f"| {f['claim']} | {where} | {f['arm']} | {f['domain']} | {_effect(c)} | "
+            f"{c.test.mde:.3f} | {v} | {judge(f['expect'], v, c.test.mde)} |"
+        )
+    return md + [""]
+
+
+def judge(expect: str, v: str, mde: float) -> str:
+    """Whether a claim that the arm is ``expect`` (better, worse, same) holds, given the
+    comparison's verdict ``v`` and its MDE."""
+    if expect == "same":
+        if v == "inside the noise":
+            return f"confirms (no effect larger than the MDE {mde:.3f} seen)"
+        return f"refutes ({v})"
+    if v == expect:
+        return "confirms"
+    if v in ("better", "worse"):
+        return f"refutes ({v})"
+    return f"cannot tell at MDE {mde:.3f}"
+
+
+def write_study_report(root: Path) -> Path:
+    """report.md and report.html of the study directory ``root``; returns report.md."""
+    root = Path(root)
+    spec, rows = load_rows(root)
+    title = spec.get("title") or f"Study: {spec['name']}"
+    seeds = ", ".join(str(s) for s in spec["seeds"])
+    md = [
+        f"# {title}",
+        "",
+        f"Recipe `{spec['recipe']}`, seeds {seeds}; settings of every run: "
+        + (", ".join(f"`{c}`" for c in spec["common"]) or "none")
+        + ". Regimes: "
+        + "; ".join(
+            f"**{name}** " + (", ".join(f"`{o}`" for o in ov) or "(no overrides)")
+            for name, ov in spec["regimes"].items()
+        )
+        + ".",
+        "",
+    ]
+    md += _summary(rows)
+    for r in rows:
+        md += _row_section(r, root)
+    md += _findings(spec, rows)
+    write_pages(root, title, md)
+    return root / "report.md"

@@ -1,0 +1,375 @@
+"""`recipe-arena study FILE`: a study made of rows, each a paired comparison, run and
+reported from one command.
+
+    recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [out_dir=DIR]
+                       [export=docs/studies/table_9_2]
+
+The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
+
+    name: table_9_2
+    recipe: olmo3_think
+    seeds: [0, 1, 2, 3]
+    common: [rl.schedule=deterministic]        # every run of the study
+    regimes:                                   # named sets of overrides
+      default: []
+      stressed: [engine.dtype=bfloat16, rl.lag=4, rl.max_staleness=4]
+    rows:
+      - name: stale_data
+        axis: staleness                        # arms are options of one axis ...
+        arms: [tis, none, kimi_regularizer]    # ... the first is OLMo 3's choice
+        regimes: [default, stressed]
+        aa: true                               # an A/A control per regime
+      - name: rewards
+        arms:                                  # ... or named override sets
+          exact: []
+          quarantine: [rewards.audit_quarantine=true]
+    findings:                                  # claims, each read off one comparison
+      - claim: Uncorrected stale data hurts under heavy mismatch
+        row: stale_data
+        regime: stressed
+        arm: none
+        domain: math
+        expect: worse                          # better | worse | same
+
+Each (row, regime) is one comparison of ``recipe-arena compare`` (a paired design: the
+same seeds, world, evaluation and budget for every arm), whose baseline is OLMo 3's
+choice. A run is identified by its resolved configuration and seed: a run that two rows
+(or two regimes) would both make, such as the baseline of a regime that several rows
+compare against, is made once, under ``runs/``, and every comparison that needs it
+links to it. Rerunning the command resumes: finished runs are kept, interrupted ones
+continue from their checkpoints. ``rows=`` runs only the named rows (and reports the
+study with whatever has finished).
+
+The study directory ``<out_dir>/<name>/`` holds ``study.json`` (the file as read),
+``runs/``, ``rows/<row>.<regime>/`` (each a comparison directory with its own report)
+and the study report ``report.md`` / ``report.html``: a summary shaped like Table 9.2
+(row, OLMo 3's choice, each alternative, its effect on held-out pass@1 per domain
+against OLMo 3's choice with a 95% interval, the minimum detectable effect, a verdict),
+then each row's section, then the findings. ``recipe-arena report STUDY_DIR``
+re-renders it from the run artifacts alone (config.yaml, stages.json, metrics.jsonl,
+eval_scores.jsonl). ``export=DIR`` copies the study with those artifacts and nothing
+else (no checkpoints, no logs) to DIR, small enough to commit, where ``recipe-arena
+report DIR`` renders the same report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from recipe_arena.compare import _dump, _Job, check_pairing, execute
+from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished
+from recipe_arena.compose import ConfigError, load_config
+from recipe_arena.config import RunConfig
+
+STUDY_FILE = "study.json"
+AA_SEED_OFFSET = 1000
+"""The A/A control's seeds: the study's seeds plus this (as in ``compare``)."""
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RowSpec(_Strict):
+    """One row: a comparison of arms against OLMo 3's choice (the first arm)."""
+
+    name: Name
+    title: str | None = None
+    """What the row asks, for the report (default: its name)."""
+    axis: str | None = None
+    """A folder of recipes/ (``staleness``) or a config key (``rl.lr``) whose options
+    ``arms`` lists; None: ``arms`` maps arm names to override lists."""
+    arms: list[str] | dict[Name, list[str]]
+    """With ``axis``: its values, OLMo 3's first. Without: name -> overrides, OLMo 3's
+    first. At least two."""
+    regimes: list[str] = ["default"]
+    """Names from the study's ``regimes`` the row is run in."""
+    overrides: list[str] = []
+    """Settings of every run of this row (after the study's and the regime's)."""
+    aa: bool = False
+    """Add an A/A control: OLMo 3's choice again on the seeds + 1000."""
+
+    @model_validator(mode="after")
+    def _two_arms(self) -> RowSpec:
+        if len(self.arms) < 2:
+            raise ValueError(f"row {self.name}: a comparison needs at least two arms")
+        if self.axis is None and not isinstance(self.arms, dict):
+            raise ValueError(f"row {self.name}: without axis, arms maps names to overrides")
+        if self.axis is not None and isinstance(self.arms, dict):
+            raise ValueError(f"row {self.name}: with axis={self.axis}, arms is a list of values")
+        return self
+
+
+class FindingSpec(_Strict):
+    """A claim, read off one comparison of the study."""
+
+    claim: str
+    row: str
+    regime: str = "default"
+    arm: str
+    """An arm name of the row as the comparison names it (``compare``'s naming for an
+    axis: the option, or ``<last key part>_<value>`` for a config key)."""
+    domain: str = "mean"
+    expect: Literal["better", "worse", "same"]
+    """What the claim says of the arm against OLMo 3's choice."""
+
+
+class StudySpec(_Strict):
+    name: Name
+    title: str | None = None
+    recipe: str = "olmo3_think"
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    common: list[str] = []
+    regimes: dict[Name, list[str]] = {"default": []}
+    rows: list[RowSpec] = Field(min_length=1)
+    findings: list[FindingSpec] = []
+
+    @model_validator(mode="after")
+    def _references(self) -> StudySpec:
+        names = [r.name for r in self.rows]
+        if len(set(names)) != len(names):
+            raise ValueError(f"row names must be distinct, got {names}")
+        for r in self.rows:
+            for g in r.regimes:
+                if g not in self.regimes:
+                    raise ValueError(
+                        f"row {r.name}: regime {g!r} is not one of {sorted(self.regimes)}"
+                    )
+        rows = {r.name: r for r in self.rows}
+        for f in self.findings:
+            if f.row not in rows:
+                raise ValueError(f"finding {f.claim!r}: no row {f.row!r}")
+            arms = [n for n, _ in arm_overrides(rows[f.row])][1:]
+            if f.arm not in arms:
+                raise ValueError(
+                    f"finding {f.claim!r}: row {f.row} has no alternative {f.arm!r}; "
+                    f"alternatives: {', '.join(arms)}"
+                )
+            if f.regime not in rows[f.row].regimes:
+                raise ValueError(f"finding {f.claim!r}: row {f.row} is not run in {f.regime!r}")
+        return self
+
+
+def load_spec(path: Path) -> StudySpec:
+    """The study file, validated; ConfigError (one line) if it is not a valid study."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise ConfigError(f"study file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"study file {path}: not valid YAML ({e})") from None
+    try:
+        return StudySpec.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise ConfigError(f"study file {path}: {where}: {err['msg']}") from None
+
+
+def _label(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", value)
+
+
+def arm_overrides(row: RowSpec) -> list[tuple[str, list[str]]]:
+    """(name, overrides) of the row's arms, OLMo 3's first. An axis's arms are named as
+    ``compare`` names them: the option, or <last key part>_<value> for a config key."""
+    if isinstance(row.arms, dict):
+        return [(name, list(ov)) for name, ov in row.arms.items()]
+    out = []
+    for v in row.arms:
+        name = f"{str(row.axis).rsplit('.', 1)[-1]}_{v}" if "." in str(row.axis) else v
+        out.append((_label(name), [f"{row.axis}={v}"]))
+    return out
+
+
+def row_plan(spec: StudySpec, row: RowSpec, regime: str) -> Plan:
+    """The comparison of ``row`` in ``regime``: OLMo 3's choice is the baseline."""
+    common = [*spec.common, *spec.regimes[regime], *row.overrides]
+    arms = [Arm(name, ov, list(spec.seeds)) for name, ov in arm_overrides(row)]
+    if row.aa:
+        control = [s + AA_SEED_OFFSET for s in spec.seeds]
+        arms.append(Arm(f"{arms[0].name}_aa", arms[0].overrides, control, control=True))
+    return Plan(spec.recipe, row.axis, arms, arms[0].name, common)
+
+
+def row_dir_name(row: str, regime: str) -> str:
+    return f"{row}.{regime}"
+
+
+def settings_digest(cfg: RunConfig) -> str:
+    """What identifies a run's settings: a hash of its resolved configuration but for
+    seed, name and place (``compare``'s RUN_KEYS)."""
+    flat = json.dumps(_dump(cfg), sort_keys=True, default=str)
+    return hashlib.sha256(flat.encode()).hexdigest()[:12]
+
+
+def run_key(digest: str, seed: int) -> str:
+    """A run's directory name under ``runs/``: its settings digest and seed."""
+    return f"r{digest}-s{seed}"
+
+
+def _say(msg: str) -> None:
+    print(f"study: {msg}", file=sys.stderr, flush=True)
+
+
+def prepare(
+    spec: StudySpec, root: Path, rows: list[str] | None
+) -> tuple[list[_Job], dict[str, dict[str, str]]]:
+    """Validate every run, link each comparison's runs to the shared ones, and list the
+    runs still to make. Returns (jobs, row dir -> {"<arm>-s<seed>": run key})."""
+    chosen = [r for r in spec.rows if rows is None or r.name in rows]
+    if rows is not None and (unknown := set(rows) - {r.name for r in spec.rows}):
+        raise ConfigError(
+            f"rows={','.join(rows)}: no row {sorted(unknown)[0]!r}; rows: "
+            + ", ".join(r.name for r in spec.rows)
+        )
+    runs_dir = root / "runs"
+    args_of: dict[str, list[str]] = {}
+    links: dict[str, dict[str, str]] = {}
+    composed: dict[tuple[str, ...], tuple[RunConfig, str]] = {}
+    for row in chosen:
+        for regime in row.regimes:
+            plan = row_plan(spec, row, regime)
+            firsts: dict[str, RunConfig] = {}
+            here: dict[str, str] = {}
+            for arm, seed in plan.runs():
+                args = [f"recipe={spec.recipe}", *plan.common, *arm.overrides]
+                if tuple(args) not in composed:  # composed once: only the seed differs
+                    try:
+                        cfg = load_config([*args, f"seed={seed}"])
+                    except ConfigError as e:
+                        raise ConfigError(
+                            f"row {row.name} ({regime}), arm {arm.name}: {e}"
+                        ) from None
+                    composed[tuple(args)] = (cfg, settings_digest(cfg))
+                cfg, digest = composed[tuple(args)]
+                firsts.setdefault(arm.name, cfg)
+                key = run_key(digest, seed)
+                args_of.setdefault(
+                    key, [*args, f"seed={seed}", f"out_dir={runs_dir}", f"name={key}"]
+                )
+                here[f"{arm.name}-s{seed}"] = key
+            try:
+                check_pairing(plan, firsts)
+            except ConfigError as e:
+                raise ConfigError(f"row {row.name} ({regime}): {e}") from None
+            name = row_dir_name(row.name, regime)
+            links[name] = here
+            _link(root / "rows" / name, plan, here)
+    jobs = []
+    for key, args in args_of.items():
+        if run_finished(runs_dir / key):
+            continue
+        if (runs_dir / key).exists():
+            args = [*args, "resume=true"]
+        jobs.append(_Job(key, args, root / "logs" / f"{key}.log"))
+    return jobs, links
+
+
+def _link(row_dir: Path, plan: Plan, runs: dict[str, str]) -> None:
+    """A comparison directory whose runs/<arm>-s<seed> are links to the shared runs."""
+    (row_dir / "runs").mkdir(parents=True, exist_ok=True)
+    (row_dir / PLAN_FILE).write_text(json.dumps(plan.to_json(), indent=2) + "\n")
+    for name, key in runs.items():
+        link = row_dir / "runs" / name
+        target = Path("..", "..", "..", "runs", key)
+        if link.is_symlink() and Path(os.readlink(link)) == target:
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target, target_is_directory=True)
+
+
+def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
+    if not items or "=" in items[0]:
+        raise ConfigError("study needs the study file first: recipe-arena study FILE [key=value]")
+    opts: dict[str, str] = {}
+    for item in items[1:]:
+        key, sep, value = item.partition("=")
+        if not sep or key not in ("jobs", "rows", "out_dir", "export"):
+            raise ConfigError(
+                f"argument {item!r}: allowed: jobs=N, rows=a,b, out_dir=DIR, export=DIR"
+            )
+        opts[key] = value
+    return Path(items[0]), opts
+
+
+def run_study(items: list[str]) -> int:
+    """Validate, run what is not finished, write the report: 0 when every run of the
+    chosen rows finished, 1 when some failed (the report covers the finished ones)."""
+    path, opts = _options(items)
+    spec = load_spec(path)
+    try:
+        jobs_n = int(opts.get("jobs", max(1, (os.cpu_count() or 1) // 2)))
+    except ValueError:
+        raise ConfigError(f"jobs={opts['jobs']!r}: expected a positive integer") from None
+    if jobs_n < 1:
+        raise ConfigError(f"jobs={jobs_n}: expected a positive integer")
+    rows = [r for r in opts["rows"].split(",") if r] if "rows" in opts else None
+    root = Path(opts.get("out_dir", "runs/studies")) / spec.name
+    root.mkdir(parents=True, exist_ok=True)
+    jobs, links = prepare(spec, root, rows)
+    # runs are found by what they are, so an edited study keeps every run it still needs
+    (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
+    total = len({k for runs in links.values() for k in runs.values()})
+    _say(f"{len(links)} comparisons, {total} distinct runs, {len(jobs)} to run, in {root}")
+    failed = execute(jobs, jobs_n, first_alone=True) if jobs else []
+    from recipe_arena.eval.study_report import write_study_report
+
+    report = write_study_report(root)
+    _say(f"report: {report} (and report.html)")
+    if "export" in opts:
+        dest = export_study(root, Path(opts["export"]))
+        _say(f"exported the report and its artifacts to {dest}")
+    if failed:
+        _say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")
+        return 1
+    return 0
+
+
+RUN_ARTIFACTS = ("config.yaml", "stages.json", "metrics.jsonl", "eval_scores.jsonl")
+"""What a study report reads from each run (``eval.comparison.load_run``)."""
+
+
+def export_study(root: Path, dest: Path) -> Path:
+    """Copy the study at ``root`` to ``dest`` with only what its report reads: study.json,
+    each comparison's plan and run links, each linked run's ``RUN_ARTIFACTS``, and the
+    rendered reports and figures. ``dest`` is replaced."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copy2(root / STUDY_FILE, dest / STUDY_FILE)
+    spec = json.loads((root / STUDY_FILE).read_text())
+    names = [row_dir_name(r["name"], g) for r in spec["rows"] for g in r["regimes"]]
+    needed: set[str] = set()
+    for row in [root / "rows" / n for n in names if (root / "rows" / n).is_dir()]:
+        out = dest / "rows" / row.name
+        (out / "runs").mkdir(parents=True)
+        for f in row.iterdir():
+            if f.is_file():
+                shutil.copy2(f, out / f.name)
+        for link in sorted((row / "runs").iterdir()):
+            target = Path(os.readlink(link))
+            (out / "runs" / link.name).symlink_to(target, target_is_directory=True)
+            needed.add(target.name)
+    for key in sorted(needed):
+        src, out = root / "runs" / key, dest / "runs" / key
+        out.mkdir(parents=True)
+        for name in RUN_ARTIFACTS:
+            if (src / name).exists():
+                shutil.copy2(src / name, out / name)
+    for f in root.iterdir():
+        if f.is_file() and f.name != STUDY_FILE:
+            shutil.copy2(f, dest / f.name)
+    return dest

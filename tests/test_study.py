@@ -1,0 +1,206 @@
+"""`recipe-arena study`: a study file's rows become paired comparisons whose identical
+runs are made once, and one report covers them all.
+
+The planning tests compose every run's real configuration (no run is made); the slow
+test runs a smoke-sized study through the real command, resumes it and re-renders its
+report from the artifacts alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from recipe_arena.compose import ConfigError
+from recipe_arena.eval.study_report import judge
+from recipe_arena.study import load_spec, prepare, row_plan
+
+STUDY = {
+    "name": "tiny",
+    "recipe": "olmo3_think",
+    "seeds": [0],
+    "common": ["budget=smoke", "rl.schedule=deterministic", "rl.steps=2"],
+    "regimes": {"default": [], "bf16": ["engine.dtype=bfloat16"]},
+    "rows": [
+        {"name": "lr", "axis": "rl.lr", "arms": ["1e-5", "0"], "regimes": ["default", "bf16"]},
+        {
+            "name": "advantage",
+            "arms": {"centered": [], "standard": ["advantage=standard"]},
+            "aa": True,
+        },
+    ],
+    "findings": [
+        {
+            "claim": "A learning rate of 0 is worse",
+            "row": "lr",
+            "arm": "lr_0",
+            "domain": "mean",
+            "expect": "worse",
+        }
+    ],
+}
+
+
+def _write(tmp: Path, study: dict) -> Path:
+    path = tmp / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+def test_identical_runs_across_rows_are_made_once(tmp_path: Path) -> None:
+    """Row lr runs in two regimes (2 arms each), row advantage in the default regime
+    (2 arms and an A/A control), one seed: 4 + 3 = 7 arm-runs. The lr row's baseline
+    (rl.lr=1e-5, the default) and the advantage row's baseline (centered, the default)
+    are the same configuration in the default regime, so they are one run: 6 distinct
+    runs to make, and both comparisons link to the shared one."""
+    spec = load_spec(_write(tmp_path, STUDY))
+    jobs, links = prepare(spec, tmp_path / "out", rows=None)
+    assert sorted(links) == ["advantage.default", "lr.bf16", "lr.default"]
+    assert len(jobs) == 6
+    assert links["lr.default"]["lr_1e-5-s0"] == links["advantage.default"]["centered-s0"]
+    assert links["lr.bf16"]["lr_1e-5-s0"] != links["lr.default"]["lr_1e-5-s0"]
+    assert links["advantage.default"]["centered_aa-s1000"].endswith("-s1000")
+    link = tmp_path / "out" / "rows" / "advantage.default" / "runs" / "centered-s0"
+    assert os.readlink(link) == os.path.join(
+        "..", "..", "..", "runs", links["lr.default"]["lr_1e-5-s0"]
+    )
+    # rows= runs only the chosen rows
+    jobs, links = prepare(spec, tmp_path / "out2", rows=["advantage"])
+    assert sorted(links) == ["advantage.default"] and len(jobs) == 3
+
+
+def test_row_plan_puts_olmo3s_choice_first() -> None:
+    """The first arm is the baseline; an axis given as a config key names its arms
+    <key>_<value>, as ``compare`` does; the regime's overrides follow the study's."""
+    spec = load_spec_dict(STUDY)
+    plan = row_plan(spec, spec.rows[0], "bf16")
+    assert plan.baseline == "lr_1e-5" and [a.name for a in plan.arms] == ["lr_1e-5", "lr_0"]
+    assert plan.common == [*STUDY["common"], "engine.dtype=bfloat16"]
+    plan = row_plan(spec, spec.rows[1], "default")
+    assert [a.name for a in plan.arms] == ["centered", "standard", "centered_aa"]
+    assert plan.arms[2].control and plan.arms[2].seeds == [1000]
+
+
+def load_spec_dict(study: dict):  # type: ignore[no-untyped-def]
+    from recipe_arena.study import StudySpec
+
+    return StudySpec.model_validate(study)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rows": [{"name": "x", "axis": "rl.lr", "arms": ["1e-5"]}]}, "at least two arms"),
+        ({"rows": [{"name": "x", "arms": ["a", "b"]}]}, "arms maps names to overrides"),
+        (
+            {"rows": [{"name": "x", "axis": "rl.lr", "arms": ["1", "2"], "regimes": ["hot"]}]},
+            "regime 'hot' is not one of",
+        ),
+        ({"seeds": []}, "seeds"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_a_bad_study_file_is_one_clear_line(tmp_path: Path, change: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as e:
+        load_spec(_write(tmp_path, {**STUDY, **change}))
+    assert "\n" not in str(e.value)
+
+
+def test_a_bad_arm_names_its_row_before_any_run(tmp_path: Path) -> None:
+    rows = [{"name": "bad", "axis": "staleness", "arms": ["tis", "nope"]}]
+    study = {**STUDY, "rows": rows, "findings": []}
+    with pytest.raises(ConfigError, match=r"row bad \(default\), arm nope"):
+        prepare(load_spec(_write(tmp_path, study)), tmp_path / "out", rows=None)
+    with pytest.raises(ConfigError, match="no row 'missing'"):
+        prepare(load_spec(_write(tmp_path, STUDY)), tmp_path / "out", rows=["missing"])
+
+
+def test_findings_follow_from_the_verdict() -> None:
+    """A claim of an effect is confirmed only by a significant effect in its direction,
+    refuted by one in the other; a claim of no effect is refuted by any significant one."""
+    assert judge("worse", "worse", 0.05) == "confirms"
+    assert judge("worse", "better", 0.05) == "refutes (better)"
+    assert judge("worse", "inside the noise", 0.05) == "cannot tell at MDE 0.050"
+    assert judge("same", "inside the noise", 0.05).startswith("confirms")
+    assert judge("same", "worse", 0.05) == "refutes (worse)"
+
+
+def _study(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "recipe_arena.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # several smoke runs; slow on a loaded machine
+def test_smoke_study_runs_resumes_and_rerenders(tmp_path: Path) -> None:
+    """The real command on a smoke study of two rows sharing their baseline (lr: 1e-5
+    against 0; advantage: centered against standard), one seed, the default regime:
+    3 distinct runs, not 4. The report opens with the summary table (one line per
+    alternative), has a section per row and the findings table. Run again, nothing is
+    run ("0 to run") and the study is exported without checkpoints; ``recipe-arena
+    report`` rewrites the same report from the run artifacts, in place and exported."""
+    study = {
+        **STUDY,
+        "rows": [
+            {"name": "lr", "axis": "rl.lr", "arms": ["1e-5", "0"]},
+            {"name": "advantage", "arms": {"centered": [], "standard": ["advantage=standard"]}},
+        ],
+    }
+    path = _write(tmp_path, study)
+    out = tmp_path / "studies"
+    first = _study("study", str(path), f"out_dir={out}", "jobs=1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "2 comparisons, 3 distinct runs, 3 to run" in first.stderr
+    root = out / "tiny"
+    assert len([d for d in (root / "runs").iterdir() if d.is_dir()]) == 3  # beside lock files
+    report = (root / "report.md").read_text()
+    assert "| row | regime | OLMo 3's choice | alternative |" in report
+    assert "| lr | default | lr_1e-5 | lr_0 |" in report
+    assert "| advantage | default | centered | standard |" in report
+    assert "## Findings" in report and "A learning rate of 0 is worse" in report
+    html = (root / "report.html").read_text()
+    assert "<table>" in html and "http" not in html.split("<body>")[1]
+    assert json.loads((root / "study.json").read_text())["name"] == "tiny"
+    exported = tmp_path / "docs" / "tiny"
+    again = _study("study", str(path), f"out_dir={out}", "jobs=1", f"export={exported}")
+    assert again.returncode == 0 and "3 distinct runs, 0 to run" in again.stderr
+    assert not list(exported.rglob("checkpoints"))  # artifacts only
+    for where in (root, exported):
+        (where / "report.md").unlink()
+        rerender = _study("report", str(where))
+        assert rerender.returncode == 0, rerender.stderr[-2000:]
+        assert (where / "report.md").read_text() == report
+
+
+STUDIES = Path(__file__).resolve().parent.parent / "studies"
+
+
+def test_table_9_2_study_file_is_valid() -> None:
+    """The committed study declares its rows with OLMo 3's choice first, at least 4
+    seeds, an A/A control on the stale-data row, and findings that name real arms."""
+    spec = load_spec(STUDIES / "table_9_2.yaml")
+    rows = {r.name: r for r in spec.rows}
+    assert len(spec.seeds) >= 4
+    assert rows["stale_data"].arms[0] == "tis" and rows["stale_data"].aa
+    assert rows["stale_data"].regimes == ["default", "stressed"]
+    assert {f.row for f in spec.findings} <= set(rows)
+
+
+@pytest.mark.slow
+def test_table_9_2_every_run_composes(tmp_path: Path) -> None:
+    """Every run of every row composes into a valid configuration, and arms of one row
+    are paired (same world, evaluation and budget); no run is made."""
+    spec = load_spec(STUDIES / "table_9_2.yaml")
+    jobs, links = prepare(spec, tmp_path, rows=None)
+    per_row = sum(len(v) for v in links.values())
+    assert len(jobs) < per_row  # shared baselines are made once
