@@ -255,6 +255,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+STAGES_MAX_BYTES = 1 << 20
+"""Size of a stages.json, at most (a run's is under 2 KB)."""
+
+
 def read_stages(run_path: Path) -> dict[str, Any]:
     """The run's stages.json (what the finished stages produced; pipeline.py), ``{}``
     when there is none. ConfigError in one line when it is not what a run writes (cut
@@ -263,8 +267,12 @@ def read_stages(run_path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        with open(path, "rb") as f:
+            data = f.read(STAGES_MAX_BYTES + 1)
+        if len(data) > STAGES_MAX_BYTES:
+            raise ValueError(f"over {STAGES_MAX_BYTES} bytes")
+        state = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
         problem = getattr(e, "strerror", None) or "not valid JSON"
         raise ConfigError(
             f"resume=true: {path} cannot be read ({problem}); the run cannot be resumed "
