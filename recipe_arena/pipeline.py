@@ -199,9 +199,10 @@ def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:
         return False
     if "base" not in cfg.pipeline.stages or "base" in state.done:
         return False
+    from recipe_arena.cache import entry_ready
     from recipe_arena.stages.base import base_cache_entry
 
-    return not base_cache_entry(cfg).exists()
+    return not entry_ready(base_cache_entry(cfg))
 
 
 def _require_checkpoint(state: PipelineState, stage: str) -> Path:
