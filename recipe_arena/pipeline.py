@@ -259,8 +259,9 @@ def _prepare_dir(cfg: RunConfig) -> Path:
 
 
 def _check_no_links(path: Path) -> None:
-    """ConfigError naming the first symbolic link at or under ``path`` (a resumed run
-    would write through it)."""
+    """ConfigError naming the first symbolic link at ``path`` or under it that leads
+    out of it (a resumed run would write through it); links within the run directory
+    (W&B's ``latest-run``) are fine."""
     if path.is_symlink():
         raise ConfigError(
             f"resume=true: {path} is a symbolic link; a run directory must be a folder "
@@ -268,12 +269,14 @@ def _check_no_links(path: Path) -> None:
         )
     if not path.exists():
         return
+    root = os.path.realpath(path)
     for parent, dirs, files in os.walk(path):
         for name in dirs + files:
-            if os.path.islink(os.path.join(parent, name)):
+            link = os.path.join(parent, name)
+            if os.path.islink(link) and os.path.commonpath([root, os.path.realpath(link)]) != root:
                 raise ConfigError(
-                    f"resume=true: {os.path.join(parent, name)} is a symbolic link; a resumed "
-                    "run writes only inside its own folder (remove the link)"
+                    f"resume=true: {link} is a symbolic link out of the run directory; a "
+                    "resumed run writes only inside its own folder (remove the link)"
                 )
 
 

@@ -432,3 +432,30 @@ def test_torn_last_line_is_repaired_when_the_run_dir_opens(tmp_path: Path, log: 
     if log == "metrics.jsonl":
         run.log("sft", 11, {"x": 3.0})
         assert [r["step"] for r in read_metrics(run.path)] == [0, 10, 11]
+
+
+def test_resume_with_a_link_inside_the_run_dir_is_allowed(tmp_path: Path) -> None:
+    """A link that stays inside the run directory (W&B writes ``wandb/latest-run``)
+    does not stop a resume; one through ``..`` back out of it does."""
+    from recipe_arena.compose import ConfigError
+
+    run = tmp_path / "runs" / "r"
+    (run / "wandb" / "run-1").mkdir(parents=True)
+    (run / "wandb" / "latest-run").symlink_to("run-1")
+    assert _prepare(tmp_path, "resume=true") == run.resolve()
+    (run / "wandb" / "escape").symlink_to("../../..")
+    with pytest.raises(ConfigError, match="escape"):
+        _prepare(tmp_path, "resume=true")
+
+
+@pytest.mark.parametrize("name", ["../../victim", "/tmp/victim", ".hidden"])
+def test_comparison_name_that_is_a_path_writes_nothing(capsys, tmp_path: Path, name: str) -> None:
+    """``recipe-arena compare name=...`` names the comparison folder under out_dir, where
+    its plan and runs go: a path exits 2 in one line before anything is written."""
+    victim = _victim(tmp_path)
+    out = tmp_path / "cmp"
+    name = name.replace("/tmp/victim", str(victim))
+    code = main(["compare", f"name={name}", "axis=staleness", "arms=[tis,none]", f"out_dir={out}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "not a path" in err, err
+    assert _intact(victim) and not out.exists()
