@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import typing
 from pathlib import Path
 from typing import Any, get_origin
@@ -150,6 +151,8 @@ def check_recipe_files(root: Path) -> None:
             st = path.stat()
         except OSError as e:
             raise ConfigError(f"recipe file {path}: cannot be read ({e.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
+            raise ConfigError(f"recipe file {path} is not a regular file")
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if _CHECKED.get(path) == stamp:
             continue

@@ -260,7 +260,16 @@ HOSTILE_RECIPE_FILES: dict[str, tuple[str, str, list[str]]] = {
         ["hydra/launcher"],
     ),
     "not YAML": ("budget/broken.yaml", "a: [1, 2\nb: {", ["not valid YAML"]),
+    "a link to /dev/zero": ("budget/zero.yaml", "/dev/zero", ["not a regular file"]),
 }
+"""(A text of ``/dev/zero`` plants a symbolic link to that device instead of a file.)"""
+
+
+def _plant(path: Path, text: str) -> None:
+    if text == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text(text)
 
 
 @pytest.fixture
@@ -285,7 +294,7 @@ def test_hostile_recipe_file_exits_2_before_composing(
     (9**9 scalars once expanded; composed, it ran for minutes past 500 MB) is refused
     when its count passes 100,000, without building anything."""
     rel, text, must_name = HOSTILE_RECIPE_FILES[case]
-    (recipes_copy / rel).write_text(text)
+    _plant(recipes_copy / rel, text)
     option = Path(rel)
     extra = [f"{option.parent}={option.stem}"] if option.parent != Path(".") else []
     extra += [f"recipe={option.stem}"] if option.parent == Path(".") else []
@@ -387,7 +396,7 @@ def test_hostile_config_suite(capsys, tmp_path: Path, monkeypatch) -> None:
         attempts += 1
         root = tmp_path / f"recipes{i}"
         shutil.copytree(recipes_dir(), root)
-        (root / rel).write_text(text)
+        _plant(root / rel, text)
         monkeypatch.setenv("RECIPE_ARENA_RECIPES", str(root))
         option = Path(rel)
         pick = (
