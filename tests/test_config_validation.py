@@ -173,7 +173,7 @@ def test_dpo_needs_its_weak_model_unless_resumed_after_sft(tmp_path: Path) -> No
 # ``hostile config suite: N attempts, M contained, K failed``.
 
 DEEP_LIST = "[" * 150 + "1" + "]" * 150
-"""150 nested lists: Hydra's override parser overflowed the stack at about 120."""
+"""150 nested lists: Hydra's override parser overflowed the stack at 100 to 150."""
 
 DEEP_MAP = "{a:" * 40 + "1" + "}" * 40
 
