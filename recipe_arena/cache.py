@@ -32,6 +32,9 @@ from typing import Any
 
 import filelock
 
+from recipe_arena.integrity import _fsync_dir as fsync_dir
+from recipe_arena.integrity import _sha256
+
 CODE_VERSION = "stages-v5"
 """Part of every cache key: bump it when a change alters what a cached stage produces."""
 
@@ -157,14 +160,6 @@ def _stamp(path: Path) -> tuple[int, int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _move_aside(entry: Path) -> None:
     """Rename a corrupt entry to a temporary name (a process reading it keeps its open
     files), then delete it."""
@@ -175,15 +170,6 @@ def _move_aside(entry: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         aside.unlink()
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a folder, so a rename or a new file in it survives a power cut."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

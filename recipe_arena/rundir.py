@@ -31,6 +31,7 @@ import yaml
 
 from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
+from recipe_arena.integrity import _fsync_dir as fsync_dir
 
 
 class RunDirBusy(ConfigError):
@@ -244,15 +245,6 @@ def _rewrite_jsonl(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
         os.fsync(dst.fileno())
     tmp.replace(path)
     fsync_dir(path.parent)
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory, so a rename or a new file in it survives a power cut."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 STAGES_MAX_BYTES = 1 << 20
