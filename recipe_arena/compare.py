@@ -300,15 +300,18 @@ def execute(jobs: list[_Job], parallel: int, first_alone: bool) -> list[str]:
 def _needs_cold_cache(cfg: RunConfig) -> bool:
     if "base" not in cfg.pipeline.stages or cfg.world.checkpoint:
         return False
+    from recipe_arena.cache import entry_ready
     from recipe_arena.stages.base import base_cache_entry
 
-    return not base_cache_entry(cfg).exists()
+    return not entry_ready(base_cache_entry(cfg))
 
 
 def prepare(plan: Plan, opts: Options) -> tuple[Path, list[_Job], bool]:
     """Validate every run's config, record the plan (or check it against the one
     stored), and list the runs still to do: (comparison dir, jobs, first alone?)."""
-    root = opts.out_dir / (opts.name or default_name(plan))
+    from recipe_arena.rundir import run_dir_path
+
+    root = run_dir_path(opts.out_dir, opts.name or default_name(plan))  # a name, not a path
     runs_dir = root / "runs"
     configs = compose_runs(plan, runs_dir)
     plan_path = root / PLAN_FILE

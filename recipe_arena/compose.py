@@ -8,12 +8,27 @@ Overrides on the command line come in two kinds:
   allowed.
 Any failure raises ConfigError with one line of text; the CLI prints it and exits 2
 before any work starts.
+
+What is composed is bounded before Hydra sees it, so no input makes composition run for
+minutes, grow without limit or end in a traceback:
+- ``recipe=`` is the name of a file of `recipes/` (``+recipe=`` and ``++recipe=`` too),
+  never a path: the run directory is named after it (rundir.py).
+- An override is at most ``MAX_OVERRIDE_CHARS`` long and nests lists and mappings at
+  most ``MAX_VALUE_DEPTH`` deep (Hydra's parser recurses per level and slows down
+  quadratically with length).
+- ``hydra.*`` keys and ``hydra/`` groups are refused: Hydra only composes here, its job
+  settings (run directory, logging, launcher, search path) would be silently ignored.
+- Every recipe file is read as a YAML event stream first (``check_recipe_files``): at
+  most ``MAX_RECIPE_BYTES``, nested at most ``MAX_YAML_DEPTH`` deep, and at most
+  ``MAX_YAML_NODES`` nodes once its aliases are expanded (an alias "bomb" of a few
+  hundred bytes expands to billions), with no ``hydra`` key.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import typing
 from pathlib import Path
 from typing import Any, get_origin
@@ -25,6 +40,38 @@ from recipe_arena.config import RunConfig
 
 class ConfigError(ValueError):
     """A bad recipe, group option, key or value. The message is one line."""
+
+
+MAX_OVERRIDES = 256
+"""Overrides on one command line, at most (far more than a run or comparison uses)."""
+
+MAX_OVERRIDE_CHARS = 4096
+"""Characters of one ``key=value`` override, at most. Composing with a 4,000-character
+list value took 1.8 s end to end (interpreter start-up included), with a 40,000-character
+one 127 s, on 2 busy cores: Hydra's override parser slows down faster than linearly."""
+
+MAX_VALUE_DEPTH = 16
+"""Nesting of ``[...]`` and ``{...}`` in an override value, at most (a config is at most
+4 levels deep; Hydra's parser overflowed the stack between 100 and 150 levels)."""
+
+MAX_RECIPE_BYTES = 1 << 20
+"""Size of one recipe file, at most (the largest shipped one is about 2 KB)."""
+
+MAX_RECIPE_FILES = 1000
+"""YAML files under the recipes folder, at most."""
+
+MAX_YAML_DEPTH = 32
+"""Nesting of one recipe file, at most."""
+
+MAX_YAML_NODES = 100_000
+"""Nodes of one recipe file with its aliases expanded, at most (a shipped recipe file
+has under 200)."""
+
+
+def _short(value: object, limit: int = 120) -> str:
+    """``repr(value)``, cut to ``limit`` characters for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def recipes_dir() -> Path:
@@ -40,13 +87,156 @@ def _options(folder: Path) -> list[str]:
 
 
 def _split_override(item: str) -> tuple[str, str]:
+    if len(item) > MAX_OVERRIDE_CHARS:
+        raise ConfigError(
+            f"override {_short(item, 60)} is {len(item)} characters long; "
+            f"at most {MAX_OVERRIDE_CHARS} are accepted"
+        )
     if "=" not in item:
-        raise ConfigError(f"override '{item}' is not of the form key=value")
+        raise ConfigError(f"override {_short(item)} is not of the form key=value")
     key, value = item.split("=", 1)
     key = key.strip()
     if not key:
-        raise ConfigError(f"override '{item}' has an empty key")
+        raise ConfigError(f"override {_short(item)} has an empty key")
+    bare = key.lstrip("+~")
+    if bare == "hydra" or bare.startswith(("hydra.", "hydra/")):
+        raise ConfigError(
+            f"{key}: hydra settings are not used (Hydra only composes the recipe here; a "
+            "run's directory is out_dir/name, its output goes to the terminal and the run "
+            "directory); remove it"
+        )
+    depth = value_depth(value)
+    if depth > MAX_VALUE_DEPTH:
+        raise ConfigError(
+            f"{key}: the value nests lists or mappings {depth} deep; "
+            f"at most {MAX_VALUE_DEPTH} are accepted"
+        )
     return key, value
+
+
+def value_depth(value: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in an override value, brackets inside
+    quoted strings not counted."""
+    depth = deepest = 0
+    quote = ""
+    escaped = False
+    for ch in value:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_recipe_files(root: Path) -> None:
+    """Every YAML file under ``root`` is within the bounds of the module docstring and
+    has no ``hydra`` key; ConfigError naming the file otherwise. Files already checked
+    at their current size and modification time are not read again."""
+    files = sorted(root.rglob("*.yaml"))
+    if len(files) > MAX_RECIPE_FILES:
+        raise ConfigError(
+            f"recipes folder {root} holds {len(files)} YAML files; at most {MAX_RECIPE_FILES}"
+        )
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError as e:
+            raise ConfigError(f"recipe file {path}: cannot be read ({e.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
+            raise ConfigError(f"recipe file {path} is not a regular file")
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if _CHECKED.get(path) == stamp:
+            continue
+        _check_recipe_file(path, st.st_size)
+        _CHECKED[path] = stamp
+
+
+_CHECKED: dict[Path, tuple[int, int, int]] = {}
+"""Recipe files that passed ``_check_recipe_file``, by (inode, size, mtime)."""
+
+
+def _check_recipe_file(path: Path, size: int) -> None:
+    """Stream the file's YAML events (libyaml's parser: no recursion, no object built),
+    counting depth and alias-expanded nodes, before anything builds it; then look for
+    Hydra settings in what it holds."""
+    import yaml
+
+    if size > MAX_RECIPE_BYTES:
+        raise ConfigError(f"recipe file {path} is {size} bytes; at most {MAX_RECIPE_BYTES}")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    sizes: dict[str, int] = {}  # anchor -> nodes of its subtree, once closed
+    stack: list[list[Any]] = []  # open collections: [anchor, nodes so far]
+    total = 0
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_RECIPE_BYTES + 1)
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                stack.append([event.anchor, 1])
+                if len(stack) > MAX_YAML_DEPTH:
+                    raise ConfigError(
+                        f"recipe file {path} nests more than {MAX_YAML_DEPTH} levels deep"
+                    )
+                continue
+            if isinstance(event, yaml.AliasEvent):
+                if event.anchor not in sizes:
+                    raise ConfigError(
+                        f"recipe file {path}: alias *{event.anchor} refers to no complete node"
+                    )
+                count = sizes[event.anchor]
+            elif isinstance(event, yaml.ScalarEvent):
+                count = 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                anchor, count = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = count
+            else:
+                continue
+            if stack:
+                stack[-1][1] += count
+                if stack[-1][1] > MAX_YAML_NODES:
+                    raise ConfigError(_too_many(path))
+            else:
+                total += count
+                if total > MAX_YAML_NODES:
+                    raise ConfigError(_too_many(path))
+        data = yaml.load(text, Loader=loader)  # bounded now  # noqa: S506 - a safe loader
+    except yaml.YAMLError as e:
+        msg = " ".join(str(e).split())
+        raise ConfigError(f"recipe file {path}: not valid YAML ({msg})") from None
+    if not isinstance(data, dict):
+        return
+    defaults = data.get("defaults")
+    named = [str(k) for k in data] + [
+        str(k)
+        for entry in (defaults if isinstance(defaults, list) else [])
+        for k in (entry if isinstance(entry, dict) else [entry])
+    ]
+    hydra = [k for k in named if k == "hydra" or "hydra/" in k]
+    if hydra:
+        raise ConfigError(
+            f"recipe file {path}: {hydra[0]!r} is a Hydra setting, which is not used "
+            "(Hydra only composes the recipe here); remove it"
+        )
+
+
+def _too_many(path: Path) -> str:
+    return (
+        f"recipe file {path} expands to more than {MAX_YAML_NODES} nodes "
+        "(YAML aliases repeat what they name); write the values out or use fewer aliases"
+    )
 
 
 def compose_raw(overrides: list[str]) -> dict[str, Any]:
@@ -58,12 +248,16 @@ def compose_raw(overrides: list[str]) -> dict[str, Any]:
     root = recipes_dir()
     recipe = "olmo3_think"
     hydra_overrides: list[str] = []
+    if len(overrides) > MAX_OVERRIDES:
+        raise ConfigError(f"{len(overrides)} overrides given; at most {MAX_OVERRIDES}")
     for item in overrides:
         key, value = _split_override(item)
-        if key == "recipe":
+        bare = key.lstrip("+~")
+        if bare == "recipe":
+            if key.startswith("~"):
+                raise ConfigError(f"{key}: a run always has a recipe; name one with recipe=NAME")
             recipe = value
             continue
-        bare = key.lstrip("+~")
         if (root / bare).is_dir():
             allowed = _options(root / bare)
             if value not in allowed:
@@ -75,7 +269,11 @@ def compose_raw(overrides: list[str]) -> dict[str, Any]:
             hydra_overrides.append(f"++{bare}={value}")
     recipes = _options(root)
     if recipe not in recipes:
-        raise ConfigError(f"recipe={recipe!r} is not a recipe; allowed: {', '.join(recipes)}")
+        raise ConfigError(
+            f"recipe={_short(recipe)} is not a recipe (a name of a file in {root}, not a "
+            f"path); allowed: {', '.join(recipes)}"
+        )
+    check_recipe_files(root)
     from omegaconf.errors import OmegaConfBaseException
 
     try:
@@ -94,8 +292,10 @@ def compose_raw(overrides: list[str]) -> dict[str, Any]:
         key = getattr(e, "full_key", "") or "?"
         msg = " ".join(str(e).split("\n")[0].split())
         raise ConfigError(f"{key}: cannot resolve the value ({msg})") from None
+    except RecursionError:  # bounded above; kept so that no input ends in a traceback
+        raise ConfigError(f"recipe={recipe}: the config nests too deeply to compose") from None
     assert isinstance(raw, dict)
-    raw.setdefault("recipe", recipe)
+    raw["recipe"] = recipe  # the file's name, whatever the file or an override says
     return {str(k): v for k, v in raw.items()}
 
 
@@ -193,7 +393,7 @@ def format_validation_error(err: ValidationError) -> str:
     key = ".".join(path)
     if e["type"] == "extra_forbidden":
         allowed = ", ".join(owner.model_fields) if owner else "?"
-        return f"unknown key '{key}' (value {e['input']!r}); allowed keys here: {allowed}"
+        return f"unknown key '{key}' (value {_short(e['input'])}); allowed keys here: {allowed}"
     if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
         ctx = e.get("ctx", {})
         tag = ctx.get("tag", "(missing)")
@@ -201,7 +401,7 @@ def format_validation_error(err: ValidationError) -> str:
             f"{key}.name={tag!r}: not an option of {key}; allowed: {ctx.get('expected_tags', '?')}"
         )
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"{key}={e['input']!r}: {e['msg']}{more}"
+    return f"{key}={_short(e['input'])}: {e['msg']}{more}"
 
 
 def load_config(overrides: list[str]) -> RunConfig:

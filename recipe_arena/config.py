@@ -474,6 +474,8 @@ class BudgetConfig(Strict):
 
 class RunConfig(Strict):
     recipe: str = "olmo3_think"
+    """The recipe file's name (``recipes/<recipe>.yaml``; compose.py sets it); part of the
+    default run directory name, so a name, not a path, like ``name``."""
     name: str | None = None
     """Run directory name under out_dir (a name, not a path: letters, digits, ``_.=+-``,
     not starting with a dot); default <recipe>-<budget>-s<seed>."""
@@ -513,7 +515,7 @@ class RunConfig(Strict):
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()
 
-    @field_validator("name")
+    @field_validator("name", "recipe")
     @classmethod
     def _a_name_not_a_path(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}", v):

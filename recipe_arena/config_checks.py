@@ -107,10 +107,9 @@ def check_stages(cfg: RunConfig) -> None:
     model), or a resumed run's stages.json shows an earlier stage made one or this stage
     finished; DPO's weak (rejected) model is dpo.rejected_checkpoint or the checkpoint
     the 'sft' stage starts from, so 'sft' must come before 'dpo' without it."""
-    import json
+    from recipe_arena.rundir import read_stages, run_dir_path
 
-    previous = Path(cfg.out_dir) / cfg.run_name / "stages.json"
-    state = json.loads(previous.read_text()) if cfg.resume and previous.exists() else {}
+    state = read_stages(run_dir_path(cfg.out_dir, cfg.run_name)) if cfg.resume else {}
     done, inputs = state.get("done", {}), state.get("inputs", {})
     has_model = state.get("checkpoint") is not None or _has_start_checkpoint(cfg)
     stages = cfg.pipeline.stages

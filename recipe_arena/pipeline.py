@@ -7,7 +7,7 @@ continues an interrupted one from its own checkpoints.
 
 from __future__ import annotations
 
-import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -16,9 +16,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rundir import RunDir, RunLock
+from recipe_arena.rundir import RunDir, RunDirBusy, RunLock, read_stages, run_dir_path
 
 console = Console(stderr=True)
 
@@ -42,8 +43,8 @@ class PipelineState:
 
     @classmethod
     def load(cls, run: RunDir) -> PipelineState:
-        p = run.path / "stages.json"
-        return cls(**json.loads(p.read_text())) if p.exists() else cls()
+        """The saved state (``rundir.read_stages``: ConfigError when it is damaged)."""
+        return cls(**read_stages(run.path))
 
 
 @dataclass
@@ -169,6 +170,13 @@ def _eval(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
     run.log("eval", 0, evaluation.metrics)
 
 
+RESUMES_FROM_CHECKPOINTS = ("rlvr", "specialists", "mopd", "opd")
+"""Stages that continue from their own latest checkpoint on resume and cut their logs
+back to it (``stages.rlvr.run_rlvr``). Every other stage starts again from its start,
+so the pipeline first drops every record it logged (under its own name) in the run
+that was interrupted: each step is then logged once."""
+
+
 STAGES: dict[str, StageFn] = {
     "base": _base,
     "sft": _sft,
@@ -191,9 +199,10 @@ def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:
         return False
     if "base" not in cfg.pipeline.stages or "base" in state.done:
         return False
+    from recipe_arena.cache import entry_ready
     from recipe_arena.stages.base import base_cache_entry
 
-    return not base_cache_entry(cfg).exists()
+    return not entry_ready(base_cache_entry(cfg))
 
 
 def _require_checkpoint(state: PipelineState, stage: str) -> Path:
@@ -217,18 +226,58 @@ def _load_world(cfg: RunConfig) -> World:
 
 
 def _prepare_dir(cfg: RunConfig) -> Path:
-    """The run's directory under out_dir (``name`` is a plain name: config.py); an
-    earlier run there moves to ``<name>.prev`` unless resuming. Call with the RunLock held."""
-    path = Path(cfg.out_dir) / cfg.run_name
-    if (path.exists() or path.is_symlink()) and not cfg.resume:
-        previous = path.with_name(path.name + ".prev")
-        if previous.is_symlink() or previous.is_file():
-            previous.unlink()
-        elif previous.exists():
-            shutil.rmtree(previous)
-        path.rename(previous)
-        console.print(f"[yellow]moved the previous run to {previous} (resume=true continues a run)")
+    """The run's directory, directly inside out_dir (``rundir.run_dir_path``). Call with
+    the run's RunLock held.
+
+    Not resuming, an earlier run there moves to ``<name>.prev``, replacing the one
+    before it. ``<name>.prev`` may itself be a run's name, so its lock is taken first:
+    when a live run holds it, this run exits 2 and nothing moves. A symbolic link at
+    either place is moved or removed as a link, never followed. Resuming, the directory
+    must be a real folder with no symbolic link anywhere in it, so that everything the
+    run writes stays inside out_dir."""
+    path = run_dir_path(cfg.out_dir, cfg.run_name)
+    if cfg.resume:
+        _check_no_links(path)
+        return path
+    if not (path.exists() or path.is_symlink()):
+        return path
+    previous = path.with_name(path.name + ".prev")
+    try:
+        with RunLock(path.parent, previous.name):
+            if previous.is_symlink() or previous.is_file():
+                previous.unlink()
+            elif previous.exists():
+                shutil.rmtree(previous)
+            path.rename(previous)
+    except RunDirBusy:
+        raise RunDirBusy(
+            f"cannot move the earlier run {path} aside: {previous} is in use by a live run; "
+            "wait for it to end, choose another name= or resume=true"
+        ) from None
+    console.print(f"[yellow]moved the previous run to {previous} (resume=true continues a run)")
     return path
+
+
+def _check_no_links(path: Path) -> None:
+    """ConfigError naming the first symbolic link at ``path`` or under it that leads
+    out of it (a resumed run would write through it); links within the run directory
+    (W&B's ``latest-run``) are fine."""
+    if path.is_symlink():
+        raise ConfigError(
+            f"resume=true: {path} is a symbolic link; a run directory must be a folder "
+            "inside out_dir"
+        )
+    if not path.exists():
+        return
+    root = os.path.realpath(path)
+    for parent, dirs, files in os.walk(path):
+        for name in dirs + files:
+            link = os.path.join(parent, name)
+            if os.path.islink(link) and os.path.commonpath([root, os.path.realpath(link)]) != root:
+                raise ConfigError(
+                    f"resume=true: {link} is a symbolic link out of the run directory; a "
+                    "resumed run writes only inside its own folder (remove the link)"
+                )
 
 
 def run_pipeline(cfg: RunConfig) -> Path:
@@ -261,6 +310,8 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
                 console.print(f"[dim]stage {name}: done earlier, skipped")
                 continue
             console.rule(f"stage {name}")
+            if cfg.resume and name not in RESUMES_FROM_CHECKPOINTS:
+                run.drop_records(lambda r, stage=name: r.get("stage") == stage)
             t0 = time.perf_counter()
             state.inputs[name] = state.checkpoint
             STAGES[name](cfg, run, world, state)

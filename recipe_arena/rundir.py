@@ -9,6 +9,11 @@ taken before the directory is touched and held until the run ends); a second run
 the same name exits 2 naming the holder. On resume, ``truncate_logs`` cuts what the
 resumed stage logged after its checkpoint, as the ledger is cut, so no step is logged
 twice.
+
+``run_dir_path`` is the one place a run directory's path is made: out_dir resolved
+(symbolic links followed once, so its parts cannot change meaning later), then one plain
+name under it. A run reads, writes, moves and deletes only there and in
+``out_dir/<name>.prev``, under the locks of both (pipeline.py).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +31,48 @@ import yaml
 
 from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
+from recipe_arena.integrity import _fsync_dir as fsync_dir
 
 
 class RunDirBusy(ConfigError):
     """Another run holds the run directory; the message names it."""
 
 
+LOG_FILES = ("metrics.jsonl", "rollouts.jsonl", "eval_scores.jsonl")
+"""The run directory's logs of records ``{"stage", "step", ...}``, one JSON object a line."""
+
+
+def run_dir_path(out_dir: str | Path, name: str) -> Path:
+    """``out_dir/name`` with out_dir resolved; ConfigError unless ``name`` is one plain
+    path component (not empty, no ``/``, not starting with a dot), so the result always
+    lies directly inside out_dir. A symbolic link at the result itself is not followed
+    here: the callers refuse or move it (pipeline.py)."""
+    if not name or "/" in name or "\0" in name or name.startswith("."):
+        raise ConfigError(f"run directory name {name!r} must be a plain name, not a path")
+    root = Path(os.path.realpath(os.fspath(out_dir)))
+    path = root / name
+    if path.parent != root:  # cannot happen for a plain name; kept as the invariant
+        raise ConfigError(f"run directory {path} is not inside out_dir={out_dir}")
+    return path
+
+
 class RunLock:
-    """An exclusive lock on ``out_dir/.<name>.lock`` for the life of a run."""
+    """An exclusive lock on ``out_dir/.<name>.lock`` for the life of a run (or of a
+    move: pipeline.py takes the lock of ``<name>.prev`` before replacing it)."""
 
     def __init__(self, out_dir: str | Path, name: str) -> None:
-        self.run_path = Path(out_dir) / name
-        self.path = Path(out_dir) / f".{name}.lock"
+        self.run_path = run_dir_path(out_dir, name)
+        self.path = self.run_path.with_name(f".{name}.lock")
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as e:  # a symbolic link or a folder planted as the lock file
+            raise ConfigError(
+                f"cannot lock run directory {self.run_path}: {self.path} ({e.strerror})"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -73,14 +104,14 @@ class RunLock:
 class RunDir:
     def __init__(self, cfg: RunConfig, root: str | Path | None = None) -> None:
         self.cfg = cfg
-        self.path = Path(root) if root is not None else Path(cfg.out_dir) / cfg.run_name
+        self.path = Path(root) if root is not None else run_dir_path(cfg.out_dir, cfg.run_name)
         self.path.mkdir(parents=True, exist_ok=True)
         self.checkpoints = self.path / "checkpoints"
         self.checkpoints.mkdir(exist_ok=True)
         self._wandb: Any = None
-        (self.path / "config.yaml").write_text(
-            yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
-        )
+        for name in LOG_FILES:  # a killed run's torn last line, before anything appends
+            repair_jsonl(self.path / name)
+        self.write_text("config.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
         if cfg.wandb.enabled:
             self._start_wandb()
 
@@ -114,28 +145,33 @@ class RunDir:
             _append_jsonl(self.path / "rollouts.jsonl", r)
 
     def truncate_logs(self, stage: str, step: int) -> None:
-        """Drop ``stage``'s records of steps after ``step`` from metrics.jsonl and
-        rollouts.jsonl (atomically rewritten; a torn last line goes too)."""
-        for path in (self.metrics_path, self.path / "rollouts.jsonl"):
-            if not path.exists():
-                continue
-            keep = [
-                r
-                for r in read_metrics(path)
-                if not (r.get("stage") == stage and int(r.get("step", 0)) > step)
-            ]
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r) + "\n" for r in keep)
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(path)
+        """Drop ``stage``'s records of steps after ``step`` from the run's logs
+        (``LOG_FILES``; each atomically rewritten). Torn lines go too; every other
+        line, of any stage, stays as it was."""
+        self.drop_records(lambda r: r.get("stage") == stage and _step(r) > step)
+
+    def drop_records(self, match: Callable[[dict[str, Any]], bool]) -> None:
+        """Drop the records for which ``match`` holds from the run's logs (and torn
+        lines); every other line stays as it was."""
+        for name in LOG_FILES:
+            path = self.path / name
+            if path.exists():
+                _rewrite_jsonl(path, lambda r: not match(r))
 
     def write_json(self, name: str, obj: Any) -> Path:
+        return self.write_text(name, json.dumps(obj, indent=2, sort_keys=True))
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write ``name`` in the run directory whole or not at all: a temporary file
+        beside it, fsynced, renamed over it, the directory fsynced."""
         p = self.path / name
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True))
+        tmp = p.with_name(f".{p.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         tmp.replace(p)
+        fsync_dir(p.parent)
         return p
 
     def close(self) -> None:
@@ -145,6 +181,7 @@ class RunDir:
 
 
 def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one line, flushed and fsynced (a crash loses at most the line in flight)."""
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
         f.flush()
@@ -152,14 +189,114 @@ def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """The records of metrics.jsonl (of a run directory, or the file itself) in file
+    order; a torn line (a process killed mid-write) is skipped, the lines after it kept."""
     p = Path(path)
     if p.is_dir():
         p = p / "metrics.jsonl"
-    out = []
-    with open(p, encoding="utf-8") as f:
-        for line in f:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break  # a torn last line after a crash
-    return out
+    with open(p, encoding="utf-8", errors="replace") as f:
+        return [r for r in map(_record, f) if r is not None]
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    """The JSON object of one complete log line; None for a torn or foreign one."""
+    if not line.endswith("\n"):
+        return None  # the last line of a writer killed mid-line
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _step(record: dict[str, Any]) -> int:
+    try:
+        return int(record.get("step", 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def repair_jsonl(path: Path) -> int:
+    """Drop the torn lines of a JSONL log (a writer killed mid-line leaves one; a later
+    append would run on from it); return how many. The file is rewritten only when one
+    is found, keeping every complete line in order."""
+    if not path.exists():
+        return 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        torn = sum(_record(line) is None for line in f)
+    if torn:
+        _rewrite_jsonl(path, lambda r: True)
+    return torn
+
+
+def _rewrite_jsonl(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
+    """Rewrite ``path`` with its complete records for which ``keep`` holds, each line as
+    it was: a temporary file, fsynced, renamed over it, the directory fsynced."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with (
+        open(path, encoding="utf-8", errors="replace") as src,
+        open(tmp, "w", encoding="utf-8") as dst,
+    ):
+        for line in src:
+            record = _record(line)
+            if record is not None and keep(record):
+                dst.write(line)
+        dst.flush()
+        os.fsync(dst.fileno())
+    tmp.replace(path)
+    fsync_dir(path.parent)
+
+
+STAGES_MAX_BYTES = 1 << 20
+"""Size of a stages.json, at most (a run's is under 2 KB)."""
+
+
+def read_stages(run_path: Path) -> dict[str, Any]:
+    """The run's stages.json (what the finished stages produced; pipeline.py), ``{}``
+    when there is none. ConfigError in one line when it is not what a run writes (cut
+    short, edited): resuming from it would guess."""
+    path = run_path / "stages.json"
+    if not path.exists():
+        return {}
+    try:
+        with open(path, "rb") as f:
+            data = f.read(STAGES_MAX_BYTES + 1)
+        if len(data) > STAGES_MAX_BYTES:
+            raise ValueError(f"over {STAGES_MAX_BYTES} bytes")
+        state = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        problem = getattr(e, "strerror", None) or "not valid JSON"
+        raise ConfigError(
+            f"resume=true: {path} cannot be read ({problem}); the run cannot be resumed "
+            "safely: start it again with resume=false (the run moves to .prev) or another name="
+        ) from None
+    fields = {"checkpoint": str, "train_rows": str, "done": dict, "inputs": dict, "teachers": dict}
+    bad = (
+        [k for k in state if k not in fields]
+        if isinstance(state, dict)
+        else ["(not a JSON object)"]
+    )
+    if not bad:
+        bad = [
+            k
+            for k, kind in fields.items()
+            if state.get(k) is not None and not isinstance(state[k], kind)
+        ]
+    if not bad:
+        values = {
+            "done": (int, float),
+            "inputs": (str, type(None)),
+            "teachers": (str,),
+        }
+        bad = [
+            f"{k}.{name}"
+            for k, kinds in values.items()
+            for name, v in state.get(k, {}).items()
+            if not isinstance(v, kinds) or isinstance(v, bool)
+        ]
+    if bad:
+        raise ConfigError(
+            f"resume=true: {path} is not a stages record (field {bad[0]}); start the run "
+            "again with resume=false (the run moves to .prev) or another name="
+        )
+    return state

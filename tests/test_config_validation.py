@@ -164,3 +164,273 @@ def test_dpo_needs_its_weak_model_unless_resumed_after_sft(tmp_path: Path) -> No
     state = {"checkpoint": "/x", "done": {"base": 1.0}, "inputs": {"sft": "/x"}}
     (tmp_path / "r" / "stages.json").write_text(json.dumps(state))
     check_stages(load_config([*over, "resume=true"]))
+
+
+# ----------------------------------------------------------------------------- hostile
+# Configs an attacker (or a slip) can hand the CLI. Each must exit 2 with one line naming
+# what is wrong, before Hydra composes anything that could run away, and leave every file
+# as it was. `test_hostile_config_suite` runs them all and prints the summary line
+# ``hostile config suite: N attempts, M contained, K failed``.
+
+DEEP_LIST = "[" * 150 + "1" + "]" * 150
+"""150 nested lists: Hydra's override parser overflowed the stack at 100 to 150."""
+
+DEEP_MAP = "{a:" * 40 + "1" + "}" * 40
+
+LONG_LIST = "[" + ",".join(["1"] * 5000) + "]"
+"""10,001 characters: Hydra parses this in minutes (127 s for 40,000 on 2 cores)."""
+
+HOSTILE_OVERRIDES: dict[str, tuple[list[str], list[str]]] = {
+    "nested lists 150 deep": (["rl.lr=" + DEEP_LIST], ["rl.lr", "150 deep"]),
+    "nested mappings 40 deep": (["rl.domain_weights=" + DEEP_MAP], ["40 deep"]),
+    "nested 3000 deep": (["rl.lr=" + "[" * 3000 + "]" * 3000], ["characters long"]),
+    "10 KB list": (["pipeline.stages=" + LONG_LIST], ["characters long", "4096"]),
+    "nested, appended": (["++rl.extra=" + DEEP_LIST], ["150 deep"]),
+    "too many overrides": ([f"seed={i}" for i in range(300)], ["303 overrides", "at most 256"]),
+    "hydra.run.dir": (["hydra.run.dir=/tmp/elsewhere"], ["hydra.run.dir", "not used"]),
+    "++hydra.job.chdir": (["++hydra.job.chdir=true"], ["hydra.job.chdir", "not used"]),
+    "hydra group": (["hydra/launcher=basic"], ["hydra/launcher", "not used"]),
+    "hydra searchpath": (["+hydra.searchpath=[file:///tmp]"], ["hydra.searchpath"]),
+    "++recipe absolute": (["++recipe=/tmp/abs/run"], ["recipe=", "not a recipe", "not a path"]),
+    "+recipe dotdot": (["+recipe=../.."], ["not a recipe"]),
+    "recipe traversal": (["recipe=../../etc/passwd"], ["not a recipe"]),
+    "recipe file path": (["recipe=recipes/olmo3_think.yaml"], ["not a recipe"]),
+    "~recipe": (["~recipe="], ["always has a recipe"]),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_OVERRIDES))
+def test_hostile_override_exits_2_in_one_line(capsys, tmp_path: Path, case: str) -> None:
+    """Each override is refused by ``compose`` itself: exit 2, one line naming it, no
+    run directory anywhere (``++recipe=/tmp/abs/run`` named the run directory
+    ``/tmp/abs/run-default-s0`` before)."""
+    overrides, must_name = HOSTILE_OVERRIDES[case]
+    code, err = _run(capsys, tmp_path, *overrides)
+    assert code == 2 and len(err.splitlines()) == 1 and len(err) < 600, err[:600]
+    for part in must_name:
+        assert part in err, (part, err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_quoted_bracket_is_not_nesting() -> None:
+    """Brackets inside a quoted string are text: ``'[[[['`` nests 0 deep, ``[['a]']]``
+    2 deep (the quoted ``]`` does not close a list)."""
+    from recipe_arena.compose import value_depth
+
+    assert value_depth("'" + "[" * 40 + "'") == 0
+    assert value_depth("[['a]']]") == 2
+    assert value_depth('{a:"}}}",b:[1]}') == 2
+
+
+def _mapping_bomb(levels: int) -> str:
+    """The same with mappings: level i maps 8 keys to level i-1 (8**8 = 16.8 million)."""
+    lines = ["m0: &m0 {" + ", ".join(f"k{j}: 1" for j in range(8)) + "}"]
+    for i in range(1, levels):
+        lines.append(f"m{i}: &m{i} {{" + ", ".join(f"k{j}: *m{i - 1}" for j in range(8)) + "}")
+    return "\n".join(lines) + "\n"
+
+
+def _bomb(levels: int, width: int = 9) -> str:
+    """A billion-laughs YAML: level i lists ``width`` aliases of level i-1, so the last
+    expands to width**levels scalars (9**9 = 387,420,489 for the default) in 1 KB."""
+    lines = ["l0: &l0 [" + ",".join(['"lol"'] * width) + "]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+HOSTILE_RECIPE_FILES: dict[str, tuple[str, str, list[str]]] = {
+    # name: (file under the recipes folder, its text, what the message names)
+    "alias bomb as a recipe": ("bomb.yaml", _bomb(9), ["bomb.yaml", "100000 nodes"]),
+    "alias bomb as a group option": ("budget/bomb.yaml", _bomb(9), ["100000 nodes"]),
+    "alias bomb of mappings": ("budget/bomb.yaml", _mapping_bomb(8), ["100000 nodes"]),
+    "alias bomb under a key": ("rewards/bomb.yaml", "rewards:\n  x: 1\n" + _bomb(8), ["nodes"]),
+    "recursive alias": ("budget/loop.yaml", "a: &a [1, *a]\n", ["alias *a"]),
+    "flow nesting 20000 deep": ("budget/deep.yaml", "a: " + "[" * 20000 + "]" * 20000, ["deep"]),
+    "block nesting 60 deep": (
+        "budget/deep.yaml",
+        "".join("  " * i + f"k{i}:\n" for i in range(60)) + "  " * 60 + "v: 1\n",
+        ["32 levels deep"],
+    ),
+    "over 1 MiB": ("budget/big.yaml", "# " + "x" * (1 << 20) + "\n", ["bytes"]),
+    "hydra key": ("budget/hydra.yaml", "hydra:\n  run: {dir: /tmp/elsewhere}\n", ["'hydra'"]),
+    "hydra in defaults": (
+        "budget/hydra.yaml",
+        "defaults:\n  - override hydra/launcher: basic\n",
+        ["hydra/launcher"],
+    ),
+    "not YAML": ("budget/broken.yaml", "a: [1, 2\nb: {", ["not valid YAML"]),
+    "a link to /dev/zero": ("budget/zero.yaml", "/dev/zero", ["not a regular file"]),
+}
+"""(A text of ``/dev/zero`` plants a symbolic link to that device instead of a file.)"""
+
+
+def _plant(path: Path, text: str) -> None:
+    if text == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text(text)
+
+
+@pytest.fixture
+def recipes_copy(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of recipes/ that $RECIPE_ARENA_RECIPES points to."""
+    import shutil
+
+    from recipe_arena.compose import recipes_dir
+
+    root = tmp_path / "recipes"
+    shutil.copytree(recipes_dir(), root)
+    monkeypatch.setenv("RECIPE_ARENA_RECIPES", str(root))
+    return root
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_RECIPE_FILES))
+def test_hostile_recipe_file_exits_2_before_composing(
+    capsys, tmp_path: Path, recipes_copy: Path, case: str
+) -> None:
+    """A recipe file beyond the bounds (compose.check_recipe_files) fails every run in
+    one line naming the file, read as a stream of YAML events: a 9-level alias bomb
+    (9**9 scalars once expanded; composed, it ran for minutes past 500 MB) is refused
+    when its count passes 100,000, without building anything."""
+    rel, text, must_name = HOSTILE_RECIPE_FILES[case]
+    _plant(recipes_copy / rel, text)
+    option = Path(rel)
+    extra = [f"{option.parent}={option.stem}"] if option.parent != Path(".") else []
+    extra += [f"recipe={option.stem}"] if option.parent == Path(".") else []
+    code, err = _run(capsys, tmp_path, *extra)
+    assert code == 2 and len(err.splitlines()) == 1, err[:600]
+    for part in must_name:
+        assert part in err, (part, err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_recipe_file_with_a_few_aliases_still_composes(recipes_copy: Path) -> None:
+    """Anchors and aliases within the bound are fine: a budget option whose eval and
+    rl settings share one anchored mapping composes, each key getting the value."""
+    (recipes_copy / "budget" / "shared.yaml").write_text(
+        "# @package _global_\nbudget: {name: smoke}\nworld: &w {train_per_domain: 30}\n"
+    )
+    cfg = load_config(["budget=shared"])
+    assert cfg.world.train_per_domain == 30 and cfg.recipe == "olmo3_think"
+
+
+def test_alias_bomb_is_refused_in_a_bounded_process(tmp_path: Path) -> None:
+    """The CLI in a subprocess under a 1.5 GB address-space limit and a 120 s timeout,
+    on a recipe folder holding a 10-level alias bomb (3.5e9 scalars expanded): it exits
+    2 with one line, where composing the bomb ran past 500 MB for minutes."""
+    import shutil
+    import subprocess
+    import sys
+
+    from recipe_arena.compose import recipes_dir
+
+    root = tmp_path / "recipes"
+    shutil.copytree(recipes_dir(), root)
+    (root / "budget" / "bomb.yaml").write_text(_bomb(10))
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20));"
+        "from recipe_arena.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {
+        **__import__("os").environ,
+        "RECIPE_ARENA_RECIPES": str(root),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", "budget=bomb", "--cfg", "job"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and len(err.splitlines()) == 1 and "bomb.yaml" in err, err[-2000:]
+
+
+HOSTILE_STAGES: dict[str, bytes] = {
+    "truncated": b'{"checkpoint": "/x", "done": {"base": 1.0}, "inp',
+    "empty": b"",
+    "a list": b"[]",
+    "binary": bytes(range(256)),
+    "done not a mapping": b'{"done": "base"}',
+    "an input not a path": b'{"inputs": {"sft": 5}}',
+    "unknown field": b'{"done": {}, "owner": "me"}',
+    "nested 100000 deep": b"[" * 100000 + b"]" * 100000,
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_STAGES))
+def test_damaged_stages_json_on_resume_exits_2(capsys, tmp_path: Path, case: str) -> None:
+    """resume=true over a stages.json that no run wrote (cut short by a crash, edited)
+    exits 2 in one line naming the file and what to do, and leaves it as it was (a
+    truncated one gave a JSONDecodeError traceback)."""
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "stages.json").write_bytes(HOSTILE_STAGES[case])
+    code, err = _run(capsys, tmp_path, "resume=true", "rewards.allow_weak_sandbox=true")
+    assert code == 2 and len(err.splitlines()) == 1, err[-2000:]
+    assert "stages.json" in err and "resume=false" in err, err
+    assert (run / "stages.json").read_bytes() == HOSTILE_STAGES[case]
+    assert sorted(p.name for p in run.iterdir()) == ["stages.json"]
+
+
+def test_hostile_config_suite(capsys, tmp_path: Path, monkeypatch) -> None:
+    """Every attempt above once more, in one test, counted: each is contained when it
+    exits 2 with one line and creates no run directory. Prints
+    ``hostile config suite: N attempts, M contained, K failed``."""
+    import shutil
+
+    from recipe_arena.compose import recipes_dir
+
+    failed: dict[str, str] = {}
+    attempts = 0
+    for i, (name, (overrides, _)) in enumerate(HOSTILE_OVERRIDES.items()):
+        attempts += 1
+        out = tmp_path / f"o{i}"
+        code = main(["run", "budget=smoke", f"out_dir={out}", "name=r", *overrides])
+        err = capsys.readouterr().err.strip()
+        if code != 2 or len(err.splitlines()) != 1 or out.exists():
+            failed[name] = err[:200]
+    for i, (name, (rel, text, _)) in enumerate(HOSTILE_RECIPE_FILES.items()):
+        attempts += 1
+        root = tmp_path / f"recipes{i}"
+        shutil.copytree(recipes_dir(), root)
+        _plant(root / rel, text)
+        monkeypatch.setenv("RECIPE_ARENA_RECIPES", str(root))
+        option = Path(rel)
+        pick = (
+            f"recipe={option.stem}"
+            if option.parent == Path(".")
+            else f"{option.parent}={option.stem}"
+        )
+        out = tmp_path / f"f{i}"
+        code = main(["run", "budget=smoke", f"out_dir={out}", "name=r", pick])
+        err = capsys.readouterr().err.strip()
+        monkeypatch.delenv("RECIPE_ARENA_RECIPES")
+        if code != 2 or len(err.splitlines()) != 1 or out.exists():
+            failed[name] = err[:200]
+    for i, (name, data) in enumerate(HOSTILE_STAGES.items()):
+        attempts += 1
+        out = tmp_path / f"s{i}"
+        (out / "r").mkdir(parents=True)
+        (out / "r" / "stages.json").write_bytes(data)
+        code = main(
+            [
+                "run",
+                "budget=smoke",
+                f"out_dir={out}",
+                "name=r",
+                "resume=true",
+                "rewards.allow_weak_sandbox=true",
+            ]
+        )
+        err = capsys.readouterr().err.strip()
+        if code != 2 or len(err.splitlines()) != 1 or len(list((out / "r").iterdir())) != 1:
+            failed[name] = err[:200]
+    with capsys.disabled():
+        print(
+            f"\nhostile config suite: {attempts} attempts, {attempts - len(failed)} contained, "
+            f"{len(failed)} failed"
+        )
+    assert not failed, failed

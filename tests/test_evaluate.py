@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from recipe_arena.cache import write_json_atomic
 from recipe_arena.config import EvalConfig, RewardsConfig, RunConfig
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.engines import build_engine
@@ -172,8 +173,10 @@ def test_checkpoint_eval_takes_per_domain_counts_and_is_cached(memorised) -> Non
     """eval.max_prompts_per_domain = 1 with domain_prompts {math: 2}: of math r0 (truth 5,
     right), r1 (43, wrong), r5 (beyond the cap of 2) and code r2 (inc, passes), r3 (beyond
     the cap of 1), the evaluated rows are r0, r1, r2: math 1/2, code 1/1, mean 0.75.
-    The result is stored next to the checkpoint: a second call reads that file (an edit
-    to it shows up), and another row set is another key, computed afresh."""
+    The result is stored next to the checkpoint with its checksum: a second call reads
+    that file (other values written through ``write_json_atomic`` show up), the same
+    values edited in by hand (no matching checksum) are computed again, and another row
+    set is another key, computed afresh."""
     _, _, path = memorised
     p = list(PAIRS)
     rows = [
@@ -202,8 +205,10 @@ def test_checkpoint_eval_takes_per_domain_counts_and_is_cached(memorised) -> Non
     assert first.scores == [1.0, 0.0, 1.0]
     (cached,) = list(path.glob("eval-*.json"))
     edited = {"metrics": {**first.metrics, "eval/math/pass@1": 0.25}, "scores": [0.0, 0.0, 1.0]}
-    cached.write_text(json.dumps(edited))
+    write_json_atomic(cached, edited)
     again = evaluate_checkpoint(cfg, path, rows)
     assert again.metrics["eval/math/pass@1"] == 0.25 and again.scores == [0.0, 0.0, 1.0]
+    cached.write_text(json.dumps(edited))
+    assert evaluate_checkpoint(cfg, path, rows).scores == [1.0, 0.0, 1.0]
     assert evaluate_checkpoint(cfg, path, rows[:2]).metrics["eval/math/pass@1"] == 0.5
     assert len(list(path.glob("eval-*.json"))) == 2

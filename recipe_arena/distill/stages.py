@@ -146,7 +146,13 @@ def run_distill(
         stage=stage,
         teachers=teachers,
     )
-    run.log(stage, cfg.distill.steps, compare_routes(cfg, final, teachers, heldout_rows))
+    routes = compare_routes(cfg, final, teachers, heldout_rows)
+    # a run killed after this line and resumed finds its RL steps done and gets here
+    # again: the comparison is logged once
+    run.drop_records(
+        lambda r: r.get("stage") == stage and any(str(k).startswith("route/") for k in r)
+    )
+    run.log(stage, cfg.distill.steps, routes)
     return final
 
 

@@ -9,12 +9,11 @@ checkpoint at its last step and in the final eval stage) is evaluated once.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe_arena.cache import cache_key, write_json_atomic
+from recipe_arena.cache import cache_key, read_json_checked, write_json_atomic
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation
@@ -74,8 +73,8 @@ def evaluate_checkpoint(
         }
     )
     path = Path(checkpoint) / f"eval-{key}.json"
-    if path.exists():
-        cached = json.loads(path.read_text())
+    cached = read_json_checked(path)
+    if cached is not None and {"metrics", "scores"} <= set(cached):
         return Evaluation(cached["metrics"], cached["scores"])
     model, tok = load_checkpoint(checkpoint)
     model.eval()

@@ -11,8 +11,6 @@ Later loads read the safetensors copy (~540 MB). Nothing is fetched from a hub.
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +39,13 @@ def gguf_path() -> Path:
 
 def smol_checkpoint(cache: Path | None = None) -> Path:
     """Directory with the safetensors checkpoint and tokenizer; converted on first use."""
-    out = (cache or cache_root()) / "smollm2-135m-instruct"
-    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
-        return out
+    from recipe_arena.cache import build_cached
+
+    return build_cached((cache or cache_root()) / "smollm2-135m-instruct", _convert)
+
+
+def _convert(tmp: Path) -> None:
+    """The GGUF model dequantised and saved as safetensors, with its tokenizer, in ``tmp``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     src = gguf_path()
@@ -54,13 +56,8 @@ def smol_checkpoint(cache: Path | None = None) -> Path:
     fresh = AutoModelForCausalLM.from_config(cfg)  # type: ignore[no-untyped-call]
     fresh.load_state_dict(quant.state_dict())
     tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     fresh.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
-    if out.exists():  # a half-written directory from a crash
-        shutil.rmtree(out)
-    tmp.rename(out)
-    return out
 
 
 def load_smol(cache: Path | None = None) -> tuple[Any, Any]:

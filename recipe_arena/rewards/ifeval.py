@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -36,26 +35,18 @@ def cache_root() -> Path:
 
 
 def _write_punkt_tab(root: Path) -> None:
-    """Materialise NLTK's punkt_tab/english format from the ``punkt`` package's model."""
+    """Materialise NLTK's punkt_tab/english format from the ``punkt`` package's model
+    under ``root`` (a cache entry being built: ``cache.build_cached``)."""
     from punkt.data import english as m
 
-    lang = root / "tokenizers" / "punkt_tab" / "english"
-    if (lang / "ortho_context.tab").exists():
-        return
-    tmp = lang.with_name(f"english.tmp{os.getpid()}")
-    tmp.mkdir(parents=True, exist_ok=True)
+    tmp = root / "tokenizers" / "punkt_tab" / "english"
+    tmp.mkdir(parents=True)
     (tmp / "abbrev_types.txt").write_text("\n".join(sorted(m.ABBREV_TYPES)) + "\n")
     (tmp / "sent_starters.txt").write_text("\n".join(sorted(m.SENT_STARTERS)) + "\n")
     (tmp / "collocations.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(m.COLLOCATIONS)))
     (tmp / "ortho_context.tab").write_text(
         "".join(f"{k}\t{v}\n" for k, v in sorted(m.ORTHO_CONTEXT.items()))
     )
-    try:
-        tmp.rename(lang)
-    except OSError:  # another process got there first
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
 
 
 def _refuse_download(*args: object, **kwargs: object) -> bool:
@@ -106,8 +97,9 @@ def registry() -> ModuleType:
         with hidden_modules(_NLTK_EXTRAS):
             import nltk
 
-        root = cache_root() / "nltk_data"
-        _write_punkt_tab(root)
+        from recipe_arena.cache import build_cached
+
+        root = build_cached(cache_root() / "nltk_punkt_tab", _write_punkt_tab)
         if str(root) not in nltk.data.path:
             nltk.data.path.insert(0, str(root))
         nltk.download = _refuse_download

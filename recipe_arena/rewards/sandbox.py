@@ -366,22 +366,24 @@ def _uids() -> tuple[int, int]:
 
 @functools.cache
 def _harness_file() -> str:
-    """HARNESS compiled once to a .pyc in the cache folder ($RECIPE_ARENA_CACHE, else
-    ~/.cache/recipe_arena), named by a hash of its source and the interpreter version:
-    starting a sandbox then skips the compile (about a third of a check's CPU time)."""
-    root = Path(os.environ.get("RECIPE_ARENA_CACHE") or Path.home() / ".cache" / "recipe_arena")
+    """HARNESS compiled once to a .pyc in a sealed cache entry (``cache.build_cached``:
+    verified on use, built again when corrupt) in the cache folder ($RECIPE_ARENA_CACHE,
+    else ~/.cache/recipe_arena), named by a hash of its source and the interpreter
+    version: starting a sandbox then skips the compile (about a third of a check's CPU
+    time)."""
+    from recipe_arena.cache import build_cached, cache_root
+
     tag = hashlib.sha256(f"{sys.version}\0{HARNESS}".encode()).hexdigest()[:16]
-    folder = root / "sandbox"
-    pyc = folder / f"harness-{tag}.pyc"
-    if not pyc.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=folder) as tmp:
-            src = Path(tmp) / "harness.py"
-            src.write_text(HARNESS)
-            built = str(py_compile.compile(str(src), cfile=str(Path(tmp) / "h.pyc"), doraise=True))
-            os.chmod(built, 0o644)
-            os.replace(built, pyc)  # atomic: workers racing here all end with one file
-    return str(pyc)
+
+    def build(tmp: Path) -> None:
+        src = tmp / "harness.py"
+        src.write_text(HARNESS)
+        py_compile.compile(str(src), cfile=str(tmp / "harness.pyc"), doraise=True)
+        src.unlink()
+        os.chmod(tmp / "harness.pyc", 0o644)
+        os.chmod(tmp, 0o755)
+
+    return str(build_cached(cache_root(None) / "sandbox" / f"harness-{tag}", build) / "harness.pyc")
 
 
 # ----------------------------------------------------------------------------- running

@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from recipe_arena.cache import entry_ready
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import generate_examples
 from recipe_arena.data.schema import DOMAINS, Domain
@@ -188,7 +189,7 @@ def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
     if cfg.world.checkpoint is not None:
         return Path(cfg.world.checkpoint)
     entry = base_cache_entry(cfg)
-    cached = entry.exists()
+    cached = entry_ready(entry)
     build_cached(entry, lambda tmp: _train(cfg, run, tmp))
     meta = json.loads((entry / "base_meta.json").read_text())
     if run is not None:

@@ -50,7 +50,7 @@ import torch
 from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerFast
 
-from recipe_arena.cache import build_cached, cache_key, cache_root
+from recipe_arena.cache import build_cached, cache_key, cache_root, entry_ready
 from recipe_arena.config import MicroJudgeConfig
 from recipe_arena.data.micro_chat import vocabulary
 from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts, question_kind
@@ -215,7 +215,7 @@ def micro_judge_checkpoint(cfg: MicroJudgeConfig, cache_dir: str | None = None) 
     proc = _BACKGROUND.pop(entry, None)
     if proc is not None:
         _wait(proc)
-    if not entry.exists():
+    if not entry_ready(entry):
         print(f"micro judge: training {cfg.steps} steps into {entry}", file=sys.stderr, flush=True)
     return build_cached(entry, lambda tmp: _train(cfg, tmp))
 
@@ -246,7 +246,7 @@ def train_in_background(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> 
     judge is first needed only to score chat, after SFT; the judge trains while the run
     goes on instead of before it or beside the base model at the base model's expense."""
     entry = judge_cache_entry(cfg, cache_dir)
-    if entry.exists() or entry in _BACKGROUND or cfg.steps < BACKGROUND_MIN_STEPS:
+    if entry_ready(entry) or entry in _BACKGROUND or cfg.steps < BACKGROUND_MIN_STEPS:
         return False
     proc = multiprocessing.get_context("spawn").Process(
         target=_background_child,
