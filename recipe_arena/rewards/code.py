@@ -4,14 +4,16 @@ Ground truth is a list of ``assert`` statements (the OLMo 3 code-data form, with
 setup statements among them) or a list of ``{"stdin": ..., "stdout": ...}`` pairs.
 
 Assert tests: nothing of the row is evaluated in the verifier. The program and the
-tests go into one sandbox (sandbox.py) whose launcher splits it into a program side
-and a check side, two processes under two unused uids (sandbox_harness.py): the check
-side runs the tests, and every sub-expression that touches the program (``f(3)``) is
-sent to the program side as a probe, whose value comes back as plain data
-(sandbox_split.py). Expected values stay on the check side, so exiting early,
-patching ``assert``, builtins or ``__eq__``, reading the tests' globals or printing a
-fake summary earns nothing. The verifier only counts the check side's per-assert
-verdicts.
+tests go into one sandbox (sandbox.py) whose launcher forks a program side and a check
+side, two processes under two unused uids (sandbox_harness.py): the check side runs
+the tests whole, and holds the program's functions and objects as handles; calling one
+sends only the evaluated arguments to the program side, whose value comes back as
+plain data (sandbox_split.py says which test forms are supported; a test that would
+hand the program anything but plain values is refused with an ``error:`` reason).
+Expected values stay on the check side, so exiting early, patching ``assert``,
+builtins or ``__eq__``, reading the caller's frames or globals, walking ``gc`` or
+printing a fake summary earns nothing. The verifier only counts the check side's
+per-assert verdicts.
 
 For stdin/stdout pairs every pair runs in a fresh sandbox; its stdout is compared with
 the expected one (a string comparison of data) after stripping trailing whitespace on
@@ -60,8 +62,10 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
             parts = rest.split()
             if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) < 9:
                 (passed if parts[1] == "1" else failed).add(int(parts[0]))
-        elif kind in ("N", "E") and not note:
-            note = ("error: " if kind == "E" else "") + rest[:300]
+        elif kind == "E" and not note.startswith("error:"):
+            note = "error: " + rest[:300]  # the row could not be judged: wins over a note
+        elif kind == "N" and not note:
+            note = rest[:300]
     return total, passed - failed, note
 
 
@@ -71,6 +75,8 @@ def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int,
     req = json.dumps({"code": code, "tests": list(tests)})  # ASCII: lone surrogates escaped
     run = run_harness("asserts", req.encode(), lim)
     total, passed, note = parse_report(run.stdout)
+    if note.startswith("error:"):  # refused test form: a verdict on the row, not a score
+        return 0, 0, note
     if total is None:
         if note.startswith("error:"):
             return 0, 0, note
