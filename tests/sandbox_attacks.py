@@ -289,6 +289,55 @@ ATTACKS: dict[str, Attack] = {
         "if os.path.exists('/tmp/answers') else 0",
     ),
     # ---------------------------------------------------------------- visibility: want 1
+    "socket_families_other_than_unix_and_inet": Attack(
+        "escape",
+        """
+        import errno, socket
+        def opened(family, pair=False):
+            kind = socket.SOCK_DGRAM if family in (16, 17) else socket.SOCK_STREAM
+            try:
+                (socket.socketpair if pair else socket.socket)(family, kind)
+                return True
+            except OSError as e:
+                return e.errno != errno.EAFNOSUPPORT
+        """,
+        (
+            # AF_VSOCK (issue), AF_NETLINK, AF_PACKET, AF_KEY, AF_ALG, AF_BLUETOOTH,
+            # AF_CAN, AF_TIPC, AF_XDP, AF_RDS, AF_LLC: refused; AF_UNIX, AF_INET(6) open
+            "assert not opened(40) and not opened(40, pair=True)",
+            "assert not opened(16) and not opened(17) and not opened(15)",
+            "assert not any(opened(f) for f in (38, 31, 29, 30, 44, 21, 26))",
+            "assert opened(1) and opened(1, pair=True) and opened(2) and opened(10)",
+        ),
+        want=1.0,
+    ),
+    "inotify_and_fanotify_refused": Attack(
+        "escape",
+        """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def watch():
+            fd = libc.inotify_init1(0)
+            return fd if fd < 0 else libc.inotify_add_watch(fd, b'/usr/lib', 0xfff)
+        def fan():
+            return libc.fanotify_init(0, 0)
+        """,
+        ("assert watch() == -1", "assert fan() == -1"),
+        want=1.0,
+    ),
+    "mountinfo_shows_no_home_or_cache": Attack(
+        "escape",
+        """
+        import os
+        def info():
+            return open('/proc/self/mountinfo').read() + open('/proc/1/mountinfo').read()
+        """,
+        (
+            "m = info()",
+            "assert '.cache' not in m and 'recipe_arena' not in m and 'harness-' not in m",
+        ),
+        want=1.0,
+    ),
     "sees_only_own_processes": Attack(
         "escape",
         "import os\ndef pids(): return sorted(int(p) for p in os.listdir('/proc') if p.isdigit())",

@@ -397,3 +397,42 @@ def test_run_harness_reports_unparsable_tests() -> None:
     lim = Limits(wall_s=10, allow_weak=True)
     run = run_harness("asserts", json.dumps({"code": "", "tests": ["assert ("]}).encode(), lim)
     assert run.stdout.startswith(b"E ") and b"not valid Python" in run.stdout
+
+
+@needs_full
+@pytest.mark.parametrize(
+    ("program", "pairs"),
+    [
+        ("import time\ntime.sleep(0.4)\nprint(1)", 200),  # slow pairs, each within its limit
+        ("while True:\n    pass", 50),  # every pair runs to its own 1 s limit
+        ("print(input())", 5_000),  # fast pairs, many of them
+    ],
+)
+def test_an_io_row_stops_at_its_total_time_limit(program: str, pairs: int) -> None:
+    """Issue example: stdin/stdout rows could take hours within the 1 MB test cap (one
+    wall limit per pair, thousands of pairs). With 1 s per pair and 2 s for the row
+    (Limits.row_wall_s) the row returns within 10 s whatever the program does: the
+    pairs not run count as failed (score below 1) and the reason says the row limit
+    was reached."""
+    io = [{"stdin": "1\n", "stdout": "1\n"}] * pairs
+    t0 = time.monotonic()
+    score, reason = check_code(io, fenced(program), all_pass=False,
+                               limits=Limits(wall_s=1.0, cpu_s=2, row_wall_s=2.0))  # fmt: skip
+    assert time.monotonic() - t0 < 10.0
+    assert score < 1.0 and "row time limit (2s) reached" in reason, reason
+
+
+def test_the_pool_deadline_of_an_io_row_is_bounded_too() -> None:
+    """The scorer's hard deadline for a code row (rewards.scorer.POOLED): with 10 s per
+    run, 3 assert tests get 10 * 3 + 5 = 35 s; 10,000 stdin/stdout pairs get the row
+    budget, max(10, 60) + 5 = 65 s, not 10 * 10,000 + 5."""
+    from recipe_arena.rewards.scorer import POOLED
+
+    cfg = RewardsConfig(code_wall_s=10.0)
+    asserts = _row(tuple(ADD))
+    io = PromptRow(
+        id="io", messages=[{"role": "user", "content": "q"}], domain="code",
+        ground_truth=[{"stdin": "1", "stdout": "1"}] * 10_000,
+    )  # fmt: skip
+    assert POOLED["code"](asserts, "x", cfg).timeout_s == 35.0
+    assert POOLED["code"](io, "x", cfg).timeout_s == 65.0

@@ -17,14 +17,17 @@ per-assert verdicts.
 
 For stdin/stdout pairs every pair runs in a fresh sandbox; its stdout is compared with
 the expected one (a string comparison of data) after stripping trailing whitespace on
-each line and trailing blank lines.
+each line and trailing blank lines. All the pairs of one row share one time budget
+(``Limits.row_wall_s``); pairs not run when it is spent count as failed.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from recipe_arena.rewards.sandbox import Limits, SandboxRefused, run_harness
@@ -93,19 +96,33 @@ def _norm_out(s: str) -> str:
 
 
 def run_io(code: str, pairs: Sequence[dict[str, str]], lim: Limits) -> tuple[int, int, str]:
-    """(passed, total, note) for stdin/stdout pairs, one fresh sandbox per pair."""
+    """(passed, total, note) for stdin/stdout pairs, one fresh sandbox per pair, all of
+    them within ``row_io_s(lim)`` seconds: pairs not run by then count as failed."""
     passed, note = 0, ""
-    for p in pairs:
-        program = code.encode("utf-8", "surrogatepass")
+    deadline = time.monotonic() + row_io_s(lim)
+    program = code.encode("utf-8", "surrogatepass")
+    for k, p in enumerate(pairs):
+        left = deadline - time.monotonic()
+        if left <= 0.5:
+            note = f"row time limit ({row_io_s(lim):g}s) reached after {k} of {len(pairs)} tests"
+            break
         stdin = str(p["stdin"]).encode("utf-8", "surrogatepass")
-        run = run_harness("io", len(program).to_bytes(8, "big") + program + stdin, lim)
+        wall = min(lim.wall_s, left)
+        run = run_harness(
+            "io", len(program).to_bytes(8, "big") + program + stdin, replace(lim, wall_s=wall)
+        )
         if run.timed_out:
-            note = f"timed out after {lim.wall_s:g}s"
+            note = f"timed out after {wall:g}s"
         elif run.returncode != 0:
             note = f"exit code {run.returncode}"
         elif _norm_out(run.stdout.decode("utf-8", "replace")) == _norm_out(str(p["stdout"])):
             passed += 1
     return passed, len(pairs), note
+
+
+def row_io_s(lim: Limits) -> float:
+    """Seconds all the stdin/stdout runs of one row may take together."""
+    return max(lim.wall_s, lim.row_wall_s)
 
 
 def check_code(
