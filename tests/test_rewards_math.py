@@ -12,6 +12,7 @@ from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.math_answer import check_math, extract_answer
+from tests.hostile_tally import record
 
 
 def _row(gt: str) -> PromptRow:
@@ -169,6 +170,8 @@ def test_control_characters_in_an_answer_score_0_and_are_not_echoed(
     or a bidirectional override scores 0 even when the rest is right (gold 4); the
     reason names the character by code point and holds no control character."""
     score, reason = check_math("4", response)
+    ok = score == 0.0 and code in reason and reason.isprintable()
+    record("math verifier: control characters in answers", 1, int(ok))
     assert score == 0.0 and code in reason, reason
     assert reason.isprintable()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from recipe_arena.rewards.pool import Task, WorkerPool
+from tests.hostile_tally import record
 
 
 def test_timeout_kills_only_the_slow_call_and_pool_recovers() -> None:
@@ -198,6 +199,7 @@ def test_a_zygote_that_cannot_load_its_tasks_fails_the_call() -> None:
 OWNER = """
 import sys, threading, time
 from recipe_arena.rewards.pool import Task, WorkerPool
+from tests.hostile_tally import record
 pool = WorkerPool(2, preload=("math",), spares=1)
 pool.run([Task("math", ("1", "\\\\boxed{1}"), 60.0)] * 2)
 deadline = time.monotonic() + 60
@@ -262,7 +264,9 @@ def test_workers_die_with_their_owner_whatever_kills_it(how: str, tmp_path: Path
         elif how == "sigkill":
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        assert all(_gone(p, within_s=5.0) for p in pids), [p for p in pids if not _gone(p, 0)]
+        gone = all(_gone(p, within_s=5.0) for p in pids)
+        record("verifier pool: owner killed during a check", 1, int(gone))
+        assert gone, [p for p in pids if not _gone(p, 0)]
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
@@ -286,7 +290,9 @@ def test_a_frozen_zygote_does_not_stop_a_timeout_kill() -> None:
             deadline = time.monotonic() + 5
             while _parent_of(worker) is not None and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert _parent_of(worker) is None  # dead (a zombie until the zygote reaps it)
+            dead = _parent_of(worker) is None  # dead (a zombie until the zygote reaps it)
+            record("verifier pool: timeout kill with a frozen zygote", 1, int(dead))
+            assert dead
         finally:
             os.kill(zygote, signal.SIGCONT)
 
@@ -315,6 +321,8 @@ def test_an_unsendable_task_costs_only_its_own_row(depth: int) -> None:
              Task("math", (lambda: 1, "\\boxed{1}"), 60.0), good]
         )  # fmt: skip
         th.join(timeout=120)
+        fine = [o.ok for o in out] == [True, False, False, True] and len(other) == 3
+        record("verifier pool: unsendable tasks", 2, 2 * int(fine))
         assert [o.ok for o in out] == [True, False, False, True], out
         assert out[0].value[0] == 1.0 and out[3].value[0] == 1.0
         assert all(o.error.startswith(("error:", "exception:")) for o in out[1:3]), out

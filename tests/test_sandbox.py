@@ -27,6 +27,7 @@ from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.code import check_code
 from recipe_arena.rewards.sandbox import Limits, isolation_mode, run_harness
 from recipe_arena.rewards.sandbox_split import split_tests
+from tests.hostile_tally import record
 from tests.sandbox_attacks import (
     ABSTRACT,
     ADD,
@@ -126,6 +127,11 @@ def test_hostile_suite_every_attack_is_contained(scorer, host_listeners) -> None
     if leftovers:
         failed["leftover processes"] = (len(leftovers), str(leftovers))
     n = len(names)
+    for cat in sorted({a.category for a in suite.values()}):
+        mine = [x for x in names if suite[x].category == cat]
+        record(f"code sandbox: {cat}", len(mine), sum(x not in failed for x in mine))
+    host = failed.keys() & {"host sockets", "leftover processes"}
+    record("code sandbox: host sockets, leftover processes", 2, 2 - len(host))
     print(
         f"\nhostile sandbox suite: {n} attempts, {n - len(failed)} contained, {len(failed)} failed"
     )
@@ -217,6 +223,8 @@ def test_every_test_form_is_judged_and_none_leaks(scorer) -> None:
     leaked = {n: r.reason for n, r in zip(names, stolen, strict=True) if r.score != 0.0}
     unsupported = {n: r.reason for n, r in zip(names, solved, strict=True) if r.score != 1.0}
     n = len(names)
+    record("code sandbox: test values (thief x test forms)", n, n - len(leaked))
+    record("code sandbox: supported test forms judged", n, n - len(unsupported))
     print(
         f"\ntest-form suite: {n} forms, {n - len(leaked)} contained, {n - len(unsupported)} judged"
     )
@@ -237,7 +245,9 @@ def test_a_test_that_would_hand_the_program_a_non_plain_value_is_refused() -> No
         (["try:\n    f(print)\nexcept Exception:\n    pass", "assert f(1) == 1"], "builtin"),
     ):
         score, reason = check_code(tests, prog)
-        assert score == 0.0 and reason.startswith("error: unsupported test form"), reason
+        refused = score == 0.0 and reason.startswith("error: unsupported test form")
+        record("code sandbox: non-plain test values refused", 1, int(refused))
+        assert refused, reason
         assert kind in reason, reason
     ok = check_code(["assert f(range(3), {'a': (1, [2.5, None])}) == 1"], prog)
     assert ok[0] == 1.0, ok
@@ -418,8 +428,10 @@ def test_an_io_row_stops_at_its_total_time_limit(program: str, pairs: int) -> No
     t0 = time.monotonic()
     score, reason = check_code(io, fenced(program), all_pass=False,
                                limits=Limits(wall_s=1.0, cpu_s=2, row_wall_s=2.0))  # fmt: skip
-    assert time.monotonic() - t0 < 10.0
-    assert score < 1.0 and "row time limit (2s) reached" in reason, reason
+    took = time.monotonic() - t0
+    ok = took < 10.0 and score < 1.0 and "row time limit (2s) reached" in reason
+    record("code sandbox: io row total time", 1, int(ok))
+    assert ok, (took, score, reason)
 
 
 def test_the_pool_deadline_of_an_io_row_is_bounded_too() -> None:

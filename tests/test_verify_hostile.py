@@ -26,6 +26,7 @@ from recipe_arena.config import RewardsConfig
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards.sandbox import isolation_mode
 from recipe_arena.rewards.verify import verify_jsonl
+from tests.hostile_tally import record
 
 IFEVAL_GT = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
 GOOD = [
@@ -132,6 +133,10 @@ def test_every_hostile_line_costs_only_itself(tmp_path: Path, judge_dir: Path) -
     summary = verify_jsonl(inp, out, cfg)
     got = [_strict(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert len(got) == len(lines)
+    contained = sum(
+        r["score"] is None and r["reason"].startswith("error:") for r in got[1 : 1 + len(names)]
+    )
+    record("verify: hostile rows", len(names), contained)
     for name, rec in zip(names, got[1 : 1 + len(names)], strict=True):
         assert rec["score"] is None and rec["reason"].startswith("error:"), (name, rec)
     assert [got[0]["score"], got[-2]["score"], got[-1]["score"]] == [1.0, 0.0, 1.0]
@@ -257,7 +262,9 @@ def test_device_and_socket_inputs_exit_2_at_once(device: str, tmp_path: Path, ca
     finally:
         if sock is not None:
             sock.close()
-    assert code == 2 and "device or socket" in err and len(err.splitlines()) == 1, err
+    ok = code == 2 and "device or socket" in err and len(err.splitlines()) == 1
+    record("verify: device and socket inputs", 1, int(ok and not (tmp_path / "o.jsonl").exists()))
+    assert ok, err
     assert not (tmp_path / "o.jsonl").exists()
 
 
@@ -295,6 +302,7 @@ def test_an_endless_line_in_a_pipe_ends_the_input(
             os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer.join(timeout=10)
     got = [_strict(x) for x in out.read_text().splitlines()]
+    record("verify: endless input lines", 1, int([r["score"] for r in got] == [1.0, None]))
     assert [r["score"] for r in got] == [1.0, None]
     assert "input not read further" in got[1]["reason"]
     assert summary["rows"] == 2.0 and summary["errors"] == 1.0
@@ -331,6 +339,8 @@ def test_an_output_that_cannot_be_replaced_is_refused_up_front(
         code, err = _cli(capsys, str(inp), str(out))
     finally:
         _chattr(flag.replace("+", "-"), target)
+    ok = code == 2 and "cannot be replaced" in err and out.read_text() == "old\n"
+    record("verify: unreplaceable outputs", 1, int(ok))
     assert code == 2 and "cannot be replaced" in err and len(err.splitlines()) == 1, err
     assert out.read_text() == "old\n"
     assert sorted(p.name for p in folder.iterdir()) == ["o.jsonl"]
@@ -366,6 +376,7 @@ def test_scores_survive_an_output_made_immutable_during_the_run(tmp_path: Path, 
     last = err.splitlines()[-1]  # after the progress lines
     assert code == 2 and last.startswith("recipe-arena: verify: cannot replace output"), err
     kept = Path(last.rsplit("the scores are in ", 1)[1])
+    record("verify: output refused at the end", 1, int(kept.is_file()))
     try:
         assert [_strict(x)["score"] for x in kept.read_text().splitlines()] == [1.0, 0.0]
         assert out.read_text() == "old\n"
