@@ -63,7 +63,7 @@ def _sleep(seconds: float) -> float:
 TASK_MEMORY_MB: dict[str, int] = {"math": 1024}
 """Address-space limit (RLIMIT_AS soft limit, MiB) while a task of that name runs: a
 math check that builds a huge number fails with MemoryError instead of taking the
-machine's memory. The worker's own warmed state (SymPy loaded) takes about 0.4 GiB."""
+machine's memory. A warmed worker (SymPy loaded) maps about 0.2 GiB."""
 
 
 def die_with_parent(parent: int) -> None:
