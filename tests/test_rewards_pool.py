@@ -328,3 +328,43 @@ def test_an_unsendable_task_costs_only_its_own_row(depth: int) -> None:
         assert all(o.error.startswith(("error:", "exception:")) for o in out[1:3]), out
         assert [o.value[0] for o in other] == [1.0] * 3
         assert pool.run([good])[0].value[0] == 1.0
+
+
+def test_zygotes_killed_again_and_again_do_not_close_the_pool() -> None:
+    """The zygote is SIGKILLed five times, each time as soon as its replacement exists
+    (while it may still be importing, with a worker waiting on it), while a caller runs
+    short calls: every call ends ok or ``worker_died``, never a RuntimeError that closes
+    the pool, and the pool serves a call afterwards."""
+    outcomes: list = []
+    errors: list = []
+    with WorkerPool(1, preload=("sleep",), spares=1) as pool:
+        pool.run([Task("sleep", (0.0,), 10.0)])
+        stop = threading.Event()
+
+        def caller() -> None:
+            while not stop.is_set():
+                try:
+                    outcomes.extend(pool.run([Task("sleep", (0.05,), 20.0)]))
+                except Exception as e:  # what must not happen
+                    errors.append(e)
+                    return
+
+        th = threading.Thread(target=caller)
+        th.start()
+        killed = set()
+        try:
+            for _ in range(5):
+                deadline = time.monotonic() + 30
+                while pool._zygote.proc.pid in killed and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                pid = pool._zygote.proc.pid
+                killed.add(pid)
+                os.kill(pid, signal.SIGKILL)
+                time.sleep(0.3)
+        finally:
+            stop.set()
+            th.join(timeout=60)
+        record("verifier pool: zygote killed while starting", 5, 5 * int(not errors))
+        assert not errors, errors
+        assert {o.error for o in outcomes} <= {"", "worker_died"}
+        assert pool.run([Task("sleep", (0.0,), 20.0)])[0].ok

@@ -20,6 +20,7 @@ import contextlib
 import os
 import pickle
 import signal
+import subprocess
 import threading
 import time
 from collections import deque
@@ -30,6 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from recipe_arena.rewards.zygote import Zygote
+
+START_DEATHS = 5
+"""Workers in a row that die before they are ready, after which the pool gives up."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,8 @@ class WorkerPool:
         self._lock = threading.Lock()  # guards _batches and _closed only
         self._batches: list[_Batch] = []
         self.replaced = 0  # workers killed and restarted (timeouts, crashes)
+        self._start_deaths = 0  # workers in a row that died before they were ready
+        self._ever_ready = False
         self._closed = False  # no new calls (close(), or the dispatcher failed)
         self._shut = False  # close() ran
         self._wake_r, self._wake_w = os.pipe()
@@ -308,10 +314,7 @@ class WorkerPool:
             raw = w.conn.recv_bytes()
         except (EOFError, OSError):
             if not w.ready:
-                raise RuntimeError(
-                    "a verifier worker died while starting (import error?); "
-                    "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
-                ) from None
+                self._died_starting()
             self._replace(i)
             if w.job is not None:
                 self._finish(w, Outcome(False, error="worker_died"))
@@ -322,6 +325,7 @@ class WorkerPool:
             kind, payload = "err", f"error: the result cannot be read ({type(e).__name__})"
         if kind == "ready":
             w.started(payload)
+            self._ever_ready, self._start_deaths = True, 0
         elif w.job is not None:
             ok = kind == "ok"
             self._finish(w, Outcome(ok, payload if ok else None, "" if ok else payload))
@@ -355,11 +359,30 @@ class WorkerPool:
                 try:
                     _, pid = w.conn.recv()
                     w.started(pid)
+                    self._ever_ready, self._start_deaths = True, 0
                 except (EOFError, OSError):
-                    raise RuntimeError(
-                        "a verifier worker died while starting (import error?); "
-                        "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
-                    ) from None
+                    self._died_starting()
+                    w.kill()
+                    self._spares[self._spares.index(w)] = self._new_worker()
+
+    def _died_starting(self) -> None:
+        """A worker died before it was ready. Fatal (every caller hears it) when workers
+        cannot start at all: before any was ever ready (an import error), or
+        ``START_DEATHS`` times in a row; not when its zygote was killed by a signal (from
+        outside), nor otherwise: then it is replaced like any other."""
+        assert self._zygote is not None
+        try:
+            rc = self._zygote.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            rc = None
+        if rc is not None and rc < 0 and self._ever_ready:
+            return
+        self._start_deaths += 1
+        if not self._ever_ready or self._start_deaths >= START_DEATHS:
+            raise RuntimeError(
+                "a verifier worker died while starting (import error?); "
+                "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
+            )
 
     def close(self) -> None:
         with self._lock:
