@@ -4,18 +4,22 @@
 (null: stay as started), and the limits. The launcher starts as root of the sandbox
 (it may change uid, nothing else) and, for assert tests, forks:
 
-- the *program side* (uid ``uid_p``, one process, RLIMIT_AS): runs the candidate
-  program, then answers probe requests from the check side with plain values
-  (exact builtin types, encoded as JSON). Its stdin/stdout are /dev/null.
+- the *program side* (uid ``uid_p``, one process, RLIMIT_AS): gets the candidate
+  program (nothing else) and runs it, then answers the check side's requests (a
+  global name; a call, attribute, item, iteration, len, truth, str or repr of one of
+  its objects, with the evaluated arguments) with plain values (exact builtin types,
+  encoded as JSON) or handles to its objects. Its stdin/stdout are /dev/null.
 - the *check side* (uid ``uid_c``, one process, its own RLIMIT_AS): reads the row's
-  tests from stdin, splits them (sandbox_split), hands the program side its part,
-  runs the check statements, and reports to the verifier on a private copy of
-  stdout: ``T n`` (asserts), ``R i 0|1`` per assert when its top-level statement
-  ends, ``N text`` (first error note).
+  tests from stdin, rewrites them (sandbox_split), runs them whole, holding the
+  program's objects as ``Remote`` handles, and reports to the verifier on a private
+  copy of stdout: ``T n`` (asserts), ``R i 0|1`` per assert when the top-level
+  statement that ran it ends, ``N text`` (first error note), ``E text`` (the row
+  cannot be judged: tests that do not parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
-side. Every value the checks compare crossed a pipe as data. For stdin/stdout tests
+side. Every value the checks compare crossed a pipe as data, and only the arguments
+of the program's own calls ever cross the other way. For stdin/stdout tests
 ("io") the launcher becomes the program itself with the verifier's pipes.
 """
 
