@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+pytest_plugins = ("tests.hostile_tally",)  # counts of hostile attempts per boundary
+
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))

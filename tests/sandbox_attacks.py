@@ -186,6 +186,66 @@ ATTACKS: dict[str, Attack] = {
         """,
         ("expected = [0, 1, 4]", "assert squares(3) == expected"),
     ),
+    "eq_str_subclass": Attack(
+        "score", "class S(str):\n    def __eq__(self, o): return True\ndef add(a, b): return S('x')"
+    ),
+    "eq_inside_a_list": Attack(
+        "score",
+        "class Y:\n    def __eq__(self, o): return True\n    __hash__ = object.__hash__\n"
+        "def add(a, b): return [Y()]",
+        ("assert add(2, 3) == [5]", "assert [5] == add(1, 4)", "assert add(0, 5) in ([5], 5)"),
+    ),
+    "eq_in_generator_and_ne": Attack(
+        "score",
+        "class Y:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n"
+        "    __hash__ = object.__hash__\ndef add(a, b): return Y()",
+        (
+            "assert all(add(a, b) == c for a, b, c in [(2, 3, 5), (1, 1, 2)])",
+            "assert not (add(2, 3) != 5)",
+            "assert {add(2, 3)} == {5}",
+        ),
+    ),
+    "stop_iteration_ends_the_tests_map": Attack(
+        "score",
+        "def add(a, b):\n    raise StopIteration",
+        ("assert all(map(lambda p: add(p[0], p[1]) == p[2], [(2, 3, 5), (1, 1, 2)]))",),
+    ),
+    "forged_stop_answer": Attack(
+        "score",
+        """
+        import gc, io
+        def add(a, b):
+            for o in gc.get_objects():
+                if isinstance(o, io.BufferedWriter):
+                    try:
+                        o.write(b'{"stop": 1}\\n{"stop": 1}\\n')
+                        o.flush()
+                    except (OSError, ValueError):
+                        pass
+            return 0
+        """,
+        ("assert all(map(lambda p: add(p[0], p[1]) == p[2], [(2, 3, 5), (1, 1, 2)]))",),
+    ),
+    "patch_check_builtins": Attack(
+        "score",
+        """
+        import builtins
+        for name in ('all', 'any', 'sorted', 'len', 'bool', 'isinstance', 'map', 'list'):
+            setattr(builtins, name, lambda *a, **k: True)
+        builtins.AssertionError = type('Never', (BaseException,), {})
+        def add(a, b): return None
+        """,
+        (
+            "assert all(add(a, b) == a + b for a, b in [(2, 3), (1, 1)])",
+            "assert list(map(add, [1], [2])) == [3]",
+            "assert sorted([add(2, 1)]) == [3]",
+        ),
+    ),
+    "mutate_shared_argument": Attack(
+        "score",
+        "def f(xs):\n    xs.clear()\n    return []",
+        ("data = [3, 1, 2]", "assert f(data) == sorted(data)"),
+    ),
     "read_check_side_memory": Attack(
         "score",
         """
@@ -229,6 +289,55 @@ ATTACKS: dict[str, Attack] = {
         "if os.path.exists('/tmp/answers') else 0",
     ),
     # ---------------------------------------------------------------- visibility: want 1
+    "socket_families_other_than_unix_and_inet": Attack(
+        "escape",
+        """
+        import errno, socket
+        def opened(family, pair=False):
+            kind = socket.SOCK_DGRAM if family in (16, 17) else socket.SOCK_STREAM
+            try:
+                (socket.socketpair if pair else socket.socket)(family, kind)
+                return True
+            except OSError as e:
+                return e.errno != errno.EAFNOSUPPORT
+        """,
+        (
+            # AF_VSOCK (issue), AF_NETLINK, AF_PACKET, AF_KEY, AF_ALG, AF_BLUETOOTH,
+            # AF_CAN, AF_TIPC, AF_XDP, AF_RDS, AF_LLC: refused; AF_UNIX, AF_INET(6) open
+            "assert not opened(40) and not opened(40, pair=True)",
+            "assert not opened(16) and not opened(17) and not opened(15)",
+            "assert not any(opened(f) for f in (38, 31, 29, 30, 44, 21, 26))",
+            "assert opened(1) and opened(1, pair=True) and opened(2) and opened(10)",
+        ),
+        want=1.0,
+    ),
+    "inotify_and_fanotify_refused": Attack(
+        "escape",
+        """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def watch():
+            fd = libc.inotify_init1(0)
+            return fd if fd < 0 else libc.inotify_add_watch(fd, b'/usr/lib', 0xfff)
+        def fan():
+            return libc.fanotify_init(0, 0)
+        """,
+        ("assert watch() == -1", "assert fan() == -1"),
+        want=1.0,
+    ),
+    "mountinfo_shows_no_home_or_cache": Attack(
+        "escape",
+        """
+        import os
+        def info():
+            return open('/proc/self/mountinfo').read() + open('/proc/1/mountinfo').read()
+        """,
+        (
+            "m = info()",
+            "assert '.cache' not in m and 'recipe_arena' not in m and 'harness-' not in m",
+        ),
+        want=1.0,
+    ),
     "sees_only_own_processes": Attack(
         "escape",
         "import os\ndef pids(): return sorted(int(p) for p in os.listdir('/proc') if p.isdigit())",
@@ -482,3 +591,83 @@ CORRECT: dict[str, Attack] = {
         want=1.0,
     ),
 }
+
+
+# ------------------------------------------------------------------ the tests' own values
+def expected_of(x: int) -> str:
+    """The value ``f(x)`` must return in LEAK_FORMS: ``EXP-`` and 8 hex digits of
+    x * 2654435761 mod 2**32: 3 * 2654435761 = 7963307283, minus 2**32 = 3668339987 =
+    0xdaa66d13, so expected_of(3) = 'EXP-daa66d13'. A program that does not compute this
+    can only find it in memory."""
+    return "EXP-" + format(x * 2654435761 % 2**32, "08x")
+
+
+E3, E5 = expected_of(3), expected_of(5)
+_FORMS: dict[str, tuple[str, ...]] = {
+    "setup_tuple (issue)": ("data, expected = 3, <E3>", "assert f(data) == expected"),
+    "setup_separate": ("data = 3", "expected = <E3>", "assert f(data) == expected"),
+    "setup_both_in_one_list": ("case = [3, <E3>]", "assert f(case[0]) == case[1]"),
+    "for_cases (issue)": (
+        "cases = [((3,), <E3>), ((5,), <E5>)]",
+        "for c in cases:\n    assert f(*c[0]) == c[1]",
+    ),
+    "dict_driven": (
+        "cases = {3: <E3>, 5: <E5>}",
+        "for k, v in cases.items():\n    assert f(k) == v",
+    ),
+    "index_loop": (
+        "xs = [3, 5]",
+        "ys = [<E3>, <E5>]",
+        "for i in range(len(xs)):\n    assert f(xs[i]) == ys[i]",
+    ),
+    "index_loop_one_setup": (
+        "inputs, outputs = [3, 5], [<E3>, <E5>]",
+        "for i in range(len(inputs)):\n    assert f(inputs[i]) == outputs[i]",
+    ),
+    "enumerate_loop": (
+        "outs = [<E3>, <E5>]",
+        "for i, x in enumerate([3, 5]):\n    assert f(x) == outs[i]",
+    ),
+    "dict_items_whole": (
+        "cases = {3: <E3>}",
+        "for item in cases.items():\n    assert f(item[0]) == item[1]",
+    ),
+    "generator_over_cases": (
+        "cases = [((3,), <E3>), ((5,), <E5>)]",
+        "assert all(f(*c[0]) == c[1] for c in cases)",
+    ),
+    "generator": ("assert all(f(a) == b for a, b in [(3, <E3>), (5, <E5>)])",),
+    "list_comprehension": ("assert [f(a) for a in [3, 5]] == [<E3>, <E5>]",),
+    "humaneval_check": (
+        "def check(candidate):\n    assert candidate(3) == <E3>\n    assert candidate(5) == <E5>",
+        "check(f)",
+    ),
+    "kwargs_from_dict": ("kw = {'x': 3, 'want': <E3>}", "assert f(x=kw['x']) == kw['want']"),
+    "while_pop": (
+        "pending = [(3, <E3>)]",
+        "while pending:\n    a, b = pending.pop()\n    assert f(a) == b",
+    ),
+    "map_lambda": ("assert list(map(lambda p: f(p[0]) == p[1], [(3, <E3>)])) == [True]",),
+    "helper_function": (
+        "def run(xs, ys):\n    for x, y in zip(xs, ys):\n        assert f(x) == y",
+        "run([3, 5], [<E3>, <E5>])",
+    ),
+    "class_cases": (
+        "class T:\n    cases = [(3, <E3>)]\n    def test(self):\n"
+        "        for a, b in self.cases:\n            assert f(a) == b",
+        "T().test()",
+    ),
+    "alias_and_message": ("g = f", "assert g(3) == <E3>, 'want ' + <E3>"),
+}
+LEAK_FORMS: dict[str, tuple[str, ...]] = {
+    name: tuple(t.replace("<E3>", repr(E3)).replace("<E5>", repr(E5)) for t in tests)
+    for name, tests in _FORMS.items()
+}
+"""Test forms that bind the expected value beside the argument (setup statements, loop
+variables, dicts, indices, generators, helpers): each expects ``f(x) == expected_of(x)``."""
+
+THIEF = (Path(__file__).with_name("sandbox_thief.py")).read_text() + "\nf = steal\n"
+"""A program that computes nothing: ``f`` hunts every place a value of the tests could be
+(its caller's frames, inspect.stack, a traceback's frames, gc.get_objects, sys.modules,
+builtins, every open descriptor) for a string starting ``EXP-`` and returns it."""
+SOLVER = "def f(x):\n    return 'EXP-' + format(x * 2654435761 % 2**32, '08x')"

@@ -12,6 +12,7 @@ from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.math_answer import check_math, extract_answer
+from tests.hostile_tally import record
 
 
 def _row(gt: str) -> PromptRow:
@@ -149,3 +150,36 @@ def test_bad_ground_truth_is_a_row_error_not_a_crash(scorer) -> None:
     res = scorer.score([_row(""), _row("2")], ["2", "2"])
     assert res[0].score == 0.0 and res[0].reason.startswith("error:")
     assert res[1].score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("response", "code"),
+    [
+        ("\\boxed{4\x1b[2J}", "U+001B"),  # terminal escape: clears a screen showing the reason
+        ("\\boxed{\x004}", "U+0000"),
+        ("\\boxed{4\r}", "U+000D"),
+        ("\\boxed{4\x9b}", "U+009B"),  # C1 control (CSI)
+        ("\\boxed{\u202e4}", "U+202E"),  # right-to-left override
+        ("The final answer is 4\x07.", "U+0007"),
+    ],
+)
+def test_control_characters_in_an_answer_score_0_and_are_not_echoed(
+    response: str, code: str
+) -> None:
+    """An extracted answer holding a control character (C0 or C1 but tab and newline)
+    or a bidirectional override scores 0 even when the rest is right (gold 4); the
+    reason names the character by code point and holds no control character."""
+    score, reason = check_math("4", response)
+    ok = score == 0.0 and code in reason and reason.isprintable()
+    record("math verifier: control characters in answers", 1, int(ok))
+    assert score == 0.0 and code in reason, reason
+    assert reason.isprintable()
+
+
+def test_a_newline_inside_a_boxed_answer_is_judged_and_shown_on_one_line() -> None:
+    """Newlines are ordinary in a LaTeX answer (a matrix over two lines): it is judged,
+    not refused as a control character (its verdict is the parser's), and the reason
+    shows it on one line."""
+    score, reason = check_math("4", "\\boxed{\\begin{pmatrix}1\\\\\n2\\end{pmatrix}}")
+    assert reason.startswith(("wrong", "correct")) and "\n" not in reason, reason
+    assert "pmatrix}1\\\\ 2" in reason

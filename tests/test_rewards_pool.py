@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from recipe_arena.rewards.pool import Task, WorkerPool
+from tests.hostile_tally import record
 
 
 def test_timeout_kills_only_the_slow_call_and_pool_recovers() -> None:
@@ -189,3 +193,178 @@ def test_a_zygote_that_cannot_load_its_tasks_fails_the_call() -> None:
             pool.run([Task("sleep", (0.0,), 5.0)])
     finally:
         pool.close()
+
+
+# ---------------------------------------------------------------- owner death, bad inputs
+OWNER = """
+import sys, threading, time
+from recipe_arena.rewards.pool import Task, WorkerPool
+from tests.hostile_tally import record
+pool = WorkerPool(2, preload=("math",), spares=1)
+pool.run([Task("math", ("1", "\\\\boxed{1}"), 60.0)] * 2)
+deadline = time.monotonic() + 60
+while not (pool._spares and pool._spares[0].ready) and time.monotonic() < deadline:
+    time.sleep(0.05)
+pids = [pool._zygote.proc.pid] + [w.pid for w in pool._workers + pool._spares]
+print(" ".join(map(str, pids)), flush=True)
+tower = Task("math", ("1", "\\\\boxed{9^{9^{9^{9}}}}"), 600.0)
+threading.Thread(target=pool.run, args=([tower, tower],), daemon=True).start()
+time.sleep(600)
+"""
+
+
+def _busy(pid: int) -> bool:
+    """Whether ``pid`` is running (state R) or has used CPU in the last 0.3 s."""
+
+    def ticks() -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    before = ticks()
+    time.sleep(0.3)
+    return ticks() > before
+
+
+def _address_limit(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max address space"):
+            return line.split()[3]
+    return ""
+
+
+@pytest.mark.parametrize("how", ["sigkill", "sigkill_zygote_first", "os_exit"])
+def test_workers_die_with_their_owner_whatever_kills_it(how: str, tmp_path: Path) -> None:
+    """An owner process runs two math checks of 9^{9^{9^9}} (a tower of powers: minutes
+    of CPU in SymPy) on 2 workers plus a spare. While both workers compute (each under
+    the math address-space limit, 1024 MiB = 1073741824 bytes in /proc/PID/limits), the
+    owner is ended: by SIGKILL; by SIGKILL after its zygote was SIGKILLed (the workers'
+    end must not need the zygote); or by os._exit from a thread (no close(), no atexit).
+    Within 5 s the zygote, both busy workers and the spare are gone."""
+    script = OWNER
+    if how == "os_exit":
+        script = script.replace("time.sleep(600)", "time.sleep(1.5)\nimport os\nos._exit(3)")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True
+    )
+    pids: list[int] = []
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 4, pids
+        zygote, workers = pids[0], pids[1:3]
+        deadline = time.monotonic() + 30
+        while not all(_busy(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_busy(w) for w in workers)
+        assert [_address_limit(w) for w in workers] == ["1073741824"] * 2
+        if how == "sigkill_zygote_first":
+            os.kill(zygote, signal.SIGKILL)
+            os.kill(proc.pid, signal.SIGKILL)
+        elif how == "sigkill":
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        gone = all(_gone(p, within_s=5.0) for p in pids)
+        record("verifier pool: owner killed during a check", 1, int(gone))
+        assert gone, [p for p in pids if not _gone(p, 0)]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+        for p in pids:  # leave nothing running if the test failed
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGKILL)
+
+
+def test_a_frozen_zygote_does_not_stop_a_timeout_kill() -> None:
+    """The zygote is stopped (SIGSTOP: alive, but it answers nothing) while a call that
+    sleeps 30 s runs under a 1 s limit: the pool still kills that worker itself (through
+    a pidfd), the call reports timeout, and the worker is gone within 5 s."""
+    with WorkerPool(1, preload=("sleep",), spares=0) as pool:
+        pool.run([Task("sleep", (0.0,), 5.0)])
+        zygote, worker = pool._zygote.proc.pid, pool._workers[0].pid
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            out = pool.run([Task("sleep", (30.0,), 1.0)])
+            assert out[0].error == "timeout"
+            deadline = time.monotonic() + 5
+            while _parent_of(worker) is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            dead = _parent_of(worker) is None  # dead (a zombie until the zygote reaps it)
+            record("verifier pool: timeout kill with a frozen zygote", 1, int(dead))
+            assert dead
+        finally:
+            os.kill(zygote, signal.SIGCONT)
+
+
+def _nested(depth: int) -> list:
+    v: list = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+@pytest.mark.parametrize("depth", [500, 3_000, 200_000])
+def test_an_unsendable_task_costs_only_its_own_row(depth: int) -> None:
+    """A math ground truth nested ``depth`` lists deep (the issue's ~500 and deeper),
+    and a ground truth that does not pickle at all (a lambda), sent in one batch with
+    two good checks while another thread runs its own batch: the bad tasks get an
+    ``error:`` outcome, the good ones and the other caller get their scores (1/2 = 0.5
+    is correct), and the pool serves the next call. Nothing raises."""
+    good = Task("math", ("\\frac{1}{2}", "\\boxed{0.5}"), 60.0)
+    other: list = []
+    with WorkerPool(1, preload=("math",)) as pool:
+        th = threading.Thread(target=lambda: other.extend(pool.run([good] * 3)))
+        th.start()
+        out = pool.run(
+            [good, Task("math", (_nested(depth), "\\boxed{1}"), 60.0),
+             Task("math", (lambda: 1, "\\boxed{1}"), 60.0), good]
+        )  # fmt: skip
+        th.join(timeout=120)
+        fine = [o.ok for o in out] == [True, False, False, True] and len(other) == 3
+        record("verifier pool: unsendable tasks", 2, 2 * int(fine))
+        assert [o.ok for o in out] == [True, False, False, True], out
+        assert out[0].value[0] == 1.0 and out[3].value[0] == 1.0
+        assert all(o.error.startswith(("error:", "exception:")) for o in out[1:3]), out
+        assert [o.value[0] for o in other] == [1.0] * 3
+        assert pool.run([good])[0].value[0] == 1.0
+
+
+def test_zygotes_killed_again_and_again_do_not_close_the_pool() -> None:
+    """The zygote is SIGKILLed five times, each time as soon as its replacement exists
+    (while it may still be importing, with a worker waiting on it), while a caller runs
+    short calls: every call ends ok or ``worker_died``, never a RuntimeError that closes
+    the pool, and the pool serves a call afterwards."""
+    outcomes: list = []
+    errors: list = []
+    with WorkerPool(1, preload=("sleep",), spares=1) as pool:
+        pool.run([Task("sleep", (0.0,), 10.0)])
+        stop = threading.Event()
+
+        def caller() -> None:
+            while not stop.is_set():
+                try:
+                    outcomes.extend(pool.run([Task("sleep", (0.05,), 20.0)]))
+                except Exception as e:  # what must not happen
+                    errors.append(e)
+                    return
+
+        th = threading.Thread(target=caller)
+        th.start()
+        killed = set()
+        try:
+            for _ in range(5):
+                deadline = time.monotonic() + 30
+                while pool._zygote.proc.pid in killed and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                pid = pool._zygote.proc.pid
+                killed.add(pid)
+                os.kill(pid, signal.SIGKILL)
+                time.sleep(0.3)
+        finally:
+            stop.set()
+            th.join(timeout=60)
+        record("verifier pool: zygote killed while starting", 5, 5 * int(not errors))
+        assert not errors, errors
+        assert {o.error for o in outcomes} <= {"", "worker_died"}
+        assert pool.run([Task("sleep", (0.0,), 20.0)])[0].ok

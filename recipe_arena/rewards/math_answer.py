@@ -9,7 +9,9 @@ raise outside the main thread, which some pipelines swallow as "wrong answer".
 Deviations from OLMo 3's math verifier (open-instruct): several *different*
 ``\\boxed{}`` answers in one response score 0 (hedging across options is a known
 reward hack; the reference takes the last one), and an extracted answer longer
-than ``MAX_ANSWER_CHARS`` scores 0 without being parsed.
+than ``MAX_ANSWER_CHARS``, or holding control characters (other than tab and
+newline) or bidirectional overrides, scores 0 without being parsed, and without being
+shown in the reason.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ _NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 _SCI_RE = re.compile(r"^([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d+)$")
 _UNIT_RE = re.compile(r"^([-+]?[\d.,/]+)\s*([a-zA-Z][a-zA-Z ]*)$")
 _THOUSANDS_RE = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Characters no answer holds: C0/C1 controls but tab and newline, bidi overrides."""
 
 
 def boxed_all(text: str) -> list[str]:
@@ -155,6 +159,10 @@ def check_math(
         return 0.0, how
     if len(pred) > MAX_ANSWER_CHARS:
         return 0.0, f"answer too long ({len(pred)} chars, {how})"
+    bad = _CONTROL_RE.search(pred)
+    if bad:
+        return 0.0, f"answer holds a control character (U+{ord(bad.group()):04X}, {how})"
     ok = equivalent(gold, pred)
-    short = pred if len(pred) <= 40 else pred[:37] + "..."
+    short = " ".join(pred.split())
+    short = short if len(short) <= 40 else short[:37] + "..."
     return (1.0, f"correct ({how}: {short})") if ok else (0.0, f"wrong ({how}: {short})")

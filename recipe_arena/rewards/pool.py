@@ -18,15 +18,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import signal
+import subprocess
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 from recipe_arena.rewards.zygote import Zygote
+
+START_DEATHS = 5
+"""Workers in a row that die before they are ready, after which the pool gives up."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class _Worker:
             os.close(from_child_w)
         self._zygote = zygote
         self.pid: int | None = None  # known once the worker says it is ready
+        self.pidfd: int | None = None
         self.send_conn = Connection(to_child_w, readable=False)
         self.conn = Connection(from_child_r, writable=False)
         self.ready = False
@@ -71,23 +79,49 @@ class _Worker:
 
     def started(self, pid: int) -> None:
         self.pid, self.ready = pid, True
+        self.pidfd = _pidfd(pid, self._zygote.proc.pid)
 
     def kill(self) -> None:
-        """SIGKILL through the zygote; a worker not ready yet finds its pipes closed and
-        exits on its own."""
+        """SIGKILL, sent by this process through a pidfd (it does not need the zygote to be
+        alive, and never reaches a process that reused the pid) and asked of the zygote
+        too; a worker not ready yet finds its pipes closed and exits on its own."""
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            os.close(self.pidfd)
+            self.pidfd = None
         if self.pid is not None:
             self._zygote.kill(self.pid)
         self.conn.close()
         self.send_conn.close()
 
 
+def _pidfd(pid: int, parent: int) -> int | None:
+    """A pidfd of ``pid`` if it is still a child of ``parent`` (None: gone, or no pidfd
+    support here)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            return fd
+    except (OSError, IndexError, ValueError):
+        pass
+    os.close(fd)
+    return None
+
+
 @dataclass
 class _Batch:
-    """One ``run`` call: its tasks, what is still queued and running, its results."""
+    """One ``run`` call: its tasks (pickled by the caller), what is still queued and
+    running, its results."""
 
     tasks: Sequence[Task]
     results: list[Outcome | None]
     pending: deque[int]
+    payloads: list[bytes] = field(default_factory=list)
     running: int = 0
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -120,24 +154,47 @@ class WorkerPool:
             raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)
         self._n = n
-        self._zygote = Zygote(self._preload)
-        self._workers = [_Worker(self._zygote) for _ in range(n)]
+        self._zygote: Zygote | None = None  # started by the dispatcher thread (it dies
+        self._workers: list[_Worker] = []  # with that thread, see rewards.zygote)
         # Spares start once the first workers are ready, so they do not slow start-up.
         self._n_spares = spares
         self._spares: list[_Worker] = []
         self._lock = threading.Lock()  # guards _batches and _closed only
         self._batches: list[_Batch] = []
         self.replaced = 0  # workers killed and restarted (timeouts, crashes)
+        self._start_deaths = 0  # workers in a row that died before they were ready
+        self._ever_ready = False
         self._closed = False  # no new calls (close(), or the dispatcher failed)
         self._shut = False  # close() ran
         self._wake_r, self._wake_w = os.pipe()
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
         self._thread = threading.Thread(target=self._dispatch, daemon=True, name="verifier-pool")
         self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            self.close()
+            raise self._start_error
 
     def run(self, tasks: Sequence[Task]) -> list[Outcome]:
-        batch = _Batch(tasks, [None] * len(tasks), deque(range(len(tasks))))
+        """One Outcome per task, in order. A task that cannot be pickled (a ground truth
+        nested too deeply, an object that does not pickle) gets an ``error:`` outcome
+        here, in the caller's thread; it never reaches the dispatcher."""
         if not tasks:
             return []
+        results: list[Outcome | None] = [None] * len(tasks)
+        payloads: list[bytes] = [b""] * len(tasks)
+        for i, t in enumerate(tasks):
+            try:
+                payloads[i] = pickle.dumps((t.name, t.args), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as e:  # RecursionError, PicklingError, AttributeError, ...
+                results[i] = Outcome(
+                    False, error=f"error: task cannot be sent ({type(e).__name__})"
+                )
+        todo = deque(i for i, r in enumerate(results) if r is None)
+        batch = _Batch(tasks, results, todo, payloads)
+        if not todo:
+            return [r for r in results if r is not None]
         with self._lock:
             if self._closed:
                 raise RuntimeError("WorkerPool.run called after close()")
@@ -153,7 +210,23 @@ class WorkerPool:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
 
+    def _start(self) -> None:
+        try:
+            self._zygote = Zygote(self._preload)
+            self._workers = [_Worker(self._zygote) for _ in range(self._n)]
+        except BaseException as e:
+            self._start_error = e
+            with self._lock:
+                self._closed = True
+        finally:
+            self._started.set()
+
+    def _new_worker(self) -> _Worker:
+        assert self._zygote is not None
+        return _Worker(self._zygote)
+
     def _dispatch(self) -> None:
+        self._start()
         try:
             while True:
                 with self._lock:
@@ -181,7 +254,7 @@ class WorkerPool:
 
     def _step(self, batches: list[_Batch]) -> None:
         if len(self._spares) < self._n_spares and all(w.ready for w in self._workers):
-            self._spares.append(_Worker(self._zygote))
+            self._spares.append(self._new_worker())
         self._assign(batches)
         busy = [w.deadline for w in self._workers if w.job is not None]
         wait_s = max(0.0, min(busy) - time.monotonic()) if busy else 1.0
@@ -219,7 +292,7 @@ class WorkerPool:
             w.job, w.batch, w.deadline = j, b, time.monotonic() + b.tasks[j].timeout_s
             b.running += 1
             try:
-                w.send_conn.send((b.tasks[j].name, b.tasks[j].args))
+                w.send_conn.send_bytes(b.payloads[j])
             except OSError:  # it died between calls: the task is reported, the worker replaced
                 self._replace(self._workers.index(w))
                 self._finish(w, Outcome(False, error="worker_died"))
@@ -238,19 +311,21 @@ class WorkerPool:
 
     def _receive(self, i: int, w: _Worker) -> None:
         try:
-            kind, payload = w.conn.recv()
+            raw = w.conn.recv_bytes()
         except (EOFError, OSError):
             if not w.ready:
-                raise RuntimeError(
-                    "a verifier worker died while starting (import error?); "
-                    "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
-                ) from None
+                self._died_starting()
             self._replace(i)
             if w.job is not None:
                 self._finish(w, Outcome(False, error="worker_died"))
             return
+        try:
+            kind, payload = pickle.loads(raw)
+        except Exception as e:  # a reply nested too deeply: that call's error, not the pool's
+            kind, payload = "err", f"error: the result cannot be read ({type(e).__name__})"
         if kind == "ready":
             w.started(payload)
+            self._ever_ready, self._start_deaths = True, 0
         elif w.job is not None:
             ok = kind == "ok"
             self._finish(w, Outcome(ok, payload if ok else None, "" if ok else payload))
@@ -273,9 +348,9 @@ class WorkerPool:
         if self._spares:
             ready = [k for k, w in enumerate(self._spares) if w.ready]
             self._workers[i] = self._spares.pop(ready[0] if ready else 0)
-            self._spares.append(_Worker(self._zygote))
+            self._spares.append(self._new_worker())
         else:
-            self._workers[i] = _Worker(self._zygote)
+            self._workers[i] = self._new_worker()
         self.replaced += 1
 
     def _poll_spares(self, ready_conns: list[Any]) -> None:
@@ -284,11 +359,30 @@ class WorkerPool:
                 try:
                     _, pid = w.conn.recv()
                     w.started(pid)
+                    self._ever_ready, self._start_deaths = True, 0
                 except (EOFError, OSError):
-                    raise RuntimeError(
-                        "a verifier worker died while starting (import error?); "
-                        "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
-                    ) from None
+                    self._died_starting()
+                    w.kill()
+                    self._spares[self._spares.index(w)] = self._new_worker()
+
+    def _died_starting(self) -> None:
+        """A worker died before it was ready. Fatal (every caller hears it) when workers
+        cannot start at all: before any was ever ready (an import error), or
+        ``START_DEATHS`` times in a row; not when its zygote was killed by a signal (from
+        outside), nor otherwise: then it is replaced like any other."""
+        assert self._zygote is not None
+        try:
+            rc = self._zygote.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            rc = None
+        if rc is not None and rc < 0 and self._ever_ready:
+            return
+        self._start_deaths += 1
+        if not self._ever_ready or self._start_deaths >= START_DEATHS:
+            raise RuntimeError(
+                "a verifier worker died while starting (import error?); "
+                "run `python -c 'import recipe_arena.rewards.math_answer'` to see why"
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -316,7 +410,8 @@ class WorkerPool:
         for w in everyone:
             with contextlib.suppress(OSError):
                 w.kill()
-        self._zygote.close()
+        if self._zygote is not None:
+            self._zygote.close()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)

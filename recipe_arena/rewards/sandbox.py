@@ -80,6 +80,10 @@ class Limits:
     """Per-run limits. ``wall_s`` counts from start to kill; ``cpu_s`` is RLIMIT_CPU."""
 
     wall_s: float = 10.0
+    row_wall_s: float = 60.0
+    """Wall-clock limit of all the stdin/stdout runs of one row together (seconds; at
+    least ``wall_s``): a row of thousands of small pairs within the 1 MB test cap
+    would otherwise take hours."""
     cpu_s: int = 10
     memory_mb: int = 1024
     """RLIMIT_AS of the program (one process in ``bwrap`` mode, so its total)."""
@@ -220,8 +224,11 @@ def _tree() -> tuple[str, ...]:
 
 
 def _bwrap_argv(
-    mode: str, lim: Limits, harness: str | None = None, seccomp_fd: int | None = None
+    mode: str, lim: Limits, harness_fd: int | None = None, seccomp_fd: int | None = None
 ) -> list[str]:
+    """bwrap's arguments. The harness is copied in from ``harness_fd`` (``--file``), not
+    bound: a bind mount would show its host path (the cache folder, hence the home
+    folder) in the sandbox's /proc/self/mountinfo."""
     bwrap = bwrap_path()
     assert bwrap is not None
     ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
@@ -237,7 +244,7 @@ def _bwrap_argv(
         "--new-session",
         *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
         *_tree(),
-        *(["--ro-bind", harness, HARNESS_INSIDE] if harness else []),
+        *(["--perms", "0444", "--file", str(harness_fd), HARNESS_INSIDE] if harness_fd else []),
         "--proc", "/proc",
         "--dev", "/dev",
         "--perms", "1777", "--size", str(lim.tmpfs_mb << 20), "--tmpfs", "/tmp",
@@ -253,8 +260,12 @@ def _bwrap_argv(
 # shared memory and message queues, memfd, keyrings, userfaultfd), new namespaces (a
 # user namespace could mount a tmpfs of any size), and reaching other processes
 # (ptrace, process_vm_*, pidfd_getfd, kcmp), io_uring (its operations bypass this
-# filter), bpf, perf, mounts and modules. ``clone`` is refused only with a namespace
-# flag; ``clone3`` gets ENOSYS so that libc falls back to ``clone``.
+# filter), bpf, perf, mounts and modules, and watching files (inotify, fanotify: what
+# the host does in the folders bound into the sandbox). ``clone`` is refused only with
+# a namespace flag; ``clone3`` gets ENOSYS so that libc falls back to ``clone``.
+# ``socket`` and ``socketpair`` are allowed for the address families in
+# ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK, AF_NETLINK,
+# AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT.
 _DENY = [
     "shmget",
     "msgget",
@@ -294,8 +305,11 @@ _DENY = [
     "reboot",
     "acct",
     "open_by_handle_at",
+    "inotify_init",
+    "inotify_init1",
+    "fanotify_init",
 ]
-_SYSCALLS = {  # name -> (x86_64, aarch64)
+_SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarch64)
     "shmget": (29, 194), "msgget": (68, 186), "semget": (64, 190), "mq_open": (240, 180),
     "memfd_create": (319, 279), "memfd_secret": (447, 447), "userfaultfd": (323, 282),
     "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218),
@@ -308,11 +322,16 @@ _SYSCALLS = {  # name -> (x86_64, aarch64)
     "kexec_load": (246, 104), "init_module": (175, 105), "finit_module": (313, 273),
     "delete_module": (176, 106), "swapon": (167, 224), "swapoff": (168, 225),
     "reboot": (169, 142), "acct": (163, 89), "open_by_handle_at": (304, 265),
-    "clone": (56, 220), "clone3": (435, 435),
+    "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262),
+    "clone": (56, 220), "clone3": (435, 435), "socket": (41, 198), "socketpair": (53, 199),
 }  # fmt: skip
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
 _CLONE_NS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
 _CLONE_NS |= 0x40000000 | 0x00000080  # NEWNET, NEWTIME
+SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
+"""The only socket address families the program may open. Its network namespace has
+no interface but a down loopback, so INET sockets reach nothing; they stay allowed
+because ordinary library code creates them (and fails cleanly on connect)."""
 
 
 @functools.cache
@@ -325,33 +344,48 @@ def seccomp_filter() -> bytes | None:
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, kill = 0x7FFF0000, 0x80000000
     eperm, enosys = 0x00050000 | 1, 0x00050000 | 38
-    deny = [_SYSCALLS[n][col] for n in _DENY]
-    # Layout: header, deny checks, clone/clone3, ALLOW, CLONE_CHECK (2), DENY, ENOSYS, KILL.
-    prog: list[tuple[int, int, int, int]] = []
-    n_checks = len(deny) + (1 if col == 0 else 0)
-    body = 3 + n_checks + 2  # instructions before ALLOW
-    at_allow = body
-    at_clone_check, at_deny = at_allow + 1, at_allow + 3
-    at_enosys, at_kill = at_deny + 1, at_deny + 2
+    eafnosupport = 0x00050000 | 97
+    # Instructions with symbolic jump targets (labels), resolved below; jumps only go
+    # forward, as classic BPF requires.
+    prog: list[tuple[int, str | int, str | int, int] | str] = []
+    nr = {n: v[col] for n, v in _SYSCALLS.items()}
     prog.append((ld, 0, 0, 4))  # arch
-    prog.append((jeq, 0, at_kill - 2, audit_arch))
+    prog.append((jeq, 0, "KILL", audit_arch))
     prog.append((ld, 0, 0, 0))  # syscall number
     if col == 0:  # the x32 ABI shares this arch value: its numbers have bit 30 set
-        prog.append((jge, at_deny - len(prog) - 1, 0, 0x40000000))
-    for nr in deny:
-        prog.append((jeq, at_deny - len(prog) - 1, 0, nr))
-    prog.append((jeq, at_clone_check - len(prog) - 1, 0, _SYSCALLS["clone"][col]))
-    prog.append((jeq, at_enosys - len(prog) - 1, 0, _SYSCALLS["clone3"][col]))
+        prog.append((jge, "DENY", 0, 0x40000000))
+    for name in _DENY:
+        if nr[name] is not None:
+            prog.append((jeq, "DENY", 0, nr[name]))  # type: ignore[arg-type]
+    prog.append((jeq, "CLONE", 0, nr["clone"]))  # type: ignore[arg-type]
+    prog.append((jeq, "ENOSYS", 0, nr["clone3"]))  # type: ignore[arg-type]
+    prog.append((jeq, "SOCKET", 0, nr["socket"]))  # type: ignore[arg-type]
+    prog.append((jeq, "SOCKET", 0, nr["socketpair"]))  # type: ignore[arg-type]
     prog.append((ret, 0, 0, allow))
-    prog.append((ld, 0, 0, 16))  # low 32 bits of args[0] (clone flags)
-    # Jumps only go forward: a clone without namespace flags lands on a second ALLOW.
-    prog.append((jset, 0, 3, _CLONE_NS))
-    prog.append((ret, 0, 0, eperm))  # DENY
-    prog.append((ret, 0, 0, enosys))  # ENOSYS
-    prog.append((ret, 0, 0, kill))  # KILL
-    prog.append((ret, 0, 0, allow))  # clone without namespace flags
-    assert len(prog) == at_kill + 2 and all(0 <= j < 256 for _, j, _, _ in prog)
-    return b"".join(struct.pack("=HBBI", c, jt, jf, k) for c, jt, jf, k in prog)
+    prog += ["CLONE", (ld, 0, 0, 16)]  # low 32 bits of args[0] (clone flags)
+    prog.append((jset, "DENY", "ALLOW", _CLONE_NS))
+    prog += ["SOCKET", (ld, 0, 0, 16)]  # args[0]: the address family
+    for family in sorted(SOCKET_FAMILIES.values()):
+        prog.append((jeq, "ALLOW", 0, family))
+    prog.append((ret, 0, 0, eafnosupport))
+    prog += ["DENY", (ret, 0, 0, eperm), "ENOSYS", (ret, 0, 0, enosys)]
+    prog += ["KILL", (ret, 0, 0, kill), "ALLOW", (ret, 0, 0, allow)]
+    at: dict[str, int] = {}
+    code: list[tuple[int, str | int, str | int, int]] = []
+    for item in prog:
+        if isinstance(item, str):
+            at[item] = len(code)
+        else:
+            code.append(item)
+
+    def rel(target: str | int, i: int) -> int:
+        j = target if isinstance(target, int) else at[target] - i - 1
+        assert 0 <= j < 256, (target, j)
+        return j
+
+    return b"".join(
+        struct.pack("=HBBI", c, rel(jt, i), rel(jf, i), k) for i, (c, jt, jf, k) in enumerate(code)
+    )
 
 
 _RUNS = itertools.count()
@@ -407,10 +441,15 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
     if iso == "none":
         tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_")
         argv = [*_python(), harness, json.dumps(spec)]
-    with _seccomp_fd() if iso != "none" else contextlib.nullcontext() as fd:
+    with contextlib.ExitStack() as stack:
+        fds: tuple[int, ...] = ()
         if iso != "none":
-            argv = [*_bwrap_argv(iso, lim, harness, fd), *_python(), HARNESS_INSIDE]
+            fd = stack.enter_context(_seccomp_fd())
+            hfd = os.open(harness, os.O_RDONLY | os.O_CLOEXEC)
+            stack.callback(os.close, hfd)
+            argv = [*_bwrap_argv(iso, lim, hfd, fd), *_python(), HARNESS_INSIDE]
             argv.append(json.dumps(spec))
+            fds = (hfd,) if fd is None else (hfd, fd)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -419,7 +458,7 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
             cwd=tmp or "/",
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             start_new_session=True,
-            pass_fds=() if fd is None else (fd,),
+            pass_fds=fds,
         )
     try:
         out, err, timed_out = _pump(proc, payload, lim.wall_s, max_output)

@@ -4,23 +4,28 @@
 (null: stay as started), and the limits. The launcher starts as root of the sandbox
 (it may change uid, nothing else) and, for assert tests, forks:
 
-- the *program side* (uid ``uid_p``, one process, RLIMIT_AS): runs the candidate
-  program, then answers probe requests from the check side with plain values
-  (exact builtin types, encoded as JSON). Its stdin/stdout are /dev/null.
+- the *program side* (uid ``uid_p``, one process, RLIMIT_AS): gets the candidate
+  program (nothing else) and runs it, then answers the check side's requests (a
+  global name; a call, attribute, item, iteration, len, truth, str or repr of one of
+  its objects, with the evaluated arguments) with plain values (exact builtin types,
+  encoded as JSON) or handles to its objects. Its stdin/stdout are /dev/null.
 - the *check side* (uid ``uid_c``, one process, its own RLIMIT_AS): reads the row's
-  tests from stdin, splits them (sandbox_split), hands the program side its part,
-  runs the check statements, and reports to the verifier on a private copy of
-  stdout: ``T n`` (asserts), ``R i 0|1`` per assert when its top-level statement
-  ends, ``N text`` (first error note).
+  tests from stdin, rewrites them (sandbox_split), runs them whole, holding the
+  program's objects as ``Remote`` handles, and reports to the verifier on a private
+  copy of stdout: ``T n`` (asserts), ``R i 0|1`` per assert when the top-level
+  statement that ran it ends, ``N text`` (first error note), ``E text`` (the row
+  cannot be judged: tests that do not parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
-side. Every value the checks compare crossed a pipe as data. For stdin/stdout tests
+side. Every value the checks compare crossed a pipe as data, and only the arguments
+of the program's own calls ever cross the other way. For stdin/stdout tests
 ("io") the launcher becomes the program itself with the verifier's pipes.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import resource
@@ -38,11 +43,13 @@ MAX_LINE = 8 << 20
 
 
 # ----------------------------------------------------------------------------- values
-def enc(v: Any, depth: int = 0) -> dict[str, Any]:
-    """Plain value -> JSON-able tree; anything but exact builtin types raises TypeError."""
+def enc(v: Any, depth: int = 0, ref: Any = None) -> dict[str, Any]:
+    """Plain value -> JSON-able tree. Anything but exact builtin types goes to ``ref``
+    (which gives a handle or raises); without ``ref`` it raises TypeError. Nesting
+    deeper than 100 raises ValueError."""
     t = _type(v)
     if depth > 100:
-        raise TypeError("value nested too deeply")
+        raise ValueError("value nested too deeply")
     if t is int and not -(10**300) < v < 10**300:
         return {"h": format(v, "x")}  # no digit limit, no float overflow
     if t is float and (v != v or v in (float("inf"), float("-inf"))):
@@ -53,15 +60,20 @@ def enc(v: Any, depth: int = 0) -> dict[str, Any]:
         return {"c": [enc(v.real), enc(v.imag)]}
     if t is bytes:
         return {"b": v.hex()}
+    if t is range:
+        return {"range": [enc(v.start), enc(v.stop), enc(v.step)]}
     kind = _CONTAINERS.get(t)  # type: ignore[call-overload]
     if kind == "dict":
-        return {"dict": [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]}
+        return {"dict": [[enc(k, depth + 1, ref), enc(x, depth + 1, ref)] for k, x in v.items()]}
     if kind:
-        return {kind: [enc(x, depth + 1) for x in v]}
+        return {kind: [enc(x, depth + 1, ref) for x in v]}
+    if ref is not None:
+        return ref(v)  # type: ignore[no-any-return]
     raise TypeError(f"value of type {t.__name__} is not a plain builtin value")
 
 
-def dec(e: dict[str, Any]) -> Any:
+def dec(e: dict[str, Any], ref: Any = None) -> Any:
+    """Inverse of ``enc``; ``{"ref": ...}`` nodes go to ``ref`` (refused without it)."""
     if "a" in e:
         return e["a"]
     if "h" in e:
@@ -72,11 +84,15 @@ def dec(e: dict[str, Any]) -> Any:
         return complex(dec(e["c"][0]), dec(e["c"][1]))
     if "b" in e:
         return bytes.fromhex(e["b"])
+    if "range" in e:
+        return range(*(dec(x) for x in e["range"]))
     if "dict" in e:
-        return {dec(k): dec(x) for k, x in e["dict"]}
+        return {dec(k, ref): dec(x, ref) for k, x in e["dict"]}
     for kind, ctor in (("list", list), ("tuple", tuple), ("set", set)):
         if kind in e:
-            return ctor(dec(x) for x in e[kind])
+            return ctor(dec(x, ref) for x in e[kind])
+    if "ref" in e and ref is not None:
+        return ref(e)
     raise ValueError("bad value encoding")
 
 
@@ -187,6 +203,11 @@ def _run_io() -> None:
 
 # ----------------------------------------------------------------------------- program side
 def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
+    """Load the program, then answer one request per line: ``g`` (a global name), and
+    ``call``, ``attr``, ``setattr``, ``item``, ``setitem``, ``delitem``, ``iter``,
+    ``next``, ``len``, ``bool``, ``str``, ``repr`` on a handle. A reply is a plain value
+    (objects that are not plain become handles: an index into ``objs``), ``stop`` (end of
+    an iterator) or ``err`` (what the operation raised)."""
     import builtins
 
     try:
@@ -194,48 +215,199 @@ def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
     except Exception:
         return
     scope = {"__name__": "__main__", "__builtins__": builtins}
-    stmts, probes = req["p"], req["probes"]
     write, dumps, flush = out.write, json.dumps, out.flush
     try:
         exec(compile(req["code"], "solution.py", "exec"), scope)
-    except BaseException as e:  # SystemExit included: an exit here fails every probe
+    except BaseException as e:  # SystemExit included: an exit here fails every request
         write(dumps({"load_error": f"{_type(e).__name__}: {e}"[:300]}).encode() + b"\n")
         flush()
         return
-    done = 0
-    compiled: dict[int, Any] = {}
+    del req
+    write(b'{"ok": 1}\n')
+    flush()
+    objs: list[Any] = []
+    index: dict[int, int] = {}  # id(obj) -> handle; objs keeps every id alive
+
+    def ref(o: Any) -> dict[str, Any]:
+        k = index.get(id(o))
+        if k is None:
+            k = index[id(o)] = len(objs)
+            objs.append(o)
+        return {"ref": k, "t": _type(o).__name__[:60]}
+
+    def val(e: dict[str, Any]) -> Any:
+        return dec(e, lambda r: objs[r["ref"]])
+
     while True:
         try:
             msg = _line(inp)
-        except EOFError:
+        except (EOFError, ValueError):
             return
-        k = msg["k"]
-        pos, src, names = probes[k]
         try:
-            while done < len(stmts) and stmts[done][0] < pos:
-                done += 1
-                exec(compile(stmts[done - 1][1], "test_setup", "exec"), scope)
-            if k not in compiled:
-                compiled[k] = eval(f"lambda {', '.join(names)}: ({src})", scope)
-            env = msg["env"]
-            value = compiled[k](**{n: dec(env[n]) for n in names})
-            line = dumps({"v": enc(value)})
+            op = msg["op"]
+            if op == "g":
+                if msg["n"] not in scope:
+                    raise NameError(f"name {msg['n']!r} is not defined")
+                v = scope[msg["n"]]
+            else:
+                o = objs[msg["r"]]
+                if op == "call":
+                    v = o(*[val(a) for a in msg["a"]], **{k: val(x) for k, x in msg["kw"].items()})
+                elif op == "attr":
+                    v = getattr(o, msg["n"])
+                elif op == "setattr":
+                    v = setattr(o, msg["n"], val(msg["v"]))
+                elif op == "item":
+                    v = o[val(msg["k"])]
+                elif op == "setitem":
+                    o[val(msg["k"])] = val(msg["v"])
+                    v = None
+                elif op == "delitem":
+                    del o[val(msg["k"])]
+                    v = None
+                elif op == "next":
+                    try:
+                        v = next(o)
+                    except StopIteration:  # the end of an iterator, only from `next`:
+                        line = '{"stop": 1}'  # elsewhere it would end a test's map()
+                        write(line.encode() + b"\n")
+                        flush()
+                        continue
+                else:
+                    v = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": _repr}[op](o)
+            line = dumps({"v": enc(v, 0, ref)})
             if len(line) > MAX_LINE:
                 raise ValueError(f"value longer than {MAX_LINE} bytes")
         except BaseException as e:
-            line = dumps({"err": f"{_type(e).__name__}: {e}"[:300]})
+            t = _type(e).__name__
+            line = dumps({"err": f"{t}: {e}"[:300], "x": t, "m": str(e)[:300]})
         write(line.encode() + b"\n")
         flush()
 
 
 # ----------------------------------------------------------------------------- check side
 class ProbeError(Exception):
-    pass
+    """A request to the program side failed (it exited, could not load, or answered
+    with something that is not an answer)."""
+
+
+class Unsupported(ProbeError):
+    """The test hands the program a value that is not plain: the row is refused."""
+
+
+_REQUEST: list[Any] = []  # the check side's request function (set by _check_side)
+_REFUSED: list[str] = []  # why a value was not sent (the row's verdict: an error)
+
+
+def _op(op: str, target: Remote | None, **fields: Any) -> Any:
+    if target is not None:
+        fields["r"] = object.__getattribute__(target, "_ra_k")
+    fields["op"] = op
+    return _REQUEST[0](fields)
+
+
+def _plain_type(o: Any) -> str:
+    return str(object.__getattribute__(o, "_ra_t"))
+
+
+def _arg(v: Any) -> dict[str, Any]:
+    """A value the test hands the program: plain, or a handle it got from the program."""
+
+    def handle(o: Any) -> dict[str, Any]:
+        if _type(o) is Remote:
+            return {"ref": object.__getattribute__(o, "_ra_k")}
+        why = (
+            f"unsupported test form: the test hands the program a {_type(o).__name__}; only "
+            "plain builtin values and the program's own objects cross into the sandbox"
+        )
+        _REFUSED.append(why)  # even if the test catches the exception
+        raise Unsupported(why)
+
+    try:
+        return enc(v, 0, handle)
+    except ValueError as e:
+        raise ProbeError(f"test value not sent: {e}") from None
+
+
+class Remote:
+    """The check side's handle to one object of the program side. What it can do is
+    forwarded (call, attribute, item, iteration, len, truth, str, repr) with the
+    evaluated arguments only; it never equals anything but itself, so a program object
+    with its own ``__eq__`` never decides a comparison."""
+
+    __slots__ = ("_ra_k", "_ra_t")
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return _op("call", self, a=[_arg(x) for x in args], kw={k: _arg(x) for k, x in kw.items()})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _op("attr", self, n=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _op("setattr", self, n=name, v=_arg(value))
+
+    def __getitem__(self, key: Any) -> Any:
+        return _op("item", self, k=_arg(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _op("setitem", self, k=_arg(key), v=_arg(value))
+
+    def __delitem__(self, key: Any) -> None:
+        _op("delitem", self, k=_arg(key))
+
+    def __len__(self) -> int:
+        return _op("len", self)  # type: ignore[no-any-return]
+
+    def __bool__(self) -> bool:
+        return _op("bool", self)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Any:
+        it = _op("iter", self)
+        while True:
+            try:
+                yield _op("next", it)
+            except StopIteration:
+                return
+
+    def __str__(self) -> str:
+        return _op("str", self)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return _op("repr", self)  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        raise ProbeError(
+            f"the program returned a {_plain_type(self)}, not a plain value, where the test "
+            "compares it"
+        )
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
+
+def _raised(rep: dict[str, Any]) -> BaseException:
+    """What the program raised, as the same builtin exception when there is one (so a
+    test's ``except ValueError`` works), else ProbeError."""
+    cls = getattr(builtins, str(rep.get("x")), None)
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, Exception)
+        and not issubclass(cls, (StopIteration, StopAsyncIteration, Warning))
+    ):
+        try:
+            return cls(str(rep.get("m", "")))  # type: ignore[no-any-return]
+        except Exception:
+            pass
+    return ProbeError("test raised " + str(rep.get("err")))
 
 
 def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
-    import builtins
-
     req = json.loads(sys.stdin.buffer.read())
     report = os.fdopen(os.dup(1), "w")
     null = os.open(os.devnull, os.O_RDWR)
@@ -250,39 +422,78 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     try:
         plan = split_tests(req["tests"])  # type: ignore[name-defined]  # noqa: F821 - from sandbox_split.py's source
     except (ValueError, RecursionError, MemoryError, SyntaxError) as e:
-        say("E " + f"{_type(e).__name__}: {e}"[:300].replace("\n", " "))
+        say("E " + _clean(f"{_type(e).__name__}: {e}"))
         return
     say(f"T {plan['n_asserts']}")
     notes: list[str] = []
     state: dict[str, str | None] = {"dead": None}
-    try:
-        _send(to_p, {"code": req["code"], "p": plan["p"], "probes": plan["probes"]})
-    except OSError:
-        state["dead"] = "program side did not start"
+    remotes: dict[int, Remote] = {}
 
-    def probe(k: int, env: dict[str, Any]) -> Any:
+    def handle(e: dict[str, Any]) -> Remote:
+        k = e["ref"]
+        if not isinstance(k, int):
+            raise ValueError("bad handle")
+        if k not in remotes:
+            r = object.__new__(Remote)
+            object.__setattr__(r, "_ra_k", k)
+            object.__setattr__(r, "_ra_t", str(e.get("t"))[:60])
+            remotes[k] = r
+        return remotes[k]
+
+    def answer() -> Any:
+        try:
+            rep = _line(from_p)
+            if not isinstance(rep, dict):
+                raise ValueError("not an answer")
+        except (EOFError, OSError, ValueError, RecursionError):
+            state["dead"] = state["dead"] or "program exited"
+            raise ProbeError(state["dead"]) from None
+        return rep
+
+    def request(msg: dict[str, Any]) -> Any:
         if state["dead"]:
             raise ProbeError(state["dead"])
-        data = {n: enc(v) for n, v in env.items()}
         try:
-            _send(to_p, {"k": k, "env": data})
-        except OSError:  # exited: its last words (a load error) may still be in the pipe
-            state["dead"] = None
+            _send(to_p, msg)
+        except OSError:  # exited: its last words may still be in the pipe
+            state["sent"] = "no"
+        rep = answer()
+        if "err" in rep:
+            raise _raised(rep)
+        if "stop" in rep and msg["op"] == "next":  # never from a call: it would end a map()
+            raise StopIteration
         try:
-            msg = _line(from_p)
-        except (EOFError, OSError):
-            state["dead"] = "program exited"
+            return dec(rep["v"], handle)
+        except Exception:
+            state["dead"] = "program answered with something that is not a value"
             raise ProbeError(state["dead"]) from None
-        if "load_error" in msg:
-            state["dead"] = "program failed: " + str(msg["load_error"])
-            raise ProbeError(state["dead"])
-        if "err" in msg:
-            raise ProbeError("test raised " + str(msg["err"]))
-        return dec(msg["v"])
+
+    _REQUEST[:] = [request]
+    try:
+        _send(to_p, {"code": req["code"]})
+        del req
+        first = answer()
+        if "load_error" in first:
+            state["dead"] = "program failed: " + str(first["load_error"])
+        elif "ok" not in first:
+            state["dead"] = "program did not start"
+    except (OSError, ProbeError):
+        state["dead"] = state["dead"] or "program did not start"
+    cache: dict[str, Any] = {}
+
+    def program_name(name: str) -> Any:
+        if name in cache:
+            return cache[name]
+        v = request({"op": "g", "n": name})
+        if _type(v) is Remote:  # functions and classes: one request per name
+            cache[name] = v
+        return v
 
     outcome: dict[int, bool] = {}
+    touched: set[int] = set()  # asserts run by the current top-level statement
 
     def check(i: int, value: Any) -> None:
+        touched.add(i)
         ok = bool(value)
         outcome[i] = outcome.get(i, True) and ok
         if not ok:
@@ -291,23 +502,37 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     scope = {
         "__name__": "__test__",
         "__builtins__": builtins,
-        "_ra_probe": probe,
+        "_ra_g": program_name,
         "_ra_assert": check,
     }
-    for _pos, _kind, src, ids in plan["c"]:
+    # An assert is reported when the statement that ran it ends (an assert in a test
+    # helper, ``def check(candidate)``, runs in the statement that calls the helper);
+    # one never reported counts as failed.
+    for src, ids in plan["stmts"]:
         try:
             exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
             for i in ids:
-                outcome[i] = False
+                if i not in outcome:
+                    outcome[i] = False
+                    touched.add(i)
             if not notes and not isinstance(e, AssertionError):
                 notes.append(
                     str(e) if isinstance(e, ProbeError) else f"test raised {_type(e).__name__}: {e}"
                 )
-        for i in ids:
-            say(f"R {i} {int(outcome.get(i, False))}")
+        if _REFUSED:
+            say("E " + _clean(_REFUSED[0]))
+            return
+        for i in sorted(touched):
+            say(f"R {i} {int(outcome[i])}")
+        touched.clear()
     if notes:
-        say("N " + notes[0][:300].replace("\n", " "))
+        say("N " + _clean(notes[0]))
+
+
+def _clean(text: str) -> str:
+    """One report line: at most 300 characters, control characters as spaces."""
+    return "".join(c if c.isprintable() else " " for c in text[:300])
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import Any
 
 from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards.code import row_io_s
 from recipe_arena.rewards.pool import Task, WorkerPool
 from recipe_arena.rewards.sandbox import Limits
 from recipe_arena.rewards.text import RewardResult
@@ -39,8 +40,12 @@ POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
                 allow_weak=cfg.allow_weak_sandbox,
             ),
         ),
-        # stdin/stdout rows run one program per pair; leave room for all of them.
-        cfg.code_wall_s * max(1, len(row.ground_truth) if isinstance(row.ground_truth, list) else 1)
+        # stdin/stdout rows run one program per pair, within one budget for the row.
+        min(
+            cfg.code_wall_s
+            * max(1, len(row.ground_truth) if isinstance(row.ground_truth, list) else 1),
+            row_io_s(Limits(wall_s=cfg.code_wall_s)),
+        )
         + 5.0,
     ),
     "ifeval": lambda row, resp, cfg: Task(

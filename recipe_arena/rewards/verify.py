@@ -6,13 +6,18 @@ optional ``id``, ``messages`` (chat list) or ``prompt`` (string), ``effort``,
 when the row could not be scored) and ``reason`` added.
 
 The input is other people's data: whatever a line holds (not UTF-8, not JSON, nested
-200,000 deep, a 5,000-digit number, a lone surrogate, NaN, no user message, malformed
-ground truth) costs that row only: it gets ``score: null`` and an ``error:`` reason,
-counts under ``errors`` and stays out of the averages. Problems with the files
-themselves (no input, a folder, an output that cannot be written, is not a regular
-file, is a symlink or is the input) raise VerifyError (one line; the CLI exits 2)
-before anything is scored. The output is written to a temporary file beside it and
-renamed over it only when complete; nothing else is ever replaced.
+200,000 deep, a 5,000-digit number, a number that overflows a float such as ``1e400``,
+a lone surrogate, NaN, no user message, a prompt or line too long, malformed ground
+truth) costs that row only: it gets ``score: null`` and an ``error:`` reason, counts
+under ``errors`` and stays out of the averages. A line is read with a byte cap
+(``MAX_LINE_BYTES``) and a longer one is skipped unparsed, so memory per row is
+bounded before parsing. Problems with the files themselves (no input, a folder, a
+device or socket as input, an output that cannot be written or replaced (an
+immutable file, a folder that refuses it), is not a regular file, is a symlink or is
+the input) raise VerifyError (one line; the CLI exits 2) before anything is scored.
+The output is written to a temporary file beside it and renamed over it only when
+complete; nothing else is ever replaced. Should that last rename still fail, the
+scores stay in the temporary file, whose path the error names.
 """
 
 from __future__ import annotations
@@ -33,8 +38,16 @@ from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import DOMAINS, PromptRow
 
 CHUNK = 256
-MAX_LINE_BYTES = 64 << 20
-"""Longer input lines are skipped as errors without being parsed."""
+MAX_LINE_BYTES = 4 << 20
+"""Longer input lines (bytes) are skipped as errors without being parsed: parsing and
+scoring a line costs a few times its size (a 20 MB chat prompt cost GBs in the judge's
+tokenizer before its row was refused)."""
+MAX_PROMPT_CHARS = 200_000
+"""Longer prompts (all messages together, characters) are refused: no judge context
+holds them, and tokenizing one costs hundreds of MB."""
+MAX_SKIP_BYTES = 1 << 30
+"""An over-long line is skipped up to this many bytes; a longer one ends the input
+(an endless stream without a newline)."""
 
 
 NOT_SCORED = ("error:", "judge failed")
@@ -49,6 +62,13 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} overflows a float")
+    return value
+
+
 def parse_line(raw: bytes, lineno: int) -> tuple[Any, str]:
     """(record, "") or (None, "error: ...") for one input line."""
     try:
@@ -56,13 +76,13 @@ def parse_line(raw: bytes, lineno: int) -> tuple[Any, str]:
     except UnicodeDecodeError as e:
         return None, f"error: line {lineno} is not UTF-8 (byte {raw[e.start]:#04x} at {e.start})"
     try:
-        rec = json.loads(text, parse_constant=_no_constants)
+        rec = json.loads(text, parse_constant=_no_constants, parse_float=_finite_float)
     except RecursionError:
         return None, f"error: line {lineno} is nested too deeply to parse"
     except (ValueError, MemoryError) as e:
         return None, f"error: line {lineno} is not valid JSON ({str(e).splitlines()[0][:120]})"
     try:
-        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+        json.dumps(rec, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
         return None, f"error: line {lineno} holds a lone surrogate (not Unicode text)"
     except (ValueError, RecursionError):
@@ -82,6 +102,10 @@ def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
     if not isinstance(rec["response"], str):
         return None, "error: response must be a string"
     messages = rec.get("messages") or [{"role": "user", "content": str(rec.get("prompt", ""))}]
+    if isinstance(messages, list):
+        size = sum(len(str(m.get("content", ""))) if isinstance(m, dict) else 0 for m in messages)
+        if size > MAX_PROMPT_CHARS:
+            return None, f"error: prompt longer than {MAX_PROMPT_CHARS} characters ({size})"
     try:
         row = PromptRow(
             id=str(rec.get("id", f"line{lineno}"))[:200],
@@ -108,8 +132,18 @@ def _records(path: Path) -> Iterator[tuple[int, Any, str]]:
                 return
             lineno += 1
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                skipped = len(raw)
+                del raw
                 while (more := f.readline(1 << 20)) and not more.endswith(b"\n"):
-                    pass
+                    skipped += len(more)
+                    if skipped > MAX_SKIP_BYTES:
+                        yield (
+                            lineno,
+                            {"line": lineno},
+                            f"error: line {lineno} has no end within {MAX_SKIP_BYTES} bytes; "
+                            "input not read further",
+                        )
+                        return
                 yield (
                     lineno,
                     {"line": lineno},
@@ -132,6 +166,10 @@ def check_paths(in_path: Path, out_path: Path | None) -> None:
         raise VerifyError(f"cannot read input {in_path}: {e.strerror}") from None
     if stat.S_ISDIR(st_in.st_mode):
         raise VerifyError(f"input {in_path} is a directory, not a JSONL file")
+    if not (stat.S_ISREG(st_in.st_mode) or stat.S_ISFIFO(st_in.st_mode)):
+        raise VerifyError(
+            f"input {in_path} is a device or socket, not a JSONL file (a pipe is fine)"
+        )
     if not os.access(in_path, os.R_OK):
         raise VerifyError(f"cannot read input {in_path}: permission denied")
     if out_path is None:
@@ -156,12 +194,32 @@ def check_paths(in_path: Path, out_path: Path | None) -> None:
         raise VerifyError(f"output folder {parent} is not writable")
 
 
+def _probe_replace(out_path: Path) -> None:
+    """Raise VerifyError unless ``out_path``'s entry can be replaced: move an existing
+    output aside and back (an immutable or append-only file, or a sticky folder owned
+    by someone else, refuses this just as it would refuse the final rename)."""
+    if not os.path.lexists(out_path):
+        return
+    aside = out_path.with_name(f".{out_path.name}.{os.getpid()}.probe")
+    try:
+        os.rename(out_path, aside)
+    except OSError as e:
+        raise VerifyError(f"output {out_path} cannot be replaced: {e.strerror}") from None
+    try:
+        os.rename(aside, out_path)
+    except OSError as e:
+        raise VerifyError(
+            f"output {out_path} could not be put back from {aside}: {e.strerror}"
+        ) from None
+
+
 @contextlib.contextmanager
 def _atomic_output(out_path: Path | None) -> Iterator[IO[str]]:
     """stdout, or a temporary file beside ``out_path`` renamed over it on success."""
     if out_path is None:
         yield sys.stdout
         return
+    _probe_replace(out_path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
     except OSError as e:
@@ -171,11 +229,16 @@ def _atomic_output(out_path: Path | None) -> Iterator[IO[str]]:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, out_path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    try:
+        os.replace(tmp, out_path)
+    except OSError as e:  # the scores are complete: keep them where they are
+        raise VerifyError(
+            f"cannot replace output {out_path} ({e.strerror}); the scores are in {tmp}"
+        ) from None
 
 
 def verify_jsonl(
@@ -204,6 +267,34 @@ def verify_jsonl(
     return tally.summary()
 
 
+def _score(scorer: Any, chunk: list[tuple[Any, PromptRow | None, str]], good: list) -> list:
+    """The scorer's results for the ``good`` rows of ``chunk``; should the batch call
+    fail as a whole, each row is scored alone, and a row that still fails gets an
+    ``error:`` result, so no row is lost with the others."""
+    from recipe_arena.rewards.text import RewardResult
+
+    rows = [r for _, r in good]
+    responses = [chunk[i][0]["response"] for i, _ in good]
+    if not rows:
+        return []
+    try:
+        return list(scorer.score(rows, responses))
+    except Exception:
+        pass
+    out = []
+    for row, resp in zip(rows, responses, strict=True):
+        try:
+            out.extend(scorer.score([row], [resp]))
+        except Exception as e:
+            out.append(RewardResult(0.0, f"error: scoring failed ({type(e).__name__})"))
+    return out
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters shown as spaces (a reason is one line)."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
 class _Tally:
     """Running sums per domain and the count of rows not scored."""
 
@@ -216,9 +307,7 @@ class _Tally:
         self, scorer: Any, chunk: list[tuple[Any, PromptRow | None, str]], out: IO[str]
     ) -> None:
         good = [(i, row) for i, (_, row, _) in enumerate(chunk) if row is not None]
-        rows = [r for _, r in good]
-        results = scorer.score(rows, [chunk[i][0]["response"] for i, _ in good]) if good else []
-        by_index = dict(zip((i for i, _ in good), results, strict=True))
+        by_index = dict(zip((i for i, _ in good), _score(scorer, chunk, good), strict=True))
         for i, (rec, row, why) in enumerate(chunk):
             rec = dict(rec) if isinstance(rec, dict) else {"line": i}
             res = by_index.get(i)
@@ -227,13 +316,24 @@ class _Tally:
             if score is not None and (reason.startswith(NOT_SCORED) or not math.isfinite(score)):
                 score, reason = None, reason if reason.startswith("error:") else f"error: {reason}"
             if score is None or row is None:
-                rec["score"], rec["reason"] = None, reason
+                rec["score"], rec["reason"] = None, _printable(reason)
                 self.errors += 1
             else:
-                rec["score"], rec["reason"] = score, reason
+                rec["score"], rec["reason"] = score, _printable(reason)
                 self.sums[row.domain] += score
                 self.counts[row.domain] += 1
-            out.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+            try:
+                line = json.dumps(rec, ensure_ascii=False, allow_nan=False)
+            except (ValueError, TypeError, RecursionError) as e:  # never loses the batch
+                if score is not None and row is not None:
+                    self.sums[row.domain] -= score
+                    self.counts[row.domain] -= 1
+                    self.errors += 1
+                line = json.dumps(
+                    {"line": rec.get("line"), "id": str(rec.get("id", ""))[:200], "score": None,
+                     "reason": f"error: row cannot be written back as JSON ({type(e).__name__})"}
+                )  # fmt: skip
+            out.write(line + "\n")
         out.flush()
         self.n += len(chunk)
         if chunk:

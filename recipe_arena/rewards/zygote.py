@@ -7,8 +7,16 @@ re-runs the caller's ``__main__``). It imports the task modules and runs their w
 once, then, holding no thread, forks one worker per request and never runs a task
 itself. So every worker, a replacement after a timeout too, starts from the same clean,
 warmed state in milliseconds, where a fresh interpreter spent about 1.5 s of CPU
-importing SymPy and the checkers (``benchmarks/verifier_workers.py`` measures both). A
-worker exits when the zygote dies, and the zygote when its owner dies or closes it.
+importing SymPy and the checkers (``benchmarks/verifier_workers.py`` measures both).
+
+Lifetime: the kernel ends both, whatever ends the owner (SIGKILL included) and whatever
+a worker is busy with (a tower of powers in SymPy holds the GIL, so no watcher thread
+could run). The zygote is started by the pool's dispatcher thread, which lives as long
+as the pool, and asks for SIGKILL when that thread ends (``PR_SET_PDEATHSIG``); each
+worker asks for SIGKILL when the zygote, its single-threaded parent, ends. Each checks
+right after asking that its parent is still the one that started it (the parent may
+have died just before). A worker runs a math check under an address-space limit
+(``TASK_MEMORY_MB``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import pickle
+import resource
 import select
 import signal
 import socket
@@ -50,20 +60,36 @@ def _sleep(seconds: float) -> float:
     return seconds
 
 
-def _exit_with_parent(poll_s: float = 1.0) -> None:
-    """Exit when the parent process dies (the worker is re-parented, so getppid changes).
+TASK_MEMORY_MB: dict[str, int] = {"math": 1024}
+"""Address-space limit (RLIMIT_AS soft limit, MiB) while a task of that name runs: a
+math check that builds a huge number fails with MemoryError instead of taking the
+machine's memory. A warmed worker (SymPy loaded) maps about 0.2 GiB."""
 
-    Not PR_SET_PDEATHSIG: that fires when the parent *thread* that started the worker
-    exits, and workers (spares especially) are started from whatever thread calls
-    ``run``, so a short-lived calling thread would kill a healthy worker."""
-    parent = os.getppid()
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(poll_s)
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent (thread) ends; exit now if ``parent`` is
+    already gone (this process was re-parented before asking)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
         os._exit(0)
 
-    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+def _limited(name: str, fn: Any, args: tuple[Any, ...]) -> Any:
+    """``fn(*args)`` under the task's address-space limit (soft; restored after)."""
+    mb = TASK_MEMORY_MB.get(name)
+    if mb is None:
+        return fn(*args)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mb << 20
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        return fn(*args)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def load_tasks(preload: tuple[str, ...]) -> dict[str, Any]:
@@ -79,13 +105,21 @@ def load_tasks(preload: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _serve(inbox: Connection, outbox: Connection, funcs: dict[str, Any]) -> None:
-    """Worker loop: say ready (with the pid), then answer calls until EOF or None."""
+    """Worker loop: say ready (with the pid), then answer calls until EOF or None. A call
+    that cannot be read (nested too deeply to unpickle) is answered with an error."""
     outbox.send(("ready", os.getpid()))
     while True:
         try:
-            msg = inbox.recv()
+            raw = inbox.recv_bytes()
         except EOFError:
             return
+        try:
+            msg = pickle.loads(raw)
+        except Exception as e:
+            del raw
+            outbox.send(("err", f"error: the task could not be read ({type(e).__name__})"))
+            continue
+        del raw
         if msg is None:
             return
         name, args = msg
@@ -93,8 +127,11 @@ def _serve(inbox: Connection, outbox: Connection, funcs: dict[str, Any]) -> None
             if name not in funcs:
                 mod, _, fn = TASKS[name].partition(":")
                 funcs[name] = getattr(importlib.import_module(mod), fn)
-            outbox.send(("ok", funcs[name](*args)))
+            value = _limited(name, funcs[name], args)
+            del args, msg
+            outbox.send(("ok", value))
         except Exception as e:  # the verifier's own failure is a result, not a crash
+            args = msg = None
             tb = traceback.format_exc(limit=3)
             outbox.send(("err", f"exception: {type(e).__name__}: {e}"[:500] + "\n" + tb[-800:]))
 
@@ -104,16 +141,19 @@ _FORK, _KILL = b"f", b"k"
 worker whose pid follows (8 bytes, little-endian)."""
 
 
-def zygote_main(ctl_fd: int, preload: tuple[str, ...]) -> None:
+def zygote_main(ctl_fd: int, preload: tuple[str, ...], owner: int | None = None) -> None:
     """The zygote: load the tasks, then serve fork and kill requests on the control
     socket until the parent closes it or dies. Children are reaped here, and a kill is
     sent only to a pid not yet reaped, so it never reaches a process that reused the
-    pid of a dead worker."""
+    pid of a dead worker. ``owner``: the pid that started it (it dies with it)."""
+    if owner is not None:
+        die_with_parent(owner)
     funcs = load_tasks(preload)
     if threading.active_count() != 1:  # forking a threaded process can copy held locks
         raise RuntimeError(f"verifier warm-up left threads running: {threading.enumerate()}")
     ctl = socket.socket(fileno=ctl_fd)
     parent = os.getppid()
+    me = os.getpid()
     alive: set[int] = set()
     while os.getppid() == parent:
         with contextlib.suppress(ChildProcessError):
@@ -134,10 +174,14 @@ def zygote_main(ctl_fd: int, preload: tuple[str, ...]) -> None:
             continue
         pid = os.fork()
         if pid == 0:  # the worker
-            ctl.close()
-            _exit_with_parent()
-            _serve(Connection(fds[0], writable=False), Connection(fds[1], readable=False), funcs)
-            os._exit(0)
+            try:
+                die_with_parent(me)
+                ctl.close()
+                _serve(
+                    Connection(fds[0], writable=False), Connection(fds[1], readable=False), funcs
+                )
+            finally:
+                os._exit(0)
         alive.add(pid)
         for fd in fds:
             os.close(fd)
@@ -147,7 +191,9 @@ _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 
 
 class Zygote:
-    """The parent's side of a zygote: starts it, asks it for workers and kills."""
+    """The parent's side of a zygote: starts it, asks it for workers and kills. Start
+    it (and call ``fork``, which may start it again) from a thread that lives as long
+    as its workers should: the zygote dies with that thread."""
 
     def __init__(self, preload: tuple[str, ...]) -> None:
         self._preload = preload
@@ -158,7 +204,7 @@ class Zygote:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code = (
             "from recipe_arena.rewards.zygote import zygote_main; "
-            f"zygote_main({theirs.fileno()}, {self._preload!r})"
+            f"zygote_main({theirs.fileno()}, {self._preload!r}, {os.getpid()})"
         )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH")) if p)
