@@ -94,6 +94,15 @@ SHAPES = {
 }
 
 
+DEADLINE = [float("inf")]
+"""perf_counter time by which every check must have ended (``--budget``)."""
+
+
+def left(cap: float) -> float:
+    """Seconds a wait may last: ``cap``, or less as the deadline nears (at least 5)."""
+    return max(5.0, min(cap, DEADLINE[0] - time.perf_counter()))
+
+
 def say(line: str) -> None:
     print(line, flush=True)
 
@@ -294,7 +303,9 @@ def check_tests(a: argparse.Namespace, res: dict[str, Any]) -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "-rs", "-p", "no:cacheprovider"]
     cmd += ["-o", "addopts=", "tests/test_cuda_engine.py"]
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=a.test_timeout)
+    out = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=left(a.test_timeout)
+    )
     text = out.stdout + out.stderr
     counts = {k: 0 for k in ("passed", "failed", "skipped", "error", "errors")}
     tail = text.strip().splitlines()[-1] if text.strip() else ""
@@ -334,7 +345,7 @@ def start_sft_build(a: argparse.Namespace) -> Any:
 
 def finish_sft_build(a: argparse.Namespace, build: Any) -> Path:
     proc, log, t0 = build
-    rc = proc.wait(timeout=a.rl_timeout)
+    rc = proc.wait(timeout=left(a.rl_timeout))
     log.close()
     text = (Path(a.out) / "sft.log").read_text()
     found = re.findall(r"^SFT=(.+)$", text, flags=re.M)
@@ -395,7 +406,7 @@ def start_rl(a: argparse.Namespace, sft: Path, name: str, device: str | None, th
 
 def finish_rl(a: argparse.Namespace, proc: Any, log: Any, name: str) -> dict[str, float] | None:
     try:
-        rc = proc.wait(timeout=a.rl_timeout)
+        rc = proc.wait(timeout=left(a.rl_timeout))
     except subprocess.TimeoutExpired:
         proc.kill()
         rc = -9
@@ -489,6 +500,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--skip", nargs="*", default=[], choices=["engine", "tests", "rl", "ray"])
     ap.add_argument("--rl-timeout", type=float, default=420)
     ap.add_argument("--test-timeout", type=float, default=300)
+    ap.add_argument("--budget", type=float, default=float("inf"), help="seconds for all checks")
     a = ap.parse_args(argv)
     for flag in ("batch", "prompt_len", "new_tokens", "graph_steps", "cpu_threads"):
         if getattr(a, flag) < 1:
@@ -504,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     Path(a.out).mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
+    DEADLINE[0] = t_start + a.budget
     import torch
 
     name = torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu"
