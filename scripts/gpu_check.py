@@ -371,7 +371,12 @@ def rl_command(a: argparse.Namespace, sft: Path, name: str, device: str | None) 
         args += [
             "rl.steps=4",
             "rl.eval_every=2",
-            "prompt_filter.max_prompts=32",
+            "rl.prompts_per_step=2",
+            "rl.group_size=4",
+            "rl.max_new_tokens=24",
+            "eval.max_new_tokens=24",
+            "prompt_filter.rollouts=2",
+            "prompt_filter.max_prompts=16",
             "eval.max_prompts_per_domain=4",
             "eval.domain_prompts={math:12,chat:4}",
             "rewards.micro_judge.steps=20",
