@@ -137,7 +137,7 @@ class LearnerBatch:
             return self
 
         def move(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t.to(device, non_blocking=True)
+            return None if t is None else t.to(device)
 
         return dataclasses.replace(
             self,
