@@ -328,7 +328,8 @@ class TorchEngine:
     def _decode_step(self, chunk: list[list[_Sample]]) -> None:
         steps = self.cfg.graph_steps
         if (
-            not chunk
+            self.runner.graphs_enabled  # first: the CPU path pays for nothing below
+            and not chunk
             and self._routes is None
             and all(s.request.sampling.top_p >= 1.0 for s in self._running)
             and self.runner.can_graph([s.cached for s in self._running], steps)
