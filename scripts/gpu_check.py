@@ -437,11 +437,10 @@ def check_rl(a: argparse.Namespace, res: dict[str, Any], cpu_proc: Any) -> None:
         say("FAIL (b) rl: the GPU run failed (log above)")
         return
     ok = abs(gpu["gain"] - mean) <= band
-    cpu_text = (
-        f"CPU same seed here +{cpu['gain']:.1f} points, rl {cpu['rl_s']:.0f} s"
-        if cpu
-        else "CPU run failed"
-    )
+    if cpu:
+        cpu_text = f"CPU same seed here +{cpu['gain']:.1f} points, rl {cpu['rl_s']:.0f} s"
+    else:
+        cpu_text = "CPU run failed" if cpu_proc else "no CPU run beside it (--device cpu)"
     say(
         f"{'PASS' if ok else 'FAIL'} (b) rl on {a.device}: math {gpu['start']:.3f} -> "
         f"{gpu['end']:.3f} (+{gpu['gain']:.1f} points; CPU seeds {mean:.1f} +- {band:.1f}), "
