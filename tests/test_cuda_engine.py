@@ -248,3 +248,22 @@ def test_inflight_update_on_gpu_switches_versions_mid_sequence(micro):
     assert 0 < k < 200 and v == (0,) * k + (1,) * (200 - k)
     assert c.tokens[:k] == ref[0].tokens[:k]
     assert 0 < stall_ms < 1000
+
+
+def test_graph_buckets_by_hand():
+    """Batch buckets double from 8 up to the slots: 1 -> 8, 9 -> 16, 33 -> 64; with 48
+    slots 40 -> 64 is capped to 48. Length buckets: multiples of max(128, next_pow2 / 4):
+    100 -> 128; 164 -> 256 (quantum 128); 600 -> 768 (next_pow2 1024, quantum 256);
+    1100 -> 1536 (quantum 512); capped at the capacity: 1100 of 1200 -> 1200."""
+    from recipe_arena.engines.kv_runner import batch_bucket, length_bucket
+
+    assert [batch_bucket(n, 64) for n in (1, 8, 9, 33, 64)] == [8, 8, 16, 64, 64]
+    assert batch_bucket(40, 48) == 48
+    assert [length_bucket(t, 4096) for t in (100, 128, 164, 600, 1100)] == [
+        128,
+        128,
+        256,
+        768,
+        1536,
+    ]
+    assert length_bucket(1100, 1200) == 1200
