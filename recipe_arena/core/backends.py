@@ -18,6 +18,7 @@ import torch
 from recipe_arena.config import EngineConfig, RewardsConfig
 from recipe_arena.core.actor import Actor, ActorSettings
 from recipe_arena.core.channels import Channel, LocalChannel, RayChannel
+from recipe_arena.core.placement import RoleGPUs
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,12 @@ class LocalBackend:
 
 class RayBackend:
     """Actors as Ray actors. ``address=None`` starts a local cluster (``ray.init()``);
-    an address joins an existing one. Weights travel through the object store."""
+    an address joins an existing one. Weights travel through the object store.
+
+    GPUs (``gpus``, from ``core.placement.role_gpus``): each actor is placed with
+    ``gpus.actor`` GPUs (a fraction shares one), and the learner's ``gpus.learner``
+    are reserved in a placement group, so that actors are never packed onto the share
+    the learner (in this process) uses."""
 
     def __init__(
         self,
@@ -154,14 +160,25 @@ class RayBackend:
         num_actors: int = 1,
         address: str | None = None,
         num_cpus: int | None = None,
+        gpus: RoleGPUs | None = None,
     ) -> None:
         import ray
 
+        gpus = gpus or RoleGPUs(0.0, 0.0, num_actors)
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray and address:  # join an existing cluster; its resources are its own
             ray.init(address=address, log_to_driver=False)
         elif self._owns_ray:  # start a local cluster
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        self.learner_reservation: Any = None
+        if gpus.learner > 0:
+            from ray.util.placement_group import placement_group
+
+            self.learner_reservation = placement_group([{"GPU": gpus.learner}])
+            if not ray.get(self.learner_reservation.ready(), timeout=60):
+                raise RuntimeError(
+                    f"ray: could not reserve {gpus.learner:g} GPU(s) for the learner"
+                )
         self.prompts: Channel = RayChannel()
         self.results: Channel = RayChannel()
         # num_cpus=0: an actor's compute is bounded by its torch threads, and reserving a
@@ -170,7 +187,7 @@ class RayBackend:
         remote_actor = ray.remote(Actor)
         # Ray's handle types do not follow Actor's methods; the handles are used untyped.
         self.actors: list[Any] = [
-            remote_actor.options(num_cpus=0, max_concurrency=4).remote(
+            remote_actor.options(num_cpus=0, num_gpus=gpus.actor, max_concurrency=4).remote(
                 i,
                 str(Path(spec.checkpoint).resolve()),
                 None,
@@ -190,7 +207,7 @@ class RayBackend:
     def broadcast(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
         import ray
 
-        ref = ray.put(dict(weights))
+        ref = ray.put({k: v.cpu() for k, v in weights.items()})
         ray.get([a.update_weights.remote(ref, version) for a in self.actors])
 
     def batch_closed(self, version: int) -> None:
@@ -218,6 +235,10 @@ class RayBackend:
         ray.get([a.close.remote() for a in self.actors])
         for a in self.actors:
             ray.kill(a)
+        if self.learner_reservation is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(self.learner_reservation)
         if self._owns_ray:
             ray.shutdown()
 
@@ -229,11 +250,12 @@ def make_backend(
     address: str | None = None,
     num_cpus: int | None = None,
     overlap: bool = True,
+    gpus: RoleGPUs | None = None,
 ) -> Backend:
     """``overlap``: actors generate while the learner trains (``LocalBackend``'s
     ``share_cores``; Ray actors are processes with threads of their own)."""
     if name == "local":
         return LocalBackend(spec, num_actors, share_cores=overlap)
     if name == "ray":
-        return RayBackend(spec, num_actors, address, num_cpus)
+        return RayBackend(spec, num_actors, address, num_cpus, gpus)
     raise ValueError(f"unknown backend {name!r}; allowed: local, ray")

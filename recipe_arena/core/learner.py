@@ -52,6 +52,12 @@ class LearnerSettings:
     staleness: StrategyParams = field(
         default_factory=lambda: RunConfig.model_fields["staleness"].get_default()
     )
+    device: str = "cpu"
+    """torch device of the model, its reference and the optimiser state; batches are
+    moved there (``rl.device``)."""
+    bf16: bool = False
+    """Forwards under bfloat16 autocast; master weights, gradients and AdamW state stay
+    float32 (``rl.bf16``)."""
 
 
 class Learner:
@@ -62,7 +68,8 @@ class Learner:
         version: int = 0,
         ref_model: nn.Module | None = None,
     ) -> None:
-        self.model = model
+        self.device = torch.device(settings.device)
+        self.model = model.to(self.device)
         self.settings = settings
         self.version = version
         rl = settings.rl
@@ -74,14 +81,17 @@ class Learner:
         self.ref_model: nn.Module | None = None
         if settings.loss.kl_beta > 0:  # the reference: the given model, else the starting policy
             ref = ref_model if ref_model is not None else copy.deepcopy(model)
-            self.ref_model = ref.eval().requires_grad_(False)
+            self.ref_model = ref.to(self.device).eval().requires_grad_(False)
 
     def _logprobs(self, model: nn.Module, batch: LearnerBatch) -> torch.Tensor:
         """The trainer's forward, as the staleness strategy shapes it (module docstring)."""
         params = None
         if self.quant_bits is not None:
             params = straight_through(model.named_parameters(), self.quant_bits)
-        with replay_routing(model, batch.expert_ids_BLNK if self.replay else None):
+        with (
+            replay_routing(model, batch.expert_ids_BLNK if self.replay else None),
+            torch.autocast(self.device.type, torch.bfloat16, enabled=self.settings.bf16),
+        ):
             return sequence_logprobs(
                 model, batch.tokens_BL, batch.attention_BL, self.settings.rl.temperature, params
             )
@@ -112,7 +122,10 @@ class Learner:
         its metrics (no step). ``old_logprobs_BL``: pi_old's logprobs; None takes the
         current forward's (ratio 1)."""
         self.model.train()
+        batch = batch.to(self.device)
         logp_BL = self._logprobs(self.model, batch)
+        if old_logprobs_BL is not None:
+            old_logprobs_BL = old_logprobs_BL.to(self.device)
         old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
         out, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
         return out.loss, {**metrics, **mismatch_metrics(old_BL, batch, self.version)}
@@ -128,6 +141,7 @@ class Learner:
         Metrics are those of the last update, computed on the whole batch (its ratio
         and clip fractions show how far the reuse moved the policy)."""
         rl = self.settings.rl
+        batch = batch.to(self.device)
         buckets = length_buckets(batch.lengths_B.tolist(), rl.microbatch_tokens)
         parts = [batch.select(rows) for rows in buckets]
         refs = olds = None
@@ -173,7 +187,9 @@ class Learner:
         return metrics
 
     def weights(self) -> dict[str, torch.Tensor]:
-        """Detached copies of the parameters, ready to broadcast."""
+        """Detached copies of the parameters, ready to broadcast, on the learner's
+        device: an engine on the same device copies them in without a trip through
+        host memory."""
         return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     def state_dict(self) -> dict[str, Any]:
@@ -236,7 +252,7 @@ def _unbucket(
     parts: list[torch.Tensor], buckets: list[list[int]], shape: torch.Size
 ) -> torch.Tensor:
     """Per-token tensors of row micro-batches put back at their rows of the full batch."""
-    out_BL = torch.zeros(shape)
+    out_BL = torch.zeros(shape, device=parts[0].device)
     for part_BL, rows in zip(parts, buckets, strict=True):
         out_BL[rows, : part_BL.shape[1]] = part_BL
     return out_BL

@@ -7,6 +7,7 @@ sequence length. Lists are per token unless a name says otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -129,6 +130,26 @@ class LearnerBatch:
         if self.attention_BL is None:
             return torch.full((self.tokens_BL.shape[0],), self.tokens_BL.shape[1])
         return self.attention_BL.sum(-1)
+
+    def to(self, device: torch.device | str) -> LearnerBatch:
+        """The batch with its tensors on ``device`` (itself when they already are)."""
+        if self.tokens_BL.device == torch.device(device):
+            return self
+
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(device)
+
+        return dataclasses.replace(
+            self,
+            tokens_BL=self.tokens_BL.to(device),
+            mask_BL=self.mask_BL.to(device),
+            advantages_BL=self.advantages_BL.to(device),
+            behavior_logprobs_BL=self.behavior_logprobs_BL.to(device),
+            versions_BL=self.versions_BL.to(device),
+            attention_BL=move(self.attention_BL),
+            rewards_B=move(self.rewards_B),
+            expert_ids_BLNK=move(self.expert_ids_BLNK),
+        )
 
     def select(self, rows: list[int]) -> LearnerBatch:
         """The batch of ``rows`` (in that order), its padding cut to their longest row."""

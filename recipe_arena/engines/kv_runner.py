@@ -15,6 +15,13 @@ reaches them). Decode folds grouped-query heads into the query axis (the g query
 of one KV head attend its keys as g queries), so grouped keys and values are read
 once, never expanded.
 
+On CUDA the decode step can run as a replay of a captured CUDA graph
+(``decode_graphed``): ``graph_steps`` decode steps, sampling included, per replay, one
+graph per (batch bucket, attended-length bucket), captured on first use. The graph
+reads its inputs from one staged buffer and writes tokens and logprobs to another, so
+a replay costs one host-to-device copy, one launch and one device-to-host copy,
+where the eager step launches several hundred kernels.
+
 Hooks for other strategies stay in one place each: ``_mlp`` is the only MLP call of a
 layer (an MoE variant replaces it), and engines copy weights in through
 ``TorchEngine.load_weights`` (a state-dict transform, such as fake quantisation, goes
@@ -38,6 +45,47 @@ from recipe_arena.engines.common import HFCausalLM
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
 REFINE_TOP = 64
 """Logits per row recomputed in float32 when the engine runs in bfloat16."""
+GRAPH_MIN_BATCH = 8
+"""Smallest batch bucket of a captured decode graph (buckets double up to the slots)."""
+GRAPH_T_QUANTUM = 128
+"""Attended-length buckets of captured decode graphs: multiples of this, and at least
+a quarter of the next power of two above the length (four buckets per doubling), so a
+step reads at most ~25% more cached positions than it needs for a few graphs per run."""
+
+
+def batch_bucket(n: int, max_slots: int) -> int:
+    """The captured batch size that serves ``n`` rows: the next power of two from
+    GRAPH_MIN_BATCH, capped at ``max_slots``."""
+    b = GRAPH_MIN_BATCH
+    while b < n:
+        b *= 2
+    return min(b, max_slots)
+
+
+def length_bucket(t: int, capacity: int) -> int:
+    """The attended length a captured graph uses for a step that needs ``t`` positions:
+    ``t`` rounded up to a multiple of max(GRAPH_T_QUANTUM, next_pow2(t) / 4), capped
+    at ``capacity``."""
+    quantum = max(GRAPH_T_QUANTUM, (1 << max(t - 1, 1).bit_length()) // 4)
+    return min(capacity, -(-t // quantum) * quantum)
+
+
+def sample_rows(
+    logits_BV: torch.Tensor, temps_B: torch.Tensor, greedy_B: torch.Tensor, u_B: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``engines.common.sample_tokens`` for rows without a top-p nucleus, on the device
+    and without a host synchronisation (capturable): the same operations in the same
+    order, so the same logits give the same tokens and logprobs. ``temps_B`` holds 1.0
+    on greedy rows (``greedy_B`` true), ``u_B`` the rows' uniforms in [0, 1)."""
+    scaled_BV = logits_BV.float() / temps_B[:, None]
+    lse_B = torch.logsumexp(scaled_BV, dim=-1)
+    cdf_BV = (scaled_BV - lse_B[:, None]).exp_().cumsum_(dim=-1)
+    u_B = u_B.clamp(max=1 - 2**-23)
+    drawn_B = torch.searchsorted(cdf_BV, (u_B * cdf_BV[:, -1])[:, None], right=True)[:, 0]
+    drawn_B = drawn_B.clamp(max=cdf_BV.shape[-1] - 1)
+    tokens_B = torch.where(greedy_B, scaled_BV.argmax(dim=-1), drawn_B)
+    lp_B = scaled_BV.gather(-1, tokens_B[:, None])[:, 0] - lse_B
+    return tokens_B, lp_B
 
 
 def check_supported(model: HFCausalLM) -> None:
@@ -58,7 +106,9 @@ def check_supported(model: HFCausalLM) -> None:
 class SlotKVRunner:
     """Owns the KV cache of up to ``max_slots`` sequences and runs prefill and decode."""
 
-    def __init__(self, model: HFCausalLM, max_slots: int, context: int) -> None:
+    def __init__(
+        self, model: HFCausalLM, max_slots: int, context: int, cuda_graphs: bool = False
+    ) -> None:
         check_supported(model)
         self.model = model
         cfg = model.config
@@ -75,8 +125,18 @@ class SlotKVRunner:
         """Batched prefill forwards run so far."""
         self.k_cache: list[torch.Tensor] = []
         self.v_cache: list[torch.Tensor] = []
+        self._graphs: dict[tuple[int, int, int], _DecodeGraph] = {}
         self._ensure_capacity(min(context, 128))
         self._fused = [self._fuse(layer) for layer in self.layers]
+        self.graphs_enabled = (
+            cuda_graphs
+            and self.device.type == "cuda"
+            and all(f[2] is not None for f in self._fused)  # dense MLPs only
+        )
+        """Whether ``decode_graphed`` may be used (CUDA, dense model, asked for)."""
+        self._pool: Any = None
+        self.graph_captures = 0
+        """Decode graphs captured so far (one per bucket first used)."""
 
     @staticmethod
     def _fuse(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
@@ -158,6 +218,7 @@ class SlotKVRunner:
                 else:
                     cache.append(fresh)
         self.capacity = new_cap
+        self._graphs.clear()  # captured graphs point at the old cache tensors
 
     def move_slot(self, src: int, dst: int, length: int) -> None:
         for cache in (self.k_cache, self.v_cache):
@@ -222,6 +283,114 @@ class SlotKVRunner:
         last position: logits_(B+N)V."""
         return self._forward(tokens_B, positions_B, prompts, slots)
 
+    def can_graph(self, positions_B: Sequence[int], steps: int) -> bool:
+        """Whether ``decode_graphed`` can serve rows at ``positions_B`` for ``steps`` steps
+        (the last step writes position max + steps - 1, which must fit the context)."""
+        return (
+            self.graphs_enabled
+            and 0 < len(positions_B) <= self.max_slots
+            and max(positions_B) + steps <= self.context
+        )
+
+    @torch.no_grad()
+    def decode_graphed(
+        self,
+        tokens_B: Sequence[int],
+        positions_B: Sequence[int],
+        temperatures_B: Sequence[float],
+        uniforms_SB: Sequence[Sequence[float]],
+    ) -> tuple[list[list[float]], list[list[float]]]:
+        """``len(uniforms_SB)`` = S decode steps for slots 0..B-1 as one CUDA-graph
+        replay, each step's token sampled on the device and fed to the next (rows
+        without a top-p nucleus; temperature 0 is greedy). Row b starts from token
+        ``tokens_B[b]`` at position ``positions_B[b]`` and writes keys and values at
+        positions pos_b .. pos_b + S - 1. Returns (tokens_SB, logprobs_SB) as lists; a
+        caller discards a row's tokens after its stop. Tokens and logprobs equal S
+        single eager steps of the same captured computation; the slots B..bucket-1
+        (free) receive the padding rows' keys and values."""
+        B, S = len(tokens_B), len(uniforms_SB)
+        need = max(positions_B) + S
+        self._ensure_capacity(need)
+        bucket = batch_bucket(B, self.max_slots)
+        length = length_bucket(need, self.capacity)
+        for j in range(S):
+            self.kv_positions_read += sum(positions_B) + B * (j + 1)
+        key = (bucket, length, S)
+        g = self._graphs.get(key)
+        fresh = g is None
+        if g is None:
+            g = _DecodeGraph(bucket, length, S, self.device)
+        st = g.staged
+        st.zero_()
+        st[2].fill_(1.0)
+        st[3].fill_(1.0)
+        st[0, :B] = torch.tensor(list(tokens_B), dtype=torch.float32)
+        st[1, :B] = torch.tensor(list(positions_B), dtype=torch.float32)
+        temps = list(temperatures_B)
+        st[2, :B] = torch.tensor([t if t > 0 else 1.0 for t in temps], dtype=torch.float32)
+        st[3, :B] = torch.tensor([1.0 if t == 0 else 0.0 for t in temps], dtype=torch.float32)
+        st[4:, :B] = torch.tensor([list(u) for u in uniforms_SB], dtype=torch.float32)
+        g.inputs.copy_(st, non_blocking=True)
+        if self.device.type != "cuda":  # the same computation, run eagerly (tests on CPU)
+            self._graph_body(g)
+        else:
+            if fresh:
+                self._capture(g)  # its warm-up computes this step's own writes: harmless
+                self._graphs[key] = g
+            g.graph.replay()
+        out = g.outputs[:, :B].cpu()
+        return out[:S].long().tolist(), out[S:].tolist()
+
+    def _capture(self, g: _DecodeGraph) -> None:
+        """Warm up (on a side stream, with the step's real inputs, so the cache writes
+        are the ones the replay makes again) and capture ``g``; graphs share one
+        memory pool (they replay one at a time on one stream)."""
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self._graph_body(g)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: the learner may run CUDA work in another thread meanwhile
+        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
+            self._graph_body(g)
+        self._pool = graph.pool()
+        g.graph = graph
+        self.graph_captures += 1
+
+    def _graph_body(self, g: _DecodeGraph) -> None:
+        """What a decode graph runs: S steps of forward + ``sample_rows``, each feeding
+        its tokens and position + 1 to the next; results into ``g.outputs``."""
+        inp, S = g.inputs, g.steps
+        tok_B, pos_B = inp[0].long(), inp[1].long()
+        temps_B, greedy_B = inp[2], inp[3] > 0.5
+        for j in range(S):
+            rows, mask_BT, T = self._decode_plan(pos_B, g.length)
+            logits_BV = self._decode_rows(tok_B, pos_B, rows, mask_BT, T)
+            tok_B, lp_B = sample_rows(logits_BV, temps_B, greedy_B, inp[4 + j])
+            g.outputs[j].copy_(tok_B)
+            g.outputs[S + j].copy_(lp_B)
+            pos_B = pos_B + 1
+
+    def _decode_rows(
+        self,
+        tok_B: torch.Tensor,
+        pos_B: torch.Tensor,
+        rows: torch.Tensor,
+        mask_BT: torch.Tensor,
+        T: int,
+    ) -> torch.Tensor:
+        """The decode half of ``_forward`` on device tensors (no host values): every
+        row one token at its position against the cache; logits_BV."""
+        x = self.model.model.embed_tokens(tok_B[None]).float()
+        cos, sin = (t.to(self.dtype) for t in self.model.model.rotary_emb(x, pos_B[None]))
+        for i, layer in enumerate(self.layers):
+            q, k, v = self._qkv(i, self._norm(layer.input_layernorm, x), cos, sin)
+            o_BD = self._attend_cache(i, q[0], k[0], v[0], rows, mask_BT, T)
+            x = x + layer.self_attn.o_proj(o_BD)[None]
+            x = x + self._mlp(i, self._norm(layer.post_attention_layernorm, x))
+        return self._logits(x[0])
+
     def _forward(
         self,
         tokens_B: Sequence[int],
@@ -246,6 +415,7 @@ class SlotKVRunner:
         pos_M = torch.cat([pos_B, torch.arange(P).repeat(N)]).to(dev)
         x = self.model.model.embed_tokens(ids_M.to(dev)[None]).float()  # residual: float32
         cos, sin = (t.to(self.dtype) for t in self.model.model.rotary_emb(x, pos_M[None]))
+        self.kv_positions_read += sum(positions_B) + B
         dec = self._decode_plan(pos_B.to(dev), T) if B else None
         dst = torch.tensor([s for group in slots for s in group], device=dev)
         src = torch.tensor([n for n, group in enumerate(slots) for _ in group], device=dev)
@@ -267,7 +437,6 @@ class SlotKVRunner:
     def _decode_plan(self, pos_B: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor, int]:
         """Cache rows the decode tokens write and the additive mask they attend with."""
         B = pos_B.shape[0]
-        self.kv_positions_read += int(pos_B.sum()) + B
         # Flat row of (slot b, head h, position pos_b) in a cache viewed as (S*H*cap, D):
         # index_copy_ there is ~1000x faster on CPU than advanced-index assignment.
         heads_H = torch.arange(self.n_kv, device=self.device)
@@ -339,3 +508,20 @@ class SlotKVRunner:
             enable_gqa=self.n_q != self.n_kv,
         )
         return o.transpose(1, 2).reshape(N * P, -1)
+
+
+class _DecodeGraph:
+    """One captured run of ``steps`` decode steps for ``batch`` rows attending ``length``
+    positions: ``inputs`` (4 + steps, batch) float32 holds tokens, positions,
+    temperatures, greedy flags (1.0/0.0) and each step's uniforms; ``outputs``
+    (2 x steps, batch) float32 the sampled tokens, then their logprobs (token ids are
+    exact in float32 below 2**24)."""
+
+    def __init__(self, batch: int, length: int, steps: int, device: torch.device) -> None:
+        self.batch, self.length, self.steps = batch, length, steps
+        self.inputs = torch.zeros((4 + steps, batch), dtype=torch.float32, device=device)
+        self.outputs = torch.zeros((2 * steps, batch), dtype=torch.float32, device=device)
+        self.staged = torch.zeros((4 + steps, batch), dtype=torch.float32)
+        if device.type == "cuda":
+            self.staged = self.staged.pin_memory()
+        self.graph: Any = None

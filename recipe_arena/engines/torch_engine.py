@@ -117,7 +117,9 @@ class TorchEngine:
         self.context = context or self.model.config.max_position_embeddings
         self.vocab_size = self.model.config.vocab_size
         self.eos_ids = _eos_ids(tokenizer, self.model)
-        self.runner = SlotKVRunner(self.model, self.cfg.max_batch_size, self.context)
+        self.runner = SlotKVRunner(
+            self.model, self.cfg.max_batch_size, self.context, cuda_graphs=self.cfg.cuda_graphs
+        )
         # after the runner: it re-points parameters into fused matrices
         self._params = self.model.state_dict()
         self.load_weights(model.state_dict())
@@ -283,6 +285,7 @@ class TorchEngine:
                     "last_update_ms": self._last_update_ms,
                     "kv_positions_read": float(self.runner.kv_positions_read),
                     "prefill_forwards": float(self.runner.prefill_forwards),
+                    "graph_captures": float(self.runner.graph_captures),
                 },
             )
 
@@ -385,6 +388,16 @@ class TorchEngine:
         return [g[0].request.prompt_tokens for g in chunk], slots
 
     def _decode_step(self, chunk: list[list[_Sample]]) -> None:
+        steps = self.cfg.graph_steps
+        if (
+            self.runner.graphs_enabled  # first: the CPU path pays for nothing below
+            and not chunk
+            and self._routes is None
+            and all(s.request.sampling.top_p >= 1.0 for s in self._running)
+            and self.runner.can_graph([s.cached for s in self._running], steps)
+        ):
+            self._decode_graphed(steps)
+            return
         running = list(self._running)
         tokens_B = [s.tokens[-1] for s in running]
         positions_B = [s.cached for s in running]
@@ -396,6 +409,37 @@ class TorchEngine:
             logits = torch.cat([logits[:B], _rows(logits, B, chunk)])
         self._append_tokens(running + [s for g in chunk for s in g], logits)
         self._steps += 1
+
+    def _decode_graphed(self, steps: int) -> None:
+        """``steps`` decode steps of every running sample as one CUDA-graph replay
+        (``SlotKVRunner.decode_graphed``); a sample keeps its tokens up to its stop or
+        length limit and the rest of its row is discarded. Uniforms are drawn from each
+        sample's own stream in token order, so a sample sees the draws the eager path
+        would give it."""
+        running = list(self._running)
+        temps = [s.request.sampling.temperature for s in running]
+        uniforms = [
+            [s.uniforms.next() if t > 0 else 0.0 for s, t in zip(running, temps, strict=True)]
+            for _ in range(steps)
+        ]
+        toks_SB, lps_SB = self.runner.decode_graphed(
+            [s.tokens[-1] for s in running], [s.cached for s in running], temps, uniforms
+        )
+        added = 0
+        for b, s in enumerate(running):
+            for j in range(steps):
+                t = toks_SB[j][b]
+                s.tokens.append(t)
+                s.logprobs.append(lps_SB[j][b])
+                s.versions.append(self.version)
+                added += 1
+                if t in s.stop_ids or len(s.tokens) >= s.max_new:
+                    break
+        with self._cv:
+            self._generated += added
+            self._window.append((time.perf_counter(), added))
+        self._retire_finished()
+        self._steps += steps
 
     def _take_routes(self, running: list[_Sample], chunk: list[list[_Sample]]) -> None:
         """MoE: hand the experts the last forward routed each position to, (M, N, K) for
@@ -496,6 +540,8 @@ class TorchEngine:
         except BaseException as exc:  # noqa: BLE001
             upd.error = exc
         finally:
+            if self.runner.device.type == "cuda":  # the copies are queued: time them done
+                torch.cuda.synchronize(self.runner.device)
             self._last_update_ms = 1000 * (time.perf_counter() - t0)
             upd.done.set()
 

@@ -44,9 +44,12 @@ def train_steps(
     stage: str,
     run: RunDir | None,
     log_every: int = 10,
+    device: str = "cpu",
 ) -> list[float]:
     """Run ``steps`` optimiser steps of next-token cross-entropy on ``batches``; log
-    ``loss/train`` and ``lr`` under ``stage``; return the per-step losses."""
+    ``loss/train`` and ``lr`` under ``stage``; return the per-step losses. The model,
+    and each batch as it is drawn, go to ``device``; the model stays there."""
+    model.to(device)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
     losses: list[float] = []
@@ -54,7 +57,7 @@ def train_steps(
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, steps, warmup, lr)
-        input_ids_BT, labels_BT = next(batches)
+        input_ids_BT, labels_BT = (t.to(device) for t in next(batches))
         loss = model(input_ids=input_ids_BT, labels=labels_BT).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -112,9 +112,11 @@ def pair_batch(pairs: Sequence[PreferencePair], pad_id: int) -> PairBatch:
 
 
 def response_logps(model: Any, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(chosen_B, rejected_B): summed log-probabilities of each response given its prompt."""
-    logp_2BL = sequence_logprobs(model, batch.tokens_2BL, batch.attention_2BL)
-    logp_2B = (logp_2BL * batch.response_mask_2BL).sum(-1)
+    """(chosen_B, rejected_B): summed log-probabilities of each response given its prompt,
+    on the model's device."""
+    dev = next(model.parameters()).device
+    logp_2BL = sequence_logprobs(model, batch.tokens_2BL.to(dev), batch.attention_2BL.to(dev))
+    logp_2B = (logp_2BL * batch.response_mask_2BL.to(dev)).sum(-1)
     B = logp_2B.shape[0] // 2
     return logp_2B[:B], logp_2B[B:]
 
@@ -270,6 +272,7 @@ def run_dpo(cfg: RunConfig, run: RunDir, init: Path, weak: Path) -> Path:
 
     torch.manual_seed(cfg.seed)
     model, tok = load_checkpoint(init)
+    model.to(cfg.device_for("dpo"))
     pad = int(tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
     pairs = _make_pairs(cfg, model, tok, weak)
     write_pairs_file(run.path / "dpo_pairs.jsonl", pairs)

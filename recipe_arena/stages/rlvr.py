@@ -33,6 +33,7 @@ from recipe_arena.core.checkpoint import (
 )
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import InFlight, LoopSettings, StepRecord, train
+from recipe_arena.core.placement import role_gpus
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation, churn
@@ -51,7 +52,11 @@ def loop_settings(cfg: RunConfig, pad_id: int) -> LoopSettings:
 
 def learner_settings(cfg: RunConfig) -> LearnerSettings:
     """The learner reads the RL section, the loss and the staleness strategy as configured."""
-    return LearnerSettings(rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness)
+    device = cfg.device_for("learner")
+    bf16 = cfg.rl.bf16 if cfg.rl.bf16 is not None else torch.device(device).type == "cuda"
+    return LearnerSettings(
+        rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness, device=device, bf16=bf16
+    )
 
 
 def actor_settings(cfg: RunConfig, teachers: dict[str, str] | None = None) -> ActorSettings:
@@ -209,6 +214,7 @@ def run_rlvr(
             cfg.cluster.address,
             cfg.cluster.num_cpus,
             overlap=cfg.rl.pipeline_depth > 1 and cfg.rl.schedule == "wall_clock",
+            gpus=role_gpus(cfg.cluster, cfg.rl.num_actors),
         )
         if cfg.rl.schedule == "deterministic":  # one local actor, stepped on this thread
             assert isinstance(backend, LocalBackend)

@@ -188,6 +188,7 @@ def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
         warmup=min(cfg.sft.warmup_steps, cfg.sft.steps),
         stage="sft",
         run=run,
+        device=cfg.device_for("sft"),
     )
     out = save_checkpoint(model, tok, run.checkpoints / "sft")
     if cfg.sft.evaluate:

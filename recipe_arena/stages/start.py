@@ -21,7 +21,7 @@ def rl_start_checkpoint(overrides: list[str]) -> Path:
             "stage": "rl_start",
             "world": cfg.world.model_dump(mode="json"),
             "base": cfg.base.model_dump(mode="json"),
-            "sft": cfg.sft.model_dump(mode="json"),
+            "sft": cfg.sft.model_dump(mode="json", exclude={"device"}),
             "seed": cfg.seed,
         }
     )
