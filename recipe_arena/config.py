@@ -576,6 +576,7 @@ class RunConfig(Strict):
             )
         return self
 
+    @model_validator(mode="after")
     def _device_sets_engine(self) -> RunConfig:
         if self.device is not None and "device" not in self.engine.model_fields_set:
             object.__setattr__(
