@@ -346,7 +346,7 @@ def test_tournament_asks_the_judge_what_it_is_trained_on() -> None:
     twice the verdict cap for games (2 x 40). With a judge that replies as trained, a
     group of one right and two wrong answers (all pairs in both orders, 6 games): the
     right one wins its 4 games, 1.0; each wrong one loses 2 and ties 2, 1 / 4 = 0.25.
-    Every game is counted and parsed."""
+    Every game is counted and parsed, and the rewards differ (a varied tournament)."""
     from recipe_arena.rewards.rubric import tournament
 
     row = _chat_row("cold")
@@ -358,7 +358,8 @@ def test_tournament_asks_the_judge_what_it_is_trained_on() -> None:
     assert [r.score for r in results] == [1.0, 0.25, 0.25]
     assert judge.caps == [96, 80]
     assert counts["chat/tournament_games"] == counts["chat/tournament_parsed"] == 6
-    assert counts["chat/tournaments"] == 1 and counts["chat/tournament_unparsable"] == 0
+    assert counts["chat/tournaments"] == counts["chat/tournament_varied"] == 1
+    assert counts["chat/tournament_unparsable"] == 0
 
 
 def test_game_agreement_counts_by_hand() -> None:
@@ -399,6 +400,41 @@ def test_training_examples_hold_games_and_rubrics() -> None:
     for g in games[::4]:
         assert rubric_chat(g)[:-1] == rubric_prompt(g.row, "auto")
         assert rubric_chat(g)[-1]["content"] == g.rubric
+
+
+def test_length_split_keeps_the_padded_batchs_loss_and_gradient() -> None:
+    """``LengthSplit`` cuts a right-padded batch into micro-batches of similar length,
+    each cut to its longest member; the loss must be the padded batch's (the model's
+    own mean token loss over the trained tokens) and so must every parameter's
+    gradient: padding after a sequence is never attended to by it (causal attention)
+    and carries no loss. Checked on a batch of 16 drawn training examples, verdicts and
+    games (lengths from about 40 to 110 tokens), split into 1, 3 and 4 parts."""
+    import torch
+
+    from recipe_arena.models.factory import build_tiny_model
+    from recipe_arena.stages.micro_judge import LengthSplit
+    from recipe_arena.stages.sft import sft_batches
+
+    cfg = MicroJudgeConfig(examples=64, games_per_verdict=1.0)
+    tok = judge_tokenizer()
+    pad = int(tok.pad_token_id)
+    ids, labels = next(sft_batches(judge_examples(cfg, tok), 16, pad, seed=0, group=1, unit=2))
+    lengths = (ids != pad).sum(dim=1)
+    assert int(lengths.max()) - int(lengths.min()) > 20
+    model = build_tiny_model(cfg.model, tok, seed=0)
+
+    def loss_and_grads(module: torch.nn.Module) -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        loss = module(input_ids=ids, labels=labels).loss
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in model.parameters()]
+
+    want, want_grads = loss_and_grads(model)
+    for parts in (1, 3, 4):
+        got, grads = loss_and_grads(LengthSplit(model, pad, parts))
+        assert got == pytest.approx(want, rel=1e-5)
+        for g, w in zip(grads, want_grads, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6)
 
 
 class _Oracle:

@@ -100,7 +100,9 @@ def win_rates(g: int, games: Sequence[tuple[int, int, str | None]]) -> list[floa
 def tournament(
     judge: Judge, row: PromptRow, responses: Sequence[str], cfg: Any
 ) -> tuple[list[RewardResult], Counter[str]]:
-    """Rubric, then both-order pairwise comparisons; (results, metric counts)."""
+    """Rubric, then both-order pairwise comparisons; (results, metric counts): the
+    tournaments, their games, the games parsed and unparsable, and the tournaments
+    whose win rates differ (``chat/tournament_varied``: groups with a learning signal)."""
     counts: Counter[str] = Counter({"chat/tournaments": 1})
     g = len(responses)
     answers = [answer_text(r)[:MAX_JUDGED_CHARS] for r in responses]
@@ -131,6 +133,8 @@ def tournament(
             counts["chat/tournament_unparsable" if reply is not None else "chat/judge_failed"] += 1
         games.append((a, b, verdict))
     rates = win_rates(g, games)
+    if len(set(rates)) > 1:
+        counts["chat/tournament_varied"] += 1  # a group RL can learn from
     out = []
     for i, rate in enumerate(rates):
         if not answers[i].strip():

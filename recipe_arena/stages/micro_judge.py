@@ -244,7 +244,7 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
     examples = judge_examples(cfg, tok)
     torch.manual_seed(cfg.seed)
     losses = train_steps(
-        model,
+        LengthSplit(model, int(tok.pad_token_id)),
         # group=1: batches not sorted by length, which mixes the kinds of verdict in each
         # batch; sorted batches (the SFT default) left the number marks unlearned
         # (docs/results.md, the micro judge)
@@ -266,6 +266,52 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
         "seconds": time.time() - t0,
     }
     (out / "judge_meta.json").write_text(json.dumps(meta, indent=2))
+
+
+LENGTH_PARTS = 4
+"""Micro-batches a judge training batch is cut into by ``LengthSplit``, 1 or more."""
+
+
+class LengthSplit(torch.nn.Module):
+    """The judge model as ``train_steps`` trains it: each right-padded batch is sorted
+    by length and cut into ``parts`` micro-batches, each cut to its own longest member,
+    and the loss is the sum of their token losses over the batch's count of trained
+    tokens. That is the loss of the padded batch, and so its gradient (up to the order
+    of float sums): a token attends only to those before it, so the padding after a
+    sequence changes nothing of it, and padding carries no loss. Why: the batch is
+    padded to its longest member, a game (~100 tokens) beside verdicts of ~60; the
+    micro-batches leave out most of that padding. The batch itself stays as drawn, its
+    kinds mixed (``sft_batches`` with ``group=1``)."""
+
+    def __init__(self, model: torch.nn.Module, pad_id: int, parts: int = LENGTH_PARTS) -> None:
+        super().__init__()
+        self.model, self.pad_id, self.parts = model, pad_id, parts
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> Any:
+        real = input_ids != self.pad_id
+        positions = torch.arange(1, input_ids.shape[1] + 1)
+        lengths = (real * positions).amax(dim=1)  # last real token's position, 1-based
+        order = torch.argsort(lengths, stable=True)
+        total = torch.zeros(())
+        count = (labels[:, 1:] != -100).sum()
+        for chunk in torch.tensor_split(order, min(self.parts, len(order))):
+            width = int(lengths[chunk].max())
+            ids, lab = input_ids[chunk, :width], labels[chunk, :width]
+            logits = self.model(input_ids=ids).logits[:, :-1]
+            total = total + torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(),
+                lab[:, 1:].reshape(-1),
+                ignore_index=-100,
+                reduction="sum",
+            )
+        return _Loss(total / count.clamp(min=1))
+
+
+class _Loss:
+    """What ``train_steps`` reads of a model's output: the loss."""
+
+    def __init__(self, loss: torch.Tensor) -> None:
+        self.loss = loss
 
 
 def micro_judge_checkpoint(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> Path:
