@@ -3,7 +3,8 @@
 Runs ``recipe-arena run recipe=olmo3_think`` (what ``make run`` runs; extra arguments are
 passed on as overrides) with ``RECIPE_ARENA_CACHE`` an empty temporary folder (or
 ``--cache``), reads every line it prints with the time since the start, and reports:
-- each stage's start, end and seconds (the ``stage <name>: <s> s`` lines);
+- each stage's start, end and seconds (the ``stage <name>: <s> s`` lines), and the
+  start-up before the first stage (imports, the world's data, the checks);
 - the base model's and the micro judge's training: when each finished (its cache entry's
   metadata file, written last) and how long it trained (the metadata's ``seconds``); the
   judge trains in a background process from the start of the run
@@ -82,6 +83,8 @@ def main() -> None:
         raise SystemExit(f"first_run: the run exited with {rc}")
 
     print(f"\n{'stage':<14} {'start s':>8} {'end s':>8} {'seconds':>8}")
+    first = min((end - secs for end, secs in ends.values()), default=total)
+    print(f"{'(start-up)':<14} {0.0:8.1f} {first:8.1f} {first:8.1f}")
     for name, (end, secs) in ends.items():
         print(f"{name:<14} {end - secs:8.1f} {end:8.1f} {secs:8.1f}")
     trained: dict[str, tuple[float, float, float]] = {}
@@ -109,9 +112,9 @@ def main() -> None:
         path = f"micro judge {trained['judge'][0]:.0f} s, waited for in {waiting_stage}"
         path += f", then {' -> '.join(n for n in after if n != waiting_stage)}" if after else ""
     else:
-        path = " -> ".join(ends)
+        path = " -> ".join(["start-up", *ends])
         if "judge" in trained:
-            path += f"; the judge finished beside them at {trained['judge'][0]:.0f} s"
+            path += f"; the judge ready at {trained['judge'][0]:.0f} s"
     print(f"load average (1 min): {load0:.2f} at the start, {load1:.2f} at the end")
     print(f"first_run: {total:.0f} s from an empty cache ({path})")
 
