@@ -512,7 +512,10 @@ def test_short_judge_training_is_cached(tmp_path: Path) -> None:
 def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The default judge on 600 held-out verdicts (reference template): at least 90% of
     right-vs-wrong pairs ordered correctly, at least 90% of verdicts right, under 5%
-    unparsable (the targets of the micro judge)."""
+    unparsable (the targets of the micro judge); and on 600 held-out tournament games
+    (``paired_games``, each problem's answers in both orders, its own rubrics): at least
+    90% of the games between a right and a wrong answer won by the right one, under 5%
+    unparsable."""
     from recipe_arena.rewards.judge import build_judge
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path))
@@ -520,6 +523,9 @@ def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch)
     t0 = time.perf_counter()
     result = judge_agreement(judge, generate_verdicts("heldout", 600, seed=99))
     print(f"micro judge agreement: {result}, {600 / (time.perf_counter() - t0):.0f} verdicts/s")
+    games = game_agreement(judge, paired_games("heldout", 600, seed=99), RewardsConfig())
+    print(f"micro judge tournament games: {games}")
     judge.close()
     assert result["pairs"] >= 0.9 and result["accuracy"] >= 0.9, result
     assert result["unparsable"] < 0.05, result
+    assert games["pairwise"] >= 0.9 and games["unparsable"] < 0.05, games
