@@ -268,8 +268,10 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
     (out / "judge_meta.json").write_text(json.dumps(meta, indent=2))
 
 
-LENGTH_PARTS = 4
-"""Micro-batches a judge training batch is cut into by ``LengthSplit``, 1 or more."""
+LENGTH_PARTS = 2
+"""Micro-batches a judge training batch is cut into by ``LengthSplit``, 1 or more: 2
+leaves out most of the padding, where more parts save fewer tokens than their extra
+forward passes cost on a CPU (docs/results.md, rubrics and games)."""
 
 
 class LengthSplit(torch.nn.Module):
