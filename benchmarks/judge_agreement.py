@@ -8,11 +8,16 @@ right-vs-wrong pairs of a row ordered correctly, unparsable replies, and verdict
 second (greedy, the torch engine, distinct prompts); then the accuracy by question kind
 (most held-out verdicts ask for a number), and the same verdicts given the right copies
 (``stages.micro_judge.verdicts_given_copies``: the judge fed its right reply up to
-``Score: ``), which separates comparing the two words from copying them. Config
-overrides are JSON for ``MicroJudgeConfig``. Last line:
-    judge_agreement: accuracy <a>, pairs <p>, unparsable <u>, <v> verdicts/s, train <s> s
+``Score: ``), which separates comparing the two words from copying them. Then the
+rubric tournament's games (``rewards.chat=rubric_tournament``) on held-out problems
+(``data.micro_verdicts.paired_games("heldout", N, seed=99)``, each problem's two answers
+in both orders) through ``stages.micro_judge.game_agreement``: the judge writes each
+problem's rubric, then compares the answers under it; ``pairwise`` is the share of games
+between a right and a wrong answer won by the right one. Config overrides are JSON for
+``MicroJudgeConfig``. Last line:
+    judge_agreement: accuracy <a>, pairs <p>, unparsable <u>, pairwise <w>, <v> verdicts/s, train <s> s
 
-Run: python benchmarks/judge_agreement.py [--set '{"steps": 1600}'] [--verdicts 600]
+Run: python benchmarks/judge_agreement.py [--set '{"steps": 1600}'] [--verdicts 600] [--games 600]
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ import time
 
 import torch
 
-from recipe_arena.config import MicroJudgeConfig
-from recipe_arena.data.micro_verdicts import generate_verdicts, question_kind
+from recipe_arena.config import MicroJudgeConfig, RewardsConfig
+from recipe_arena.data.micro_verdicts import generate_verdicts, paired_games, question_kind
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards.judge import EngineGenerator, Judge, judge_engine
 from recipe_arena.stages.micro_judge import (
+    game_agreement,
     judge_agreement,
     micro_judge_checkpoint,
     verdicts_given_copies,
@@ -39,6 +45,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", default="{}", help="JSON overrides of MicroJudgeConfig")
     ap.add_argument("--verdicts", type=int, default=600, help="held-out verdicts judged")
+    ap.add_argument("--games", type=int, default=600, help="held-out tournament games played")
     ap.add_argument("--cache", default=None, help="cache directory (default: the usual one)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
     args = ap.parse_args()
@@ -62,6 +69,7 @@ def main() -> None:
         ]
         for kind in sorted({question_kind(v.row) for v in verdicts})
     }
+    games = game_agreement(judge, paired_games("heldout", args.games, seed=99), RewardsConfig())
     judge.close()
     given = verdicts_given_copies(model, tok, verdicts)
     given_by_kind = {
@@ -76,8 +84,14 @@ def main() -> None:
         + ", ".join(f"{k} {a:.3f}" for k, a in given_by_kind.items())
     )
     print(
+        f"tournament games: pairwise {games['pairwise']:.3f} of {games['strict_games']:.0f}, "
+        f"ties {games['ties']:.3f}, unparsable {games['unparsable']:.3f}, rubrics "
+        f"{games['rubrics']:.3f}, right answer paid more {games['tournament']:.3f}"
+    )
+    print(
         f"judge_agreement: accuracy {result['accuracy']:.3f}, pairs {result['pairs']:.3f}, "
-        f"unparsable {result['unparsable']:.3f}, {rate:.0f} verdicts/s, train {train_s:.0f} s"
+        f"unparsable {result['unparsable']:.3f}, pairwise {games['pairwise']:.3f}, "
+        f"{rate:.0f} verdicts/s, train {train_s:.0f} s"
     )
 
 

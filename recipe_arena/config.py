@@ -287,6 +287,13 @@ class MicroJudgeConfig(Strict):
     """Distinct train-split verdicts drawn, 2 or more (about half right; with ``paired``
     an odd last one is left out); batches draw from them with replacement, so near
     ``steps * batch_size`` most are seen once."""
+    games_per_verdict: float = Field(0.375, ge=0)
+    """Games of the rubric tournament drawn per verdict drawn, 0 or more:
+    ``round(examples * games_per_verdict)`` train-split games
+    (``data.micro_verdicts.paired_games``), with one rubric to write for every two
+    problems, so that ``rewards.chat=rubric_tournament`` gets a judge that writes rubrics
+    and compares two answers. Each game's reply is two verdicts' copies and marks, then
+    the winner (``Game.reply``), the skills the verdicts teach."""
     open_fraction: float = Field(0.1, ge=0, le=1)
     """Share of verdicts shown through the open-ended template (no reference), in
     [0, 1], so that ``rewards.judge_mode=open`` gets a judge that has seen its prompt;

@@ -14,18 +14,24 @@ from recipe_arena.data.micro_chat import final_word, is_right
 from recipe_arena.data.micro_verdicts import (
     RIGHT_REPLY,
     WRONG_REPLY,
+    Game,
     Verdict,
     generate_verdicts,
+    paired_games,
 )
+from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import Judge, judge_prompt, template
 from recipe_arena.stages.micro_judge import (
     _JUDGE_DATA_SEED,
+    game_agreement,
+    game_chat,
     judge_agreement,
     judge_cache_entry,
     judge_examples,
     judge_tokenizer,
     judge_words,
     micro_judge_checkpoint,
+    rubric_chat,
     template_pieces,
     verdict_chat,
     verdict_inputs,
@@ -133,7 +139,11 @@ def test_verdict_conversation_is_the_judge_prompt_then_the_reply() -> None:
 
 def test_judge_tokenizer_keeps_the_text_and_folds_pieces_and_words() -> None:
     """The reference and open templates have 4 + 3 literal pieces between their fields,
-    one of them shared (``Answer to grade:``): 6 distinct pieces, each one token. Each
+    one of them shared (``Answer to grade:``): 6 distinct pieces, each one token. The
+    rubric tournament's templates add 1 (writing a rubric from the reference: its
+    opening, ``Reference answer:`` being shared and its last ``\n`` a character) + 1
+    (without a reference) + 5 (a game: opening, ``Rubric:``, ``Answer A:``, ``Answer B:``,
+    the question), and the rubric's start ``1. The answer ends with ``: 14. Each
     word of ``judge_words`` standing alone is one token; a word the vocabulary lacks
     (``boxies``) or a vocabulary word inside a longer one (``cat`` in ``cats2``) stays
     characters. Numbers are no words of it: ``655`` is three digit tokens. A rendered
@@ -141,11 +151,13 @@ def test_judge_tokenizer_keeps_the_text_and_folds_pieces_and_words() -> None:
     from recipe_arena.models.tokenizer import build_char_tokenizer
 
     pieces = template_pieces()
-    assert len(pieces) == 6 and "\n\nAnswer to grade:\n" in pieces
+    assert len(pieces) == 14 and "\n\nAnswer to grade:\n" in pieces
+    assert {"\n\nAnswer B:\n", "1. The answer ends with "} <= set(pieces)
     tok, chars = judge_tokenizer(), build_char_tokenizer()
     words = judge_words()
-    assert {"cold", "boxes", "Score"} <= set(words) and not {"boxies", "655"} & set(words)
-    assert len(tok) == len(chars) + 6 + len(words)
+    assert {"cold", "boxes", "Score", "Winner", "tie"} <= set(words)
+    assert not {"boxies", "655"} & set(words)
+    assert len(tok) == len(chars) + 14 + len(words)
 
     def pieces_of(text: str) -> list[str]:
         return [tok.decode([i]) for i in tok(text)["input_ids"]]
@@ -188,7 +200,7 @@ def test_loss_on_prompt_widens_the_loss_mask_to_the_whole_conversation() -> None
     template piece in a reply, and its words stand alone) and its end-of-turn token;
     with
     ``loss_on_prompt`` the same ids carry a mask of all ones."""
-    cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False, kind_repeats={})
+    cfg = MicroJudgeConfig(examples=8, loss_on_prompt=False, kind_repeats={}, games_per_verdict=0)
     tok = judge_tokenizer()
     verdicts = generate_verdicts(
         "train", 8, _JUDGE_DATA_SEED + cfg.seed, cfg.open_fraction, cfg.swap_fraction, cfg.paired
@@ -211,7 +223,7 @@ def test_paired_setting_decides_the_training_examples() -> None:
     from recipe_arena.stages.sft import assistant_mask
 
     tok = judge_tokenizer()
-    cfg = MicroJudgeConfig(examples=20, paired=True, kind_repeats={})
+    cfg = MicroJudgeConfig(examples=20, paired=True, kind_repeats={}, games_per_verdict=0)
     seed = _JUDGE_DATA_SEED + cfg.seed
     paired = judge_examples(cfg, tok)
     expected = paired_verdicts("train", 20, seed, cfg.open_fraction, cfg.swap_fraction)
@@ -239,7 +251,7 @@ def test_kind_repeats_add_each_kinds_units_again_in_draw_order() -> None:
     from recipe_arena.data.micro_verdicts import question_kind
     from recipe_arena.stages.micro_judge import training_verdicts
 
-    base_cfg = MicroJudgeConfig(examples=60, kind_repeats={})
+    base_cfg = MicroJudgeConfig(examples=60, kind_repeats={}, games_per_verdict=0)
     drawn = training_verdicts(base_cfg)
     assert len(drawn) == 60
     pairs = [drawn[i : i + 2] for i in range(0, 60, 2)]
@@ -264,6 +276,165 @@ def test_kind_repeats_add_each_kinds_units_again_in_draw_order() -> None:
     for bad in ({"weather": 2}, {"number": 0}):
         with pytest.raises(ValueError):
             MicroJudgeConfig(kind_repeats=bad)
+
+
+def _chat_row(reference: str, question: str = "What is the opposite of hot?") -> PromptRow:
+    return PromptRow(
+        id="chat-train-0",
+        messages=[{"role": "user", "content": question}],
+        ground_truth=reference,
+        domain="chat",
+    )
+
+
+def test_games_are_ordered_by_the_labels_and_come_in_both_orders() -> None:
+    """A game's winner is the right answer against a wrong one (``A`` first, ``B``
+    second) and a tie between two right or two wrong ones; its reply is each answer's
+    copies and mark, as a verdict writes them, then the winner. By hand: reference
+    cold, ``It is cold.`` against ``It is hot.``: ``cold / cold =. hot / cold x. Winner:
+    A``; reference 941, ``939`` against ``941``: the numbers padded to four digits with
+    a mark per digit (0939 against 0941: ``==xx``), ``Winner: B``; two wrong answers
+    tie. On 600 drawn games (300 problems, each in both orders): the second of each
+    pair is the first reversed, every winner is ``is_right``'s order, and strict games
+    are 2/3 of the problems, +- 4 * sqrt((2/9) / 300) = 0.109."""
+    cold = _chat_row("cold")
+    assert Game(cold, "It is cold.", "It is hot.").reply == "cold / cold =. hot / cold x. Winner: A"
+    assert (
+        Game(cold, "It is hot.", "It is warm.").reply == "hot / cold x. warm / cold x. Winner: tie"
+    )
+    number = _chat_row("941", "What number comes after 940?")
+    assert Game(number, "939", "941").reply == "0939 / 0941 ==xx. 0941 / 0941 ====. Winner: B"
+    assert Game(number, "941", "It is 941.").winner == "tie"
+    assert Game(number, "941", "939").rubric == "1. The answer ends with 941."
+    games = paired_games("train", 600, seed=3, swap_fraction=0.5)
+    assert len(games) == 600
+    for a, b in zip(games[::2], games[1::2], strict=True):
+        assert (a.row, a.first, a.second) == (b.row, b.second, b.first)
+    for g in games:
+        first, second = (is_right(str(g.row.ground_truth), x) for x in (g.first, g.second))
+        assert g.winner == ("tie" if first == second else "A" if first else "B")
+        assert g.reply.endswith(f". Winner: {g.winner}")
+    strict = sum(g.winner != "tie" for g in games[::2]) / 300
+    assert abs(strict - 2 / 3) < 0.109
+
+
+class _Tournament:
+    """A judge model that replies what the micro judge is trained to write to exactly
+    the prompts it is trained on (``rubric_chat``, ``game_chat``) and fails the test
+    (KeyError) on any other prompt; it records the reply caps it is given."""
+
+    def __init__(self, games: list[Game], wrong: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        self.replies = {rubric_chat(g)[0]["content"]: g.rubric for g in games}
+        for k, g in enumerate(games):
+            right = g.reply
+            flipped = right.replace("Winner: A", "Winner: B") if "A" in right[-1] else right
+            self.replies[game_chat(g)[0]["content"]] = flipped if k in wrong else right
+        self.caps: list[int | None] = []
+
+    def generate(self, prompts, max_new_tokens=None):  # type: ignore[no-untyped-def]
+        self.caps.append(max_new_tokens)
+        return [self.replies[p[0]["content"]] for p in prompts]
+
+    def close(self) -> None:
+        pass
+
+
+def test_tournament_asks_the_judge_what_it_is_trained_on() -> None:
+    """``rewards.rubric.tournament`` sends the micro judge the rubric prompt (with the
+    reference, the row having one) and the game prompts it is trained on, word for
+    word (any other prompt fails the stand-in judge), at the rubric cap (96 tokens) and
+    twice the verdict cap for games (2 x 40). With a judge that replies as trained, a
+    group of one right and two wrong answers (all pairs in both orders, 6 games): the
+    right one wins its 4 games, 1.0; each wrong one loses 2 and ties 2, 1 / 4 = 0.25.
+    Every game is counted and parsed, and the rewards differ (a varied tournament)."""
+    from recipe_arena.rewards.rubric import tournament
+
+    row = _chat_row("cold")
+    answers = ["It is cold.", "It is hot.", "cold or hot."]
+    games = [Game(row, a, b) for a in answers for b in answers if a != b]
+    judge = _Tournament(games)
+    cfg = RewardsConfig(chat="rubric_tournament")
+    results, counts = tournament(Judge(judge), row, answers, cfg)  # type: ignore[arg-type]
+    assert [r.score for r in results] == [1.0, 0.25, 0.25]
+    assert judge.caps == [96, 80]
+    assert counts["chat/tournament_games"] == counts["chat/tournament_parsed"] == 6
+    assert counts["chat/tournaments"] == counts["chat/tournament_varied"] == 1
+    assert counts["chat/tournament_unparsable"] == 0
+
+
+def test_game_agreement_counts_by_hand() -> None:
+    """``game_agreement`` with a judge right on every game but one strict game (its
+    winner flipped from A to B): pairwise (S - 1) / S of the S strict games, ties and
+    rubrics all right, none unparsable; that problem's tournament pays its two answers
+    1 / 2 each (one game won by each), so the right answer is paid more on P - 1 of the
+    P strict problems."""
+    games = paired_games("heldout", 120, seed=4)
+    flip = next(k for k, g in enumerate(games) if g.winner == "A")
+    result = game_agreement(Judge(_Tournament(games, {flip})), games, RewardsConfig())  # type: ignore[arg-type]
+    strict = [g for g in games if g.winner != "tie"]
+    problems = len({(g.row.id, g.row.ground_truth) for g in strict})
+    assert result["strict_games"] == len(strict)
+    assert result["pairwise"] == pytest.approx(1 - 1 / len(strict))
+    assert result["ties"] == result["rubrics"] == 1.0 and result["unparsable"] == 0.0
+    assert result["tournament"] == pytest.approx(1 - 1 / problems)
+
+
+def test_training_examples_hold_games_and_rubrics() -> None:
+    """``games_per_verdict`` 0.5 of 40 verdicts: 20 games (10 problems in both orders),
+    and a rubric to write for every other problem (5); the examples are the verdicts,
+    then the games, then the rubrics, an odd last one left out of the pairs (64). A
+    rubric example's prompt is the tournament's for that row (``rubric_prompt``,
+    'auto' choosing the reference), its reply the rubric the games show."""
+    from recipe_arena.rewards.rubric import rubric_prompt
+    from recipe_arena.stages.micro_judge import training_games, training_verdicts
+    from recipe_arena.stages.sft import assistant_mask
+
+    cfg = MicroJudgeConfig(examples=40, games_per_verdict=0.5, kind_repeats={})
+    tok = judge_tokenizer()
+    games = training_games(cfg)
+    assert len(games) == 20
+    chats = [verdict_chat(v) for v in training_verdicts(cfg)] + [game_chat(g) for g in games]
+    chats += [rubric_chat(g) for g in games[::4]]
+    assert len(chats) == 65
+    assert judge_examples(cfg, tok) == [assistant_mask(tok, c) for c in chats[:64]]
+    for g in games[::4]:
+        assert rubric_chat(g)[:-1] == rubric_prompt(g.row, "auto")
+        assert rubric_chat(g)[-1]["content"] == g.rubric
+
+
+def test_length_split_keeps_the_padded_batchs_loss_and_gradient() -> None:
+    """``LengthSplit`` cuts a right-padded batch into micro-batches of similar length,
+    each cut to its longest member; the loss must be the padded batch's (the model's
+    own mean token loss over the trained tokens) and so must every parameter's
+    gradient: padding after a sequence is never attended to by it (causal attention)
+    and carries no loss. Checked on a batch of 16 drawn training examples, verdicts and
+    games (lengths from about 40 to 110 tokens), split into 1, 3 and 4 parts."""
+    import torch
+
+    from recipe_arena.models.factory import build_tiny_model
+    from recipe_arena.stages.micro_judge import LengthSplit
+    from recipe_arena.stages.sft import sft_batches
+
+    cfg = MicroJudgeConfig(examples=64, games_per_verdict=1.0)
+    tok = judge_tokenizer()
+    pad = int(tok.pad_token_id)
+    ids, labels = next(sft_batches(judge_examples(cfg, tok), 16, pad, seed=0, group=1, unit=2))
+    lengths = (ids != pad).sum(dim=1)
+    assert int(lengths.max()) - int(lengths.min()) > 20
+    model = build_tiny_model(cfg.model, tok, seed=0)
+
+    def loss_and_grads(module: torch.nn.Module) -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        loss = module(input_ids=ids, labels=labels).loss
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in model.parameters()]
+
+    want, want_grads = loss_and_grads(model)
+    for parts in (1, 3, 4):
+        got, grads = loss_and_grads(LengthSplit(model, pad, parts))
+        assert got == pytest.approx(want, rel=1e-5)
+        for g, w in zip(grads, want_grads, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6)
 
 
 class _Oracle:
@@ -341,7 +512,10 @@ def test_short_judge_training_is_cached(tmp_path: Path) -> None:
 def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The default judge on 600 held-out verdicts (reference template): at least 90% of
     right-vs-wrong pairs ordered correctly, at least 90% of verdicts right, under 5%
-    unparsable (the targets of the micro judge)."""
+    unparsable (the targets of the micro judge); and on 600 held-out tournament games
+    (``paired_games``, each problem's answers in both orders, its own rubrics): at least
+    90% of the games between a right and a wrong answer won by the right one, under 5%
+    unparsable."""
     from recipe_arena.rewards.judge import build_judge
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path))
@@ -349,6 +523,9 @@ def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch)
     t0 = time.perf_counter()
     result = judge_agreement(judge, generate_verdicts("heldout", 600, seed=99))
     print(f"micro judge agreement: {result}, {600 / (time.perf_counter() - t0):.0f} verdicts/s")
+    games = game_agreement(judge, paired_games("heldout", 600, seed=99), RewardsConfig())
+    print(f"micro judge tournament games: {games}")
     judge.close()
     assert result["pairs"] >= 0.9 and result["accuracy"] >= 0.9, result
     assert result["unparsable"] < 0.05, result
+    assert games["pairwise"] >= 0.9 and games["unparsable"] < 0.05, games

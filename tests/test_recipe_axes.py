@@ -60,22 +60,33 @@ def test_swapping_one_axis_changes_only_that_axis(recipe: str, axis: str, option
 
 
 @pytest.mark.parametrize(
-    ("recipe", "axes"),
+    ("recipe", "axes", "fields"),
     [
-        ("kimi_k3", {"staleness": "shared_quant", "length_control": "token_budget"}),
+        (
+            "kimi_k3",
+            {"staleness": "shared_quant", "length_control": "token_budget"},
+            {"rewards.chat": "rubric_tournament"},
+        ),
         (
             "deepseek_v4_flash",
             {"staleness": "deepseek_mask", "length_control": "discard_early_short"},
+            {},
         ),
     ],
 )
 def test_recipes_differ_from_olmo3_only_in_their_strategies(
-    recipe: str, axes: dict[str, str]
+    recipe: str, axes: dict[str, str], fields: dict[str, str]
 ) -> None:
+    """Besides the strategy axes and the pipeline, Kimi K3 differs in its chat reward
+    alone (its rubric tournament, ``recipes/rewards/kimi_k3.yaml``)."""
     changed = _diff([f"recipe={recipe}"], ["recipe=olmo3_think"])
-    assert {k.split(".")[0] for k in changed} <= {"recipe", "pipeline", *axes}, changed
-    cfg = load_config([f"recipe={recipe}"])
-    assert {a: getattr(cfg, a).name for a in axes} == axes
+    assert {k for k in changed if k.split(".")[0] not in {"recipe", "pipeline", *axes}} == set(
+        fields
+    ), changed
+    cfg = _flat(load_config([f"recipe={recipe}"]).model_dump(mode="json"))
+    assert {k: cfg[k] for k in fields} == fields
+    resolved = load_config([f"recipe={recipe}"])
+    assert {a: getattr(resolved, a).name for a in axes} == axes
 
 
 # The metric each option's run must log (its strategy ran in the RL stage).

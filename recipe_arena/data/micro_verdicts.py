@@ -230,3 +230,82 @@ def paired_verdicts(
         for answer in (good, bad):
             out.append(Verdict(shown, answer, is_right(str(shown.ground_truth), answer), mode))
     return out
+
+
+RUBRIC_STEM = "1. The answer ends with "
+"""The micro judge's rubric (``rubric_reply``) before the reference: one criterion, the
+answer's final word, which is what ``micro_chat.is_right`` checks."""
+WINNER = "Winner: "
+"""The label of a game's verdict, which ``rewards.rubric.parse_winner`` reads."""
+
+
+def rubric_reply(reference: str) -> str:
+    """The rubric the micro judge writes for a question whose reference answer is
+    ``reference`` (``1. The answer ends with cold.``): the reference copied into one
+    criterion, so that the games read it from the rubric as verdicts read it from the
+    reference answer."""
+    return f"{RUBRIC_STEM}{reference.lower()}."
+
+
+@dataclass(frozen=True)
+class Game:
+    """One game of the rubric tournament: two answers to one problem, compared under
+    the rubric written from the reference shown (``row.ground_truth``)."""
+
+    row: PromptRow
+    first: str
+    second: str
+
+    @property
+    def rubric(self) -> str:
+        return rubric_reply(str(self.row.ground_truth))
+
+    @property
+    def winner(self) -> Literal["A", "B", "tie"]:
+        """The ground-truth order: the right answer wins against a wrong one (``A`` the
+        first, ``B`` the second); two right or two wrong answers tie."""
+        a, b = (is_right(str(self.row.ground_truth), x) for x in (self.first, self.second))
+        return "tie" if a == b else ("A" if a else "B")
+
+    @property
+    def reply(self) -> str:
+        """Each answer's half verdict in turn, its final word, the rubric's word and the
+        mark (``Verdict.reply`` without its score), then the winner: ``hot / cold x.
+        cold / cold =. Winner: B``. The same copies and marks as a verdict, so a judge
+        that learns one learns the other; the winner reads the two marks."""
+        halves = [
+            Verdict(self.row, x, is_right(str(self.row.ground_truth), x), "reference").reply.rsplit(
+                " ", 2
+            )[0]
+            for x in (self.first, self.second)
+        ]
+        return f"{halves[0]} {halves[1]} {WINNER}{self.winner}"
+
+
+def paired_games(split: Split, n: int, seed: int, swap_fraction: float = 0.0) -> list[Game]:
+    """``n // 2`` pairs of games, each pair one problem's two answers in both orders
+    (``a`` against ``b``, then ``b`` against ``a``), so that only the order tells the pair
+    apart and a judge is pushed to read both answers rather than a position. In two
+    pairs of three the answers are a right and a wrong one; in the third both are right
+    or both wrong (a tie). A share ``swap_fraction`` of the problems shows another
+    reference (``_other_reference``), labelled against it, as for verdicts."""
+    rows, answers = _problems(split, n, seed)
+    rng = random.Random(f"games|{split}|{seed}")
+    out = []
+    for k in range(n // 2):
+        row, reference = rows[k], answers[k]
+        if rng.random() < swap_fraction:
+            row, reference = _other_reference(rng, row, reference)
+        gt = str(row.ground_truth)
+        others = [a for a in rng.sample(answers, min(3, len(answers))) if a != reference]
+        kind = rng.random()
+        if kind < 2 / 3:
+            a, b = _right(rng, gt, reference), _wrong(rng, row, reference, others or [""])
+            if rng.random() < 0.5:
+                a, b = b, a
+        elif kind < 5 / 6:
+            a, b = _right(rng, gt, reference), _right(rng, gt, reference)
+        else:
+            a, b = (_wrong(rng, row, reference, others or [""]) for _ in range(2))
+        out += [Game(row, a, b), Game(row, b, a)]
+    return out

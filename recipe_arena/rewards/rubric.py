@@ -1,7 +1,9 @@
 """Rubric tournament (Kimi K3 style group reward for open-ended prompts).
 
-The judge first writes a rubric for the prompt, then compares the group's responses
-pairwise under that rubric. Every pair is judged in both orders (A/B and B/A) to
+The judge first writes a rubric for the prompt (from the prompt and its reference answer
+when the row has one and the judge's mode allows it, as ``judge_prompt`` chooses its
+template: ``rubric_prompt``), then compares the group's responses pairwise under that
+rubric (``game_prompt``). Every pair is judged in both orders (A/B and B/A) to
 cancel position bias. Reward of response i = points_i / games_i with win = 1,
 tie = 1/2, loss or unparsable verdict = 0: a win rate in [0, 1].
 
@@ -21,13 +23,42 @@ from collections.abc import Sequence
 from typing import Any
 
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.judge import MAX_JUDGED_CHARS, Judge, template
+from recipe_arena.rewards.judge import MAX_JUDGED_CHARS, Chat, Judge, template
 from recipe_arena.rewards.text import RewardResult, answer_text
 
 FALLBACK_RUBRIC = (
     "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
 )
 _WINNER_RE = re.compile(r"winner\s*[:=]?\s*\**\s*(A|B|tie)\b", re.IGNORECASE)
+
+
+GAME_TOKENS_FACTOR = 2
+"""A game's reply may take this many times ``judge_max_new_tokens``: it judges two
+answers where a verdict judges one (the micro judge writes a verdict's copies and marks
+for each, ``data.micro_verdicts.Game.reply``)."""
+
+
+def rubric_prompt(row: PromptRow, mode: str = "auto") -> Chat:
+    """The judge's prompt to write a rubric for ``row``: the question and its reference
+    answer (``rubric_write_reference``) when ``mode`` is 'reference', or 'auto' and the
+    row has a reference; else the question alone (``rubric_write``)."""
+    has_ref = isinstance(row.ground_truth, str) and row.ground_truth.strip() != ""
+    if mode == "reference" or (mode == "auto" and has_ref):
+        text = template("rubric_write_reference").format(
+            prompt=row.prompt_text, reference=str(row.ground_truth or "")
+        )
+    else:
+        text = template("rubric_write").format(prompt=row.prompt_text)
+    return [{"role": "user", "content": text}]
+
+
+def game_prompt(row: PromptRow, rubric: str, first: str, second: str) -> Chat:
+    """The judge's prompt to compare two answers (already cut to what is judged) under
+    ``rubric``: ``first`` is answer A, ``second`` answer B."""
+    text = template("rubric_compare").format(
+        prompt=row.prompt_text, rubric=rubric, first=first, second=second
+    )
+    return [{"role": "user", "content": text}]
 
 
 def pair_schedule(g: int, schedule: str = "all_pairs", opponents: int = 2) -> list[tuple[int, int]]:
@@ -69,12 +100,14 @@ def win_rates(g: int, games: Sequence[tuple[int, int, str | None]]) -> list[floa
 def tournament(
     judge: Judge, row: PromptRow, responses: Sequence[str], cfg: Any
 ) -> tuple[list[RewardResult], Counter[str]]:
-    """Rubric, then both-order pairwise comparisons; (results, metric counts)."""
-    counts: Counter[str] = Counter()
+    """Rubric, then both-order pairwise comparisons; (results, metric counts): the
+    tournaments, their games, the games parsed and unparsable, and the tournaments
+    whose win rates differ (``chat/tournament_varied``: groups with a learning signal)."""
+    counts: Counter[str] = Counter({"chat/tournaments": 1})
     g = len(responses)
     answers = [answer_text(r)[:MAX_JUDGED_CHARS] for r in responses]
     rubric = judge.gen.generate(
-        [[{"role": "user", "content": template("rubric_write").format(prompt=row.prompt_text)}]],
+        [rubric_prompt(row, judge.mode)],
         max_new_tokens=cfg.rubric_max_new_tokens,
     )[0]
     if not rubric or not rubric.strip():
@@ -84,27 +117,24 @@ def tournament(
         (i, j) for i, j in pair_schedule(g, cfg.tournament_schedule, cfg.tournament_opponents)
     ]
     ordered += [(j, i) for i, j in ordered]
-    compare = template("rubric_compare")
-    prompts = [
-        [
-            {
-                "role": "user",
-                "content": compare.format(
-                    prompt=row.prompt_text, rubric=rubric, first=answers[a], second=answers[b]
-                ),
-            }
-        ]
-        for a, b in ordered
-    ]
-    replies = judge.gen.generate(prompts) if prompts else []
+    prompts = [game_prompt(row, rubric, answers[a], answers[b]) for a, b in ordered]
+    replies = (
+        judge.gen.generate(prompts, max_new_tokens=GAME_TOKENS_FACTOR * cfg.judge_max_new_tokens)
+        if prompts
+        else []
+    )
     games = []
     for (a, b), reply in zip(ordered, replies, strict=True):
         verdict = parse_winner(reply)
         counts["chat/tournament_games"] += 1
-        if verdict is None:
+        if verdict is not None:
+            counts["chat/tournament_parsed"] += 1
+        else:
             counts["chat/tournament_unparsable" if reply is not None else "chat/judge_failed"] += 1
         games.append((a, b, verdict))
     rates = win_rates(g, games)
+    if len(set(rates)) > 1:
+        counts["chat/tournament_varied"] += 1  # a group RL can learn from
     out = []
     for i, rate in enumerate(rates):
         if not answers[i].strip():

@@ -53,7 +53,14 @@ from transformers import PreTrainedTokenizerFast
 from recipe_arena.cache import build_cached, cache_key, cache_root, entry_ready
 from recipe_arena.config import MicroJudgeConfig
 from recipe_arena.data.micro_chat import vocabulary
-from recipe_arena.data.micro_verdicts import Verdict, generate_verdicts, question_kind
+from recipe_arena.data.micro_verdicts import (
+    RUBRIC_STEM,
+    Game,
+    Verdict,
+    generate_verdicts,
+    paired_games,
+    question_kind,
+)
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.stages.common import train_steps
@@ -64,7 +71,7 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 6
+_FORMAT = 7
 """Part of the cache key: bump it when the verdict data, reply, tokenizer or batching changes."""
 
 
@@ -75,20 +82,33 @@ def judge_cache_entry(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> Pa
     return cache_root(cache_dir) / "judge" / key
 
 
+JUDGE_TEMPLATES = (
+    "judge_reference",
+    "judge_open",
+    "rubric_write_reference",
+    "rubric_write",
+    "rubric_compare",
+)
+"""The templates the micro judge reads: verdicts (``rewards.judge``) and the rubric
+tournament's rubric and games (``rewards.rubric``)."""
+
+
 def template_pieces() -> list[str]:
-    """The literal text of the judge templates between their ``{fields}``, longest first."""
+    """The literal text of ``JUDGE_TEMPLATES`` between their ``{fields}`` (less single
+    characters, tokens already), and the rubric's fixed start
+    (``micro_verdicts.RUBRIC_STEM``), longest first."""
     from recipe_arena.rewards.judge import template
 
     pieces = {
         literal
-        for name in ("judge_reference", "judge_open")
+        for name in JUDGE_TEMPLATES
         for literal, _, _, _ in string.Formatter().parse(template(name))
-        if literal
+        if literal and len(literal) > 1
     }
-    return sorted(pieces, key=lambda p: (-len(p), p))
+    return sorted(pieces | {RUBRIC_STEM}, key=lambda p: (-len(p), p))
 
 
-_JUDGE_WORDS = ("It", "or", "none", "Score", "assistant", "user")
+_JUDGE_WORDS = ("It", "or", "none", "Score", "Winner", "tie", "assistant", "user")
 """Words of the verdicts and the chat markup that the chat vocabulary lacks."""
 
 
@@ -117,6 +137,24 @@ def verdict_chat(v: Verdict) -> list[dict[str, str]]:
     return [*judge_prompt(v.row, v.answer, v.mode), {"role": "assistant", "content": v.reply}]
 
 
+def rubric_chat(g: Game) -> list[dict[str, str]]:
+    """Writing the rubric of ``g``'s problem as a conversation: the tournament's rubric
+    prompt with the reference shown, then the rubric (``micro_verdicts.rubric_reply``)."""
+    from recipe_arena.rewards.rubric import rubric_prompt
+
+    return [*rubric_prompt(g.row, "reference"), {"role": "assistant", "content": g.rubric}]
+
+
+def game_chat(g: Game) -> list[dict[str, str]]:
+    """The game as a conversation: the tournament's game prompt under the rubric the
+    judge writes, then the judge's reply (``Game.reply``)."""
+    from recipe_arena.rewards.rubric import game_prompt
+    from recipe_arena.rewards.text import answer_text
+
+    prompt = game_prompt(g.row, g.rubric, answer_text(g.first), answer_text(g.second))
+    return [*prompt, {"role": "assistant", "content": g.reply}]
+
+
 def judge_examples(
     cfg: MicroJudgeConfig, tok: PreTrainedTokenizerFast
 ) -> list[tuple[list[int], list[int]]]:
@@ -126,7 +164,11 @@ def judge_examples(
     pair too, so pairs stay consecutive)."""
     from recipe_arena.stages.sft import assistant_mask
 
-    examples = [assistant_mask(tok, verdict_chat(v)) for v in training_verdicts(cfg)]
+    chats = [verdict_chat(v) for v in training_verdicts(cfg)]
+    games = training_games(cfg)
+    chats += [game_chat(g) for g in games]
+    chats += [rubric_chat(g) for g in games[::4]]  # one per two problems (pairs of games)
+    examples = [assistant_mask(tok, chat) for chat in chats]
     if cfg.loss_on_prompt:
         examples = [(ids, [1] * len(ids)) for ids, _ in examples]
     limit = cfg.model.max_position_embeddings
@@ -163,6 +205,26 @@ def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
     return verdicts + extra
 
 
+def training_games(cfg: MicroJudgeConfig) -> list[Game]:
+    """The judge's tournament draw: ``round(cfg.examples * cfg.games_per_verdict)``
+    train-split games
+    (``micro_verdicts.paired_games``: each problem's two answers in both orders), with
+    the references swapped as for verdicts, then each problem's pair of games again
+    for each further repeat of its kind (``cfg.kind_repeats``), as ``training_verdicts``."""
+    n = round(cfg.examples * cfg.games_per_verdict)
+    games = paired_games("train", n, _JUDGE_DATA_SEED + 1 + cfg.seed, cfg.swap_fraction)
+    pairs = _units(games, 2)
+    repeats = [cfg.kind_repeats.get(question_kind(p[0].row), 1) for p in pairs]
+    extra = [
+        g
+        for r in range(2, max(repeats, default=1) + 1)
+        for p, times in zip(pairs, repeats, strict=True)
+        if times >= r
+        for g in p
+    ]
+    return games + extra
+
+
 def _unit(cfg: MicroJudgeConfig) -> int:
     """Verdicts that are drawn and batched together: 2 when paired, else 1."""
     return 2 if cfg.paired else 1
@@ -182,7 +244,7 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
     examples = judge_examples(cfg, tok)
     torch.manual_seed(cfg.seed)
     losses = train_steps(
-        model,
+        LengthSplit(model, int(tok.pad_token_id)),
         # group=1: batches not sorted by length, which mixes the kinds of verdict in each
         # batch; sorted batches (the SFT default) left the number marks unlearned
         # (docs/results.md, the micro judge)
@@ -204,6 +266,54 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
         "seconds": time.time() - t0,
     }
     (out / "judge_meta.json").write_text(json.dumps(meta, indent=2))
+
+
+LENGTH_PARTS = 2
+"""Micro-batches a judge training batch is cut into by ``LengthSplit``, 1 or more: 2
+leaves out most of the padding, where more parts save fewer tokens than their extra
+forward passes cost on a CPU (docs/results.md, rubrics and games)."""
+
+
+class LengthSplit(torch.nn.Module):
+    """The judge model as ``train_steps`` trains it: each right-padded batch is sorted
+    by length and cut into ``parts`` micro-batches, each cut to its own longest member,
+    and the loss is the sum of their token losses over the batch's count of trained
+    tokens. That is the loss of the padded batch, and so its gradient (up to the order
+    of float sums): a token attends only to those before it, so the padding after a
+    sequence changes nothing of it, and padding carries no loss. Why: the batch is
+    padded to its longest member, a game (~100 tokens) beside verdicts of ~60; the
+    micro-batches leave out most of that padding. The batch itself stays as drawn, its
+    kinds mixed (``sft_batches`` with ``group=1``)."""
+
+    def __init__(self, model: torch.nn.Module, pad_id: int, parts: int = LENGTH_PARTS) -> None:
+        super().__init__()
+        self.model, self.pad_id, self.parts = model, pad_id, parts
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> Any:
+        real = input_ids != self.pad_id
+        positions = torch.arange(1, input_ids.shape[1] + 1)
+        lengths = (real * positions).amax(dim=1)  # last real token's position, 1-based
+        order = torch.argsort(lengths, stable=True)
+        total = torch.zeros(())
+        count = (labels[:, 1:] != -100).sum()
+        for chunk in torch.tensor_split(order, min(self.parts, len(order))):
+            width = int(lengths[chunk].max())
+            ids, lab = input_ids[chunk, :width], labels[chunk, :width]
+            logits = self.model(input_ids=ids).logits[:, :-1]
+            total = total + torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(),
+                lab[:, 1:].reshape(-1),
+                ignore_index=-100,
+                reduction="sum",
+            )
+        return _Loss(total / count.clamp(min=1))
+
+
+class _Loss:
+    """What ``train_steps`` reads of a model's output: the loss."""
+
+    def __init__(self, loss: torch.Tensor) -> None:
+        self.loss = loss
 
 
 def micro_judge_checkpoint(cfg: MicroJudgeConfig, cache_dir: str | None = None) -> Path:
@@ -406,3 +516,61 @@ def verdicts_given_copies(model: Any, tok: Any, verdicts: Sequence[Verdict]) -> 
             logits = model(torch.tensor([ids])).logits[0, -1]
         out.append(int(logits.argmax()) == target)
     return out
+
+
+def game_agreement(judge: Any, games: Sequence[Game], cfg: Any) -> dict[str, float]:
+    """How ``judge``'s rubric tournament (``rewards.rubric``) agrees with the ground-truth
+    order of ``games`` (``Game.winner``), through the tournament's own prompts: for each
+    problem the judge writes the rubric, then plays every game under it (greedy, at the
+    tournament's reply cap). ``pairwise``: of the games between a right and a wrong
+    answer, the share won by the right one; ``ties``: of the games between two right or
+    two wrong answers, the share called a tie; ``unparsable``: replies without a
+    winner; ``rubrics``: rubrics written exactly as trained (``Game.rubric``);
+    ``tournament``: of the problems with a right and a wrong answer, the share where
+    ``rewards.rubric.tournament`` of the two (both orders) pays the right one more.
+    ``cfg``: the ``RewardsConfig`` whose caps the tournament uses."""
+    from recipe_arena.rewards.rubric import (
+        GAME_TOKENS_FACTOR,
+        game_prompt,
+        parse_winner,
+        rubric_prompt,
+        tournament,
+    )
+    from recipe_arena.rewards.text import answer_text
+
+    problems = {_problem(g): g for g in games}  # the reference shown makes the problem
+    rubric_replies = judge.gen.generate(
+        [rubric_prompt(g.row, "reference") for g in problems.values()],
+        max_new_tokens=cfg.rubric_max_new_tokens,
+    )
+    rubric_of = dict(zip(problems, rubric_replies, strict=True))
+    prompts = [
+        game_prompt(
+            g.row, rubric_of[_problem(g)] or "", answer_text(g.first), answer_text(g.second)
+        )
+        for g in games
+    ]
+    replies = judge.gen.generate(
+        prompts, max_new_tokens=GAME_TOKENS_FACTOR * cfg.judge_max_new_tokens
+    )
+    called = [parse_winner(r) for r in replies]
+    strict = [(w, g) for w, g in zip(called, games, strict=True) if g.winner != "tie"]
+    tied = [(w, g) for w, g in zip(called, games, strict=True) if g.winner == "tie"]
+    orders = []
+    for g in games:
+        if g.winner == "A":  # each problem's right-wrong game in its first order, once
+            res, _ = tournament(judge, g.row, [g.first, g.second], cfg)
+            orders.append(float(res[0].score > res[1].score))
+    return {
+        "pairwise": sum(w == g.winner for w, g in strict) / len(strict) if strict else float("nan"),
+        "ties": sum(w == "tie" for w, _ in tied) / len(tied) if tied else float("nan"),
+        "unparsable": sum(w is None for w in called) / len(called),
+        "rubrics": sum(rubric_of[k] == g.rubric for k, g in problems.items()) / len(problems),
+        "tournament": sum(orders) / len(orders) if orders else float("nan"),
+        "games": float(len(games)),
+        "strict_games": float(len(strict)),
+    }
+
+
+def _problem(g: Game) -> str:
+    return f"{g.row.id}|{g.row.ground_truth}"
