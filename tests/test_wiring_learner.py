@@ -194,3 +194,34 @@ def test_token_lag_equal_to_the_bound_is_trained() -> None:
     assert grad[1].tolist() == pytest.approx([0.0, -1.0, 0.0])
     assert grad[0].tolist() == [0.0, 0.0, 0.0]
     assert m["staleness/stale_token_frac"] == pytest.approx(3 / 4)
+
+
+def test_one_token_rows_and_empty_rows() -> None:
+    """Row 0: one trained token, A = -1, logp_theta = -1, behaviour -0.5: its mean
+    log-ratio is 0.5 / 1 token = 0.5 > delta 0.3, dropped (loss 0, nothing else
+    trained). Row 1: an aborted rollout with no trained token (A = 0): it neither
+    counts as a sequence nor turns the means into 0/0. Metrics: masked_seq_frac =
+    1 dropped / 1 sequence, offpolicy_kl_mean = 0.5. A batch of empty rows only gives
+    zeros, not a division by zero."""
+    logp = torch.tensor([[0.0, -1.0], [0.0, 0.0]], requires_grad=True)
+    batch = LearnerBatch(
+        tokens_BL=torch.tensor([[3, 4], [3, 0]]),
+        mask_BL=torch.tensor([[0.0, 1.0], [0.0, 0.0]]),
+        advantages_BL=torch.tensor([[0.0, -1.0], [0.0, 0.0]]),
+        behavior_logprobs_BL=torch.tensor([[0.0, -0.5], [0.0, 0.0]]),
+        versions_BL=torch.tensor([[-1, 0], [-1, -1]]),
+    )
+    loss, grad, m = _loss(batch, logp, DeepSeekMaskParams(delta=0.3))
+    assert loss == 0.0 and grad.abs().sum().item() == 0.0
+    assert m["staleness/masked_seq_frac"] == 1.0
+    assert m["staleness/offpolicy_kl_mean"] == pytest.approx(0.5)
+    empty = LearnerBatch(
+        tokens_BL=torch.tensor([[3, 0]]),
+        mask_BL=torch.zeros(1, 2),
+        advantages_BL=torch.zeros(1, 2),
+        behavior_logprobs_BL=torch.zeros(1, 2),
+        versions_BL=torch.full((1, 2), -1),
+    )
+    leaf = torch.zeros(1, 2, requires_grad=True)
+    _, _, m = _loss(empty, leaf, DeepSeekMaskParams())
+    assert m["staleness/masked_seq_frac"] == 0.0 and m["staleness/offpolicy_kl_mean"] == 0.0
