@@ -2,6 +2,10 @@
 #   make run    the OLMo 3 Think recipe on the embedded micro world
 #   make test   the default test suite (slow tests excluded; `make test-slow` runs them)
 #   make lint   ruff + mypy       make bench   the benchmarks       make vllm   add vLLM (CPU build)
+#   make mutation   small wrong changes to the strategy, loss, advantage, sampling and
+#               statistics modules, each run against the tests of its module; lists the
+#               changes no test caught (scripts/mutation.py; MUTATION_ARGS="--modules
+#               recipe_arena/core/loss.py" or "--sample 40" for a part; hours on 2 cores)
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,7 +16,7 @@ TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
 STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
-.PHONY: setup sandbox run test test-slow test-vllm lint format bench vllm clean
+.PHONY: setup sandbox run test test-slow test-vllm lint format bench vllm clean mutation
 
 setup: $(STAMP) sandbox
 
@@ -54,6 +58,10 @@ test: $(STAMP) sandbox
 
 test-slow: $(STAMP) sandbox
 	$(VENV)/bin/pytest -q -m slow
+
+MUTATION_ARGS ?=
+mutation: $(STAMP) sandbox
+	$(PY) scripts/mutation.py $(MUTATION_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,6 @@
 """The few lines a finished run prints: where the report is, held-out pass@1 per domain
-at the start and end of RL with the change, and the wall time of each stage.
+at the start and end of RL with the change, the wall time of each stage, and a warning
+for each reward domain whose judge verdicts were mostly unparsable in training.
 
 Drawn only from the run directory (``metrics.jsonl``, ``stages.json``, ``eval.json``,
 ``config.yaml``), like the report, so it can be printed again for any run.
@@ -101,6 +102,43 @@ def _stage_times(run: Path, records: list[dict[str, Any]]) -> str:
     return f"  wall time   {' | '.join(parts)}  (stages total {duration(sum(done.values()))})"
 
 
+VERDICT_COUNTERS = {
+    "judge_unparsable": ("judged", "judge"),
+    "tournament_unparsable": ("tournament_games", "tournament"),
+}
+"""Scorer counters of unparsable verdicts -> (the counter of all verdicts, a name):
+``reward/<domain>/<unparsable>`` of ``reward/<domain>/<all>`` (``rewards.scorer``)."""
+UNPARSABLE_WARN_FRAC = 0.5
+"""Warn when more than this share (0-1) of a domain's verdicts was unparsable: an
+unparsable verdict scores 0, so such a domain's rewards carry almost no signal."""
+_COUNTER = re.compile(r"^reward/([^/]+)/([^/]+)$")
+
+
+def unparsable_warnings(records: list[dict[str, Any]]) -> list[str]:
+    """One line per reward domain and verdict kind whose unparsable share, summed over
+    every training step of the run (the actors' scorers, ``reward/<domain>/...``), is
+    above ``UNPARSABLE_WARN_FRAC``."""
+    totals: dict[tuple[str, str], float] = {}
+    for r in records:
+        for key, value in r.items():
+            m = _COUNTER.match(key)
+            if m and isinstance(value, int | float):
+                at = (m.group(1), m.group(2))
+                totals[at] = totals.get(at, 0.0) + float(value)
+    lines = []
+    for (domain, name), bad in sorted(totals.items()):
+        if name not in VERDICT_COUNTERS:
+            continue
+        every, kind = VERDICT_COUNTERS[name]
+        n = totals.get((domain, every), 0.0)
+        if n > 0 and bad / n > UNPARSABLE_WARN_FRAC:
+            lines.append(
+                f"  warning     {domain}: {bad:.0f} of {n:.0f} {kind} verdicts unparsable in "
+                f"training ({bad / n:.0%}); they score 0, so {domain} rewards carry little signal"
+            )
+    return lines
+
+
 def run_summary(run_path: str | Path) -> str:
     """The closing lines of `recipe-arena run` for the run directory ``run_path``."""
     run = Path(run_path)
@@ -113,6 +151,7 @@ def run_summary(run_path: str | Path) -> str:
     times = _stage_times(run, records)
     if times:
         lines.append(times)
+    lines += unparsable_warnings(records)
     return "\n".join(lines)
 
 

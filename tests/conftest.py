@@ -28,9 +28,8 @@ order, so the long ones start at once and the short ones fill in beside them, ra
 than one long run starting last and keeping the suite open alone."""
 
 SMOKE_ORDER = ("olmo3_rl_zero", "olmo3_think")
-"""Among the smoke runs, these two first: each trains a smoke base model of its own
-(RL-Zero's has plain documents), so with two workers the two train side by side, and
-the other recipes, each next in line on one worker, find olmo3_think's in the cache."""
+"""Among the smoke runs, these two first: the first to start trains the smoke base model
+every recipe shares (recipes/budget/smoke.yaml), the others find it in the cache."""
 
 
 def _rank(item: pytest.Item) -> tuple[int, int]:

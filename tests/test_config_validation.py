@@ -50,7 +50,7 @@ def test_values_that_cannot_run_fail_naming_the_key(override: str, must_name: li
 
 def test_one_key_of_a_mapping_overrides_that_key_only() -> None:
     """``rl.domain_weights.ifeval=0.5`` sets ifeval and keeps the other three defaults
-    (0.8, 0, 0.1); over budget=smoke (all 0.25) it keeps smoke's three. A whole mapping
+    (0.8, 0, 0.1); over budget=smoke (0.55, 0.15, 0.15, 0.15) it keeps smoke's three. A whole mapping
     still replaces: ``{math:1}`` then ``.code=0.5`` gives exactly those two keys. The
     smoke budget's explicit ``eval.domain_prompts: {}`` stays empty but for the key set."""
     assert load_config(["rl.domain_weights.ifeval=0.5"]).rl.domain_weights == {
@@ -60,7 +60,7 @@ def test_one_key_of_a_mapping_overrides_that_key_only() -> None:
         "chat": 0.1,
     }
     smoke = load_config(["budget=smoke", "rl.domain_weights.ifeval=0.5"])
-    assert smoke.rl.domain_weights == {"math": 0.25, "code": 0.25, "ifeval": 0.5, "chat": 0.25}
+    assert smoke.rl.domain_weights == {"math": 0.55, "code": 0.15, "ifeval": 0.5, "chat": 0.15}
     whole = load_config(["rl.domain_weights={math:1}", "rl.domain_weights.code=0.5"])
     assert whole.rl.domain_weights == {"math": 1.0, "code": 0.5}
     assert load_config(["eval.domain_prompts.code=7"]).eval.domain_prompts == {

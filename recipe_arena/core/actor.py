@@ -4,7 +4,8 @@ It pulls tasks from the prompt channel, keeps up to ``max_groups_in_engine`` gro
 generating at once (continuous batching backfills finished sequences), scores each
 group as soon as its G completions are back (as a group: the rubric tournament compares
 a group's responses with each other), applies the length-control strategy, and pushes
-the group to the result channel. Weight updates arrive at any time through
+the group to the result channel with what length control and the scorer counted for
+it (``RolloutGroup.metrics``). Weight updates arrive at any time through
 ``update_weights`` and land between two decode steps: the actor never drains. Under
 shared quantisation (``staleness=shared_quant``) the engine runs the fake-quantised
 weights the trainer's forward runs.
@@ -323,7 +324,9 @@ class Actor:
         row = p.task.row
         comps = sorted(p.completions, key=lambda c: c.sample_index)
         texts = [decode_response(self.tokenizer, c.tokens) for c in comps]
+        counted = scorer_counters(self.scorer)
         results = self.scorer.score_group(row, texts)
+        scored = counters_since(counted, scorer_counters(self.scorer))
         verifier_G = torch.tensor([float(r.score) for r in results])
         rewards_G = verifier_G
         if self.settings.spurious_p is not None:  # the control: rewards carry no signal
@@ -389,7 +392,7 @@ class Actor:
             row=row,
             rollouts=rollouts,
             sampled_lengths=tuple(len(c.tokens) for c in comps),
-            metrics=lc.metrics,
+            metrics={**lc.metrics, **scored},
         )
         if self._quota is not None and p.quota is not None:  # counted as the learner will
             counts = (
@@ -427,6 +430,19 @@ def window_as_of_start(
     collects = [c for step, c in closes if step <= first][-8:]
     collect = statistics.median(collects) if collects else None
     return torch.tensor(phases, dtype=torch.long), window, collect
+
+
+def scorer_counters(scorer: Any) -> dict[str, float]:
+    """The scorer's counters since it started (``Scorer.metrics``: ``reward/<domain>/...``);
+    empty for a scorer that keeps none."""
+    metrics = getattr(scorer, "metrics", None)
+    return dict(metrics()) if metrics is not None else {}
+
+
+def counters_since(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """What the counters added between two readings (the ones that moved): one group's
+    checks, timeouts and judge verdicts, summed per step by ``core.metrics``."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v != before.get(k, 0.0)}
 
 
 def _edge_versions(comps: list[Completion], at: int) -> torch.Tensor:

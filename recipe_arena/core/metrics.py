@@ -28,11 +28,15 @@ def length_percentiles(lengths: Sequence[int]) -> dict[int, float]:
 
 def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
     """Reward per domain and overall, pass rate, response length (mean, p50, p95),
-    fraction truncated at the response cap, over every group the learner received."""
+    fraction truncated at the response cap, over every group the learner received; and
+    the scorer's counters of those groups (``reward/<domain>/checks``, ``.../timeout``,
+    ``reward/chat/judge_unparsable``, ``reward/chat/tournament_games``, ...; the actor
+    records each group's in ``RolloutGroup.metrics``), summed over them
+    (``group_counters``)."""
+    out: dict[str, float] = group_counters(groups, "reward/")
     rollouts = [r for g in groups for r in g.rollouts]
     if not rollouts:
-        return {}
-    out: dict[str, float] = {}
+        return out
     by_domain: dict[str, list[float]] = collections.defaultdict(list)
     for r in rollouts:
         by_domain[r.domain].append(r.reward)
@@ -77,9 +81,10 @@ def length_metrics(
     zero-variance and length-control-dropped ones too); ``length/trained_*``: the
     rollouts of the groups it trained on. Means and counts, so runs can be pooled, and
     the 25th, 50th, 75th and 90th percentiles (tokens, linear interpolation between order
-    statistics), so the shapes can be compared too. The counts length control reports
-    per group (``length/budget_violations``, ``length/discarded_short``, ...) are summed
-    over the received groups."""
+    statistics), so the shapes can be compared too. What length control reports per
+    group (``length/budget_violations``, ``length/discarded_short``,
+    ``length/budget_violation_frac``, ...) is combined over the received groups as
+    ``group_counters`` says: counts summed, fractions and values averaged."""
     out: dict[str, float] = {}
     sampled = [n for g in received for n in (g.sampled_lengths or _lengths(g))]
     kept = [n for g in trained for n in _lengths(g)]
@@ -89,11 +94,46 @@ def length_metrics(
             out[f"length/{name}_n"] = float(len(lengths))
             for pct, q in length_percentiles(lengths).items():
                 out[f"length/{name}_p{pct}"] = q
-    counts: collections.Counter[str] = collections.Counter()
-    for g in received:
-        counts.update(g.metrics)
-    out.update({k: float(v) for k, v in counts.items()})
+    out.update(group_counters(received, "length/"))
     return out
+
+
+FRACTION_SUFFIX = "_frac"
+"""A per-group metric named ``..._frac`` is a share of the group's sampled rollouts (0-1)."""
+VALUE_SUFFIXES = ("_steps",)
+"""Per-group metrics named so are values of the group (``length/horizon_steps``: decode
+steps), not counts."""
+
+
+def group_counters(groups: Sequence[RolloutGroup], prefix: str) -> dict[str, float]:
+    """The per-group metrics (``RolloutGroup.metrics``) under ``prefix`` of ``groups``,
+    combined into one value each:
+
+        count     (any other name)   sum over the groups
+        fraction  (``..._frac``)      sum_g f_g n_g / sum_g n_g over the groups reporting
+                                     it, n_g the group's sampled rollouts: the share of
+                                     all their rollouts, in [0, 1]
+        value     (``..._steps``)     mean over the groups reporting it
+
+    Why: summing a fraction over 4 groups reads as up to 4 (a budget violation share
+    of 2.5 was logged that way), and summing a per-group value multiplies it by the
+    group count."""
+    sums: dict[str, float] = collections.defaultdict(float)
+    weights: dict[str, float] = collections.defaultdict(float)
+    for g in groups:
+        n = float(len(g.sampled_lengths) or len(g.rollouts) or 1)
+        for k, v in g.metrics.items():
+            if not k.startswith(prefix):
+                continue
+            if k.endswith(FRACTION_SUFFIX):
+                sums[k] += float(v) * n
+                weights[k] += n
+            elif k.endswith(VALUE_SUFFIXES):
+                sums[k] += float(v)
+                weights[k] += 1.0
+            else:
+                sums[k] += float(v)
+    return {k: v / weights[k] if k in weights else v for k, v in sums.items()}
 
 
 def _lengths(group: RolloutGroup) -> list[int]:

@@ -74,7 +74,9 @@ class RolloutGroup:
     sampled_lengths: tuple[int, ...] = ()
     """Completion lengths of every rollout sampled for this group, dropped ones too."""
     metrics: dict[str, float] = field(default_factory=dict)
-    """Counts of what length control did to this group (summed over groups)."""
+    """What length control (``length/...``) and the scorer (``reward/<domain>/...``: checks,
+    timeouts, judge verdicts) counted for this group; combined over a step's groups by
+    ``core.metrics.group_counters``."""
 
     @property
     def prompt_id(self) -> str:

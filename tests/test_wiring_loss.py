@@ -1,0 +1,36 @@
+"""The policy loss's clip metrics by hand: shares of the trained tokens, and zeros (not
+0/0) when nothing is trained."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from recipe_arena.core.loss import LossConfig, PolicyLossInput, policy_loss
+
+
+def _inp(mask: list[float]) -> PolicyLossInput:
+    return PolicyLossInput(
+        logprobs_BL=torch.tensor([[math.log(1.5) - 1.0, -1.0, 0.0]]),
+        old_logprobs_BL=torch.tensor([[-1.0, -1.0, 0.0]]),
+        advantages_BL=torch.tensor([[1.0, 1.0, 0.0]]),
+        mask_BL=torch.tensor([mask]),
+        cfg=LossConfig(),
+        constant_len=3,
+    )
+
+
+def test_clip_fractions_are_shares_of_the_trained_tokens() -> None:
+    """Two trained tokens with A = +1, ratios 1.5 (above 1 + 0.272: the clipped branch
+    is active) and 1: clip_high_frac = 1 / 2, clip_low_frac 0, ratio_mean (1.5 + 1) / 2
+    = 1.25. Nothing trained: every fraction 0 and the loss 0."""
+    m = policy_loss(_inp([1.0, 1.0, 0.0])).metrics
+    assert m["loss/clip_high_frac"] == pytest.approx(0.5)
+    assert m["loss/clip_low_frac"] == 0.0
+    assert m["loss/ratio_mean"] == pytest.approx(1.25)
+    empty = policy_loss(_inp([0.0, 0.0, 0.0]))
+    assert empty.loss.item() == 0.0
+    for k in ("loss/clip_high_frac", "loss/clip_low_frac", "loss/ratio_mean"):
+        assert empty.metrics[k] == 0.0, k
