@@ -10,6 +10,7 @@ of the mask, or counted the prompt position, gives other weights, losses and met
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -64,11 +65,17 @@ def _inp(logp: list[list[float]], behaviour: list[list[float]]) -> StalenessInpu
 
 def _loss(params: object, logp: list[list[float]], behaviour: list[list[float]]):
     """The learner's loss at logp_theta = logp_old = ``logp`` (ratio 1, one update),
-    token normalisation; returns the loss, dloss/dlogp_theta and the metrics."""
+    token normalisation; returns the loss, dloss/dlogp_theta and the metrics.
+
+    Warnings are errors here: the learner computes this loss once per micro-batch with
+    gradient, so a metric read from a tensor that carries gradient would make torch
+    warn ("Converting a tensor with requires_grad=True to a scalar") at every one."""
     leaf = torch.tensor(logp, requires_grad=True)
-    out, metrics = strategy_loss(
-        params, LossConfig(), 1, 0, _batch(behaviour), leaf, leaf.detach(), None
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, metrics = strategy_loss(
+            params, LossConfig(), 1, 0, _batch(behaviour), leaf, leaf.detach(), None
+        )
     out.loss.backward()
     assert leaf.grad is not None
     return out.loss.item(), leaf.grad[0].tolist(), metrics
@@ -141,7 +148,8 @@ def test_kimi_penalty_and_metric_count_trained_tokens_only() -> None:
 def test_kimi_penalty_reaches_the_learner_loss() -> None:
     """tau 0.5, ratio 1: token loss -A_t + 0.25 d_t^2 over the 3 trained tokens:
     loss = (-(0.5 - 1 + 0) + 1.3125) / 3 = 1.8125 / 3; dloss/dlogp_t = (-A_t + 0.5 d_t)
-    / 3 = (0, (-0.5 + 1) / 3, (1 - 0.5) / 3, 0.25 / 3) = (0, 1/6, 1/6, 1/12)."""
+    / 3 = (0, (-0.5 + 1) / 3, (1 - 0.5) / 3, 0.25 / 3) = (0, 1/6, 1/6, 1/12). The
+    metric is read from the penalty without its gradient (no warning)."""
     loss, grad, m = _loss(KimiRegularizerParams(tau=0.5), KIMI_LOGP, KIMI_BEH)
     assert loss == pytest.approx(1.8125 / 3)
     assert grad == pytest.approx([0.0, 1 / 6, 1 / 6, 1 / 12])
