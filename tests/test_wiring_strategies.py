@@ -69,13 +69,20 @@ def _loss(params: object, logp: list[list[float]], behaviour: list[list[float]])
 
     Warnings are errors here: the learner computes this loss once per micro-batch with
     gradient, so a metric read from a tensor that carries gradient would make torch
-    warn ("Converting a tensor with requires_grad=True to a scalar") at every one."""
+    warn ("Converting a tensor with requires_grad=True to a scalar"). torch gives that
+    warning once per process; ``set_warn_always`` makes it fire here whatever ran
+    before."""
     leaf = torch.tensor(logp, requires_grad=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        out, metrics = strategy_loss(
-            params, LossConfig(), 1, 0, _batch(behaviour), leaf, leaf.detach(), None
-        )
+    always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out, metrics = strategy_loss(
+                params, LossConfig(), 1, 0, _batch(behaviour), leaf, leaf.detach(), None
+            )
+    finally:
+        torch.set_warn_always(always)
     out.loss.backward()
     assert leaf.grad is not None
     return out.loss.item(), leaf.grad[0].tolist(), metrics
