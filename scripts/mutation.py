@@ -58,10 +58,12 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_staleness.py",
         "tests/test_strategy_gradients.py",
         "tests/test_wiring_learner.py",
+        "tests/test_wiring_strategies.py",
     ],
     "recipe_arena/staleness/kimi_regularizer.py": [
         "tests/test_staleness.py",
         "tests/test_strategy_gradients.py",
+        "tests/test_wiring_strategies.py",
     ],
     "recipe_arena/staleness/shared_quant.py": [
         "tests/test_staleness.py",
@@ -72,13 +74,19 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_shared_quant.py",
         "tests/test_wiring_actor.py::test_engine_runs_the_quantised_new_weights_after_an_update",
     ],
-    "recipe_arena/staleness/none.py": ["tests/test_staleness.py"],
+    "recipe_arena/staleness/none.py": [
+        "tests/test_staleness.py",
+        "tests/test_wiring_strategies.py",
+    ],
     "recipe_arena/staleness/routing_replay.py": ["tests/test_routing_replay.py"],
     "recipe_arena/length_control/token_budget.py": [
         "tests/test_length_control.py",
         "tests/test_wiring_actor.py::test_over_budget_rewards_reach_the_learner_batch",
     ],
-    "recipe_arena/length_control/discard_early_short.py": ["tests/test_length_control.py"],
+    "recipe_arena/length_control/discard_early_short.py": [
+        "tests/test_length_control.py",
+        "tests/test_wiring_strategies.py",
+    ],
     "recipe_arena/length_control/none.py": ["tests/test_length_control.py"],
     "recipe_arena/core/loss.py": [
         "tests/test_loss.py",
