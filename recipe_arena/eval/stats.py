@@ -108,6 +108,27 @@ def bootstrap_mean(
     return Estimate(float(y.mean()), float(lo), float(hi))
 
 
+def _paired_differences(
+    arm_SQ: Sequence[Sequence[float]] | np.ndarray,
+    base_SQ: Sequence[Sequence[float]] | np.ndarray,
+    weights_Q: Sequence[float] | np.ndarray | None,
+    clusters_Q: Sequence[str] | None,
+    who: str,
+) -> np.ndarray:
+    """arm - baseline per (seed, question), questions re-weighted by ``weights_Q`` (scaled
+    to mean 1) and averaged within ``clusters_Q``: what the paired test and the paired
+    bootstrap both work on."""
+    a = _check_matrix(arm_SQ, f"{who} arm")
+    b = _check_matrix(base_SQ, f"{who} baseline")
+    if a.shape != b.shape:
+        raise ValueError(f"{who}: arm {a.shape} and baseline {b.shape} are not paired")
+    d = a - b
+    if weights_Q is not None:
+        w = np.asarray(weights_Q, dtype=np.float64)
+        d = d * (w / w.mean())[None, :]
+    return cluster_means(d, clusters_Q)
+
+
 def paired_bootstrap(
     arm_SQ: np.ndarray,
     base_SQ: np.ndarray,
@@ -128,15 +149,8 @@ def paired_bootstrap(
     With 2 to 4 seeds the seed draw has few distinct outcomes and the interval
     undercovers (docs/results.md, benchmarks/stats_coverage.py); the reports print
     ``paired_test``'s interval instead."""
-    a = _check_matrix(arm_SQ, "paired_bootstrap arm")
-    b = _check_matrix(base_SQ, "paired_bootstrap baseline")
-    if a.shape != b.shape:
-        raise ValueError(f"paired_bootstrap: arm {a.shape} and baseline {b.shape} are not paired")
-    d = a - b
-    if weights_Q is not None:
-        w = np.asarray(weights_Q, dtype=np.float64)
-        d = d * (w / w.mean())[None, :]
-    return bootstrap_mean(cluster_means(d, clusters_Q), n_boot=n_boot, seed=seed, level=level)
+    d = _paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_bootstrap")
+    return bootstrap_mean(d, n_boot=n_boot, seed=seed, level=level)
 
 
 def two_way_interval(
@@ -300,15 +314,7 @@ def paired_test(
 
     ``weights_Q`` re-weights questions (mean 1), e.g. so that each domain counts
     equally in a mean over domains: the test then runs on ``w_q * d_sq``."""
-    a = _check_matrix(arm_SQ, "paired_test arm")
-    b = _check_matrix(base_SQ, "paired_test baseline")
-    if a.shape != b.shape:
-        raise ValueError(f"paired_test: arm {a.shape} and baseline {b.shape} are not paired")
-    d = a - b
-    if weights_Q is not None:
-        w = np.asarray(weights_Q, dtype=np.float64)
-        d = d * (w / w.mean())[None, :]
-    d = cluster_means(d, clusters_Q)
+    d = _paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_test")
     s, q = d.shape
     var, df, sa2, _, _ = variance_components(d)
     mean = float(d.mean())
