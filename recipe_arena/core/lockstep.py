@@ -48,8 +48,8 @@ from recipe_arena.core.loop import (
     LoopSettings,
     StepHook,
     StepRecord,
-    advantage_batch,
     draw_seed,
+    learn,
 )
 from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
@@ -217,10 +217,7 @@ def train(
             kept = [g for _, g in sorted(got.kept, key=lambda dg: dg[0])]
             metrics = {**got.metrics, **group_metrics(received)}
             metrics.update(length_metrics(received, kept))
-            if kept:
-                batch = advantage_batch(kept, s)
-                metrics.update(learner.train_step(batch))
-                metrics["throughput/trained_tokens"] = float(batch.num_tokens)
+            metrics.update(learn(learner, kept, s))
             snapshots.add(learner.version, learner.weights())
             for g in kept:
                 flight.settle(g.prompt_id)

@@ -164,6 +164,15 @@ def advantage_batch(groups: Sequence[RolloutGroup], s: LoopSettings) -> LearnerB
     return build_learner_batch(groups, s.advantage, s.pad_id)
 
 
+def learn(learner: Learner, kept: Sequence[RolloutGroup], s: LoopSettings) -> dict[str, float]:
+    """Advantage, staleness, loss and step on the kept groups; the learner's metrics and
+    the tokens trained (nothing when no group was kept)."""
+    if not kept:
+        return {}
+    batch = advantage_batch(kept, s)
+    return {**learner.train_step(batch), "throughput/trained_tokens": float(batch.num_tokens)}
+
+
 def sync_weights(backend: Backend, learner: Learner) -> float:
     """Sync stage: broadcast the new weights in flight; returns seconds spent."""
     t0 = time.perf_counter()
@@ -195,10 +204,7 @@ def train(
             metrics = {**got.filler.metrics(), **group_metrics(got.received)}
             metrics.update(length_metrics(got.received, kept))
             t_learn = time.perf_counter()
-            if kept:
-                batch = advantage_batch(kept, s)  # advantage
-                metrics.update(learner.train_step(batch))  # staleness, loss, step
-                metrics["throughput/trained_tokens"] = float(batch.num_tokens)
+            metrics.update(learn(learner, kept, s))  # advantage, staleness, loss, step
             learn_s = time.perf_counter() - t_learn
             sync_s = sync_weights(backend, learner)  # sync
             for g in kept:
