@@ -92,6 +92,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_loss.py",
         "tests/test_strategy_gradients.py",
         "tests/test_core_learner.py",
+        "tests/test_wiring_loss.py",
     ],
     "recipe_arena/core/advantages/base.py": ["tests/test_core_advantages.py"],
     "recipe_arena/core/advantages/centered.py": ["tests/test_core_advantages.py"],
