@@ -83,3 +83,40 @@ def test_without_teacher_it_fails_naming_the_cause() -> None:
 def test_registry_entry() -> None:
     assert ADVANTAGES["distill"].params is DistillParams
     assert DistillParams().clip == 5.0
+
+
+def test_a_gap_exactly_at_the_bound_is_not_clipped_and_empty_teachers_read_zero() -> None:
+    """c = 2.5, three rows of three positions, position 0 the prompt (mask 0):
+
+        row 0, teacher a: student [-9, -1.0, -2.0], teacher [0, -0.5, -3.0], mask [0, 1, 1]
+                          gaps +0.5, -1.0
+        row 1, teacher b: no completion token (mask [0, 0, 0]: an empty response)
+        row 2, teacher c: student [-9, -3.0, 0], teacher [0, -0.5, 0], mask [0, 1, 0]
+                          gap -0.5 - (-3.0) = +2.5 = c exactly (exact in float32)
+
+    A gap equal to c is left as it is: clip(2.5, -2.5, 2.5) = 2.5, and it is not counted
+    as clipped (``|gap| > c``), so every clipped fraction is 0. Over all rows: 3 tokens,
+    gap mean (0.5 - 1 + 2.5) / 3 = 2/3, |gap| mean (0.5 + 1 + 2.5) / 3 = 4/3. Teacher c
+    has one token: its means are that token's gap, 2.5. Teacher b has none: its metrics
+    are 0 rather than 0/0."""
+    inp = AdvantageInput(
+        rewards_B=torch.zeros(3),
+        group_B=torch.tensor([0, 0, 0]),
+        mask_BL=torch.tensor([[0.0, 1, 1], [0, 0, 0], [0, 1, 0]]),
+        behavior_logprobs_BL=torch.tensor([[-9.0, -1.0, -2.0], [-9.0, -1.0, -1.0], [-9, -3.0, 0]]),
+        teacher_logprobs_BL=torch.tensor([[0.0, -0.5, -3.0], [0.0, -4.0, -4.0], [0, -0.5, 0]]),
+        teacher_B=("a", "b", "c"),
+    )
+    res = compute_advantages(DistillParams(clip=2.5), inp)
+    expected = torch.tensor([[0.0, 0.5, -1.0], [0.0, 0.0, 0.0], [0.0, 2.5, 0.0]])
+    assert torch.equal(res.advantages_BL, expected)
+    m = res.metrics
+    assert m["distill/all/clipped_frac"] == 0.0
+    assert m["distill/all/tokens"] == 3
+    assert m["distill/all/gap_mean"] == pytest.approx(2 / 3)
+    assert m["distill/all/gap_abs_mean"] == pytest.approx(4 / 3)
+    assert (m["distill/c/tokens"], m["distill/c/clipped_frac"]) == (1, 0.0)
+    assert m["distill/c/gap_mean"] == pytest.approx(2.5)
+    assert m["distill/c/gap_abs_mean"] == pytest.approx(2.5)
+    b = {k: m[f"distill/b/{k}"] for k in ("gap_mean", "gap_abs_mean", "clipped_frac", "tokens")}
+    assert b == {"gap_mean": 0.0, "gap_abs_mean": 0.0, "clipped_frac": 0.0, "tokens": 0.0}

@@ -396,3 +396,45 @@ def test_two_way_interval_covers_with_two_seeds_that_spread() -> None:
         boot += b.lo <= 0.6 <= b.hi
     assert ours / reps >= 0.92
     assert boot / reps < 0.9
+
+
+def test_one_seed_by_hand() -> None:
+    """One seed, d = [[0, 0.5, 1]] (arm minus a baseline of zeros): the seed term is not
+    estimable, questions are the only unit. Column means (0, 0.5, 1) around 0.5:
+    MS_Q = S sum (col - 0.5)^2 / (Q - 1) = (0.25 + 0 + 0.25) / 2 = 0.25, so
+    variance_components = (MS_Q / Q = 1/12, Q - 1 = 2, sigma_a^2 = 0, sigma_b^2 = 0.25,
+    sigma_e^2 = 0). paired_test: se = sqrt(1/12) = 0.288675, t = 0.5 / se = sqrt(3) on
+    2 degrees of freedom, whose two-sided p is 1 - t / sqrt(t^2 + 2) = 1 - sqrt(3/5) =
+    0.225403; the interval 0.5 +- t_{0.975,2} se = 0.5 +- 4.302653 * 0.288675 =
+    0.5 +- 1.242069; the seeds' spread it reports is 0 (nothing to estimate it from)."""
+    d = np.array([[0.0, 0.5, 1.0]])
+    assert stats.variance_components(d) == pytest.approx((1 / 12, 2.0, 0.0, 0.25, 0.0))
+    res = stats.paired_test(d, np.zeros((1, 3)))
+    assert (res.df, res.seeds, res.units, res.sd_seed) == (2.0, 1, 3, 0.0)
+    assert res.se == pytest.approx(math.sqrt(1 / 12))
+    assert res.p == pytest.approx(1 - math.sqrt(3 / 5), abs=1e-9)
+    assert (res.diff.lo, res.diff.hi) == pytest.approx((0.5 - 1.242069, 0.5 + 1.242069), abs=1e-6)
+
+
+def test_arms_that_differ_by_a_constant_or_not_at_all() -> None:
+    """Every paired difference equal: all mean squares are 0, so the standard error is
+    0. Identical arms (d = 0 everywhere) are no evidence of a difference: p = 1, the
+    interval is the point 0, the MDE 0. An arm 0.25 above its baseline on every seed
+    and question is a certain difference: p = 0, the interval the point 0.25."""
+    base = np.array([[1.0, 0, 1], [0, 1, 1]])
+    same = stats.paired_test(base.copy(), base)
+    assert (same.p, same.se, same.mde) == (1.0, 0.0, 0.0)
+    assert (same.diff.value, same.diff.lo, same.diff.hi) == (0.0, 0.0, 0.0)
+    up = stats.paired_test(base + 0.25, base)
+    assert (up.p, up.se) == (0.0, 0.0)
+    assert (up.diff.value, up.diff.lo, up.diff.hi) == (0.25, 0.25, 0.25)
+
+
+def test_t_test_power_with_a_known_standard_error_is_the_normal_one() -> None:
+    """df_se = inf (the standard error known exactly): the power is
+    Phi(lam - crit) + Phi(-lam - crit). At lam = z_0.975 + z_0.8 = 1.959964 + 0.841621
+    = 2.801585 and crit = z_0.975 that is Phi(0.841621) + Phi(-4.761549) = 0.8 +
+    9.6e-7; at lam = 0 it is 2 Phi(-1.959964) = 0.05, the test's level."""
+    z = 1.959964
+    assert stats.t_test_power(2.801585, z, math.inf) == pytest.approx(0.800001, abs=2e-6)
+    assert stats.t_test_power(0.0, z, math.inf) == pytest.approx(0.05, abs=1e-6)
