@@ -83,3 +83,28 @@ def test_straight_through_trains_the_full_precision_weights(
     metrics = learner.train_step(batch)
     assert not torch.equal(before, model.model.layers[0].self_attn.q_proj.weight)
     assert 0.0 < metrics["staleness/quant_error"] < 0.01
+
+
+def test_quantised_weights_and_their_error_by_hand() -> None:
+    """2 bits (qmax = 2^1 - 1 = 1), so Q keeps each row's largest entry and rounds the
+    rest to 0 or +-that entry. A decoder projection [[0.5, 0.2], [0, 0]]: row 0 has scale
+    0.5 and 0.2 / 0.5 = 0.4 rounds to 0, so Q = [0.5, 0]; row 1 is all zero and stays
+    zero (its scale is floored above 0, not 0/0 = NaN). The embedding and the 1-D norm
+    are not quantised. The error the learner logs (staleness/quant_error) is over the
+    quantised weights only: ||Q(W) - W|| / ||W|| = sqrt(0.2^2 / (0.5^2 + 0.2^2)) =
+    sqrt(0.04 / 0.29) = 0.371391 (the embedding would add 0.1^2 to both sums). Weights
+    that are all zero have error 0, not 0/0."""
+    from recipe_arena.staleness.quant import quant_error, quantise_state_dict
+
+    named = {
+        "model.layers.0.mlp.down_proj.weight": torch.tensor([[0.5, 0.2], [0.0, 0.0]]),
+        "model.embed_tokens.weight": torch.tensor([[3.0, 0.1]]),
+        "model.norm.weight": torch.tensor([1.0, 0.3]),
+    }
+    q = quantise_state_dict(named, bits=2)
+    assert torch.equal(q["model.layers.0.mlp.down_proj.weight"], torch.tensor([[0.5, 0], [0, 0]]))
+    assert torch.equal(q["model.embed_tokens.weight"], named["model.embed_tokens.weight"])
+    assert torch.equal(q["model.norm.weight"], named["model.norm.weight"])
+    assert quant_error(named.items(), bits=2) == pytest.approx(0.371391, abs=1e-6)
+    zero = [("model.layers.0.self_attn.q_proj.weight", torch.zeros(2, 3))]
+    assert quant_error(zero, bits=8) == 0.0

@@ -438,3 +438,28 @@ def test_t_test_power_with_a_known_standard_error_is_the_normal_one() -> None:
     z = 1.959964
     assert stats.t_test_power(2.801585, z, math.inf) == pytest.approx(0.800001, abs=2e-6)
     assert stats.t_test_power(0.0, z, math.inf) == pytest.approx(0.05, abs=1e-6)
+
+
+def test_design_mde_by_hand_at_one_and_three_seeds() -> None:
+    """Three seeds, 100 questions, sd_seed 0.1, sd_question 0.3, sd_resid 0.4 (sa2 0.01,
+    sb2 0.09, se2 0.16). Expected mean squares: MS_S = Q sa2 + se2 = 1.16, MS_Q = S sb2
+    + se2 = 0.43, MS_E = 0.16. Satterthwaite's degrees of freedom of
+    (MS_S + MS_Q - MS_E) / (SQ): (1.16 + 0.27)^2 / (1.16^2 / 2 + 0.43^2 / 99 +
+    0.16^2 / 198) = 2.0449 / 0.674797 = 3.0304 (above S - 1 = 2: the question term is
+    known on 99 degrees of freedom). True standard error sqrt(0.01/3 + 0.09/100 +
+    0.16/300) = 0.0690411. So the MDE is the t-test's on S - 1 = 2 (the critical value)
+    with its standard error estimated on 3.0304 degrees of freedom: 0.38531, where
+    df_se = 2 would give 0.39032.
+    One seed, 100 questions, sd_question 0.3, sd_resid 0.4: the seed effect is not
+    estimable (it shifts every difference alike); MS_Q = 0.09 + 0.16 = 0.25, the
+    standard error sqrt(0.25 / 100) = 0.05 on Q - 1 = 99: the MDE of min_detectable_effect
+    (0.05, 99), 2.8291 standard errors (the normal's 2.8016, a little more on 99)."""
+    se3 = math.sqrt(0.01 / 3 + 0.09 / 100 + 0.16 / 300)
+    assert se3 == pytest.approx(0.0690411, abs=1e-7)
+    got3 = stats.design_mde(3, 100, 0.1, 0.3, 0.4)
+    assert got3 == pytest.approx(stats.min_detectable_effect(se3, 2, df_se=3.030393), rel=1e-6)
+    assert got3 == pytest.approx(0.38531, abs=1e-5)
+    assert stats.min_detectable_effect(se3, 2) == pytest.approx(0.39032, abs=1e-5)
+    got1 = stats.design_mde(1, 100, 0.3, 0.3, 0.4)
+    assert got1 == pytest.approx(stats.min_detectable_effect(0.05, 99), rel=1e-9)
+    assert got1 / 0.05 == pytest.approx(2.8291, abs=1e-4)
