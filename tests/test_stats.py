@@ -463,3 +463,21 @@ def test_design_mde_by_hand_at_one_and_three_seeds() -> None:
     got1 = stats.design_mde(1, 100, 0.3, 0.3, 0.4)
     assert got1 == pytest.approx(stats.min_detectable_effect(0.05, 99), rel=1e-9)
     assert got1 / 0.05 == pytest.approx(2.8291, abs=1e-4)
+
+
+def test_curve_analysis_fits_with_exactly_three_points_after_the_start() -> None:
+    """Evaluations at compute 0, 1, ..., 6, so the first half (compute <= 3) holds the
+    start and three points: just enough for A, B and C_mid, so the fit is made (4 fit
+    points, 3 held back). The scores are 100 questions of which round(100 R(C)) pass,
+    R(C) the curve with R0 0.2, A 0.8, B 1.5, C_mid 2 (0.2, 0.357, 0.5, 0.589 on the fit
+    part), so A comes back near 0.8 (the rounding to whole questions moves it by a few
+    hundredths)."""
+    steps = np.arange(7) * 1.0
+    r_T = stats.scaling_curve(steps, 0.2, 0.8, 1.5, 2.0)
+    y = np.zeros((2, 7, 100))
+    for t, n in enumerate(np.round(r_T * 100).astype(int)):
+        y[:, t, :n] = 1.0
+    res = stats.curve_analysis(np.tile(steps, (2, 1)), y, n_boot=20)
+    assert res is not None
+    assert (res.fit_points, res.rest_points) == (4, 3)
+    assert res.a.value == pytest.approx(0.8, abs=0.1)
