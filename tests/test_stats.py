@@ -481,3 +481,18 @@ def test_curve_analysis_fits_with_exactly_three_points_after_the_start() -> None
     assert res is not None
     assert (res.fit_points, res.rest_points) == (4, 3)
     assert res.a.value == pytest.approx(0.8, abs=0.1)
+
+
+def test_a_curve_that_falls_to_the_lower_bound_is_fitted() -> None:
+    """A pass rate that RL drives down: R0 0.5, A 0 (the lower bound of a pass rate),
+    B 1.5, C_mid 2, evaluated exactly at compute 1, 2, 4, 8, 1000: R = 0.5 - 0.5 /
+    (1 + (2 / C)^1.5) = 0.369, 0.25, 0.131, 0.056, 0.0000447. The fit's starting A,
+    extrapolated a fifth of the way past the last point (0.0000447 - 0.1 < 0), is put
+    just inside the bound, where the optimiser may start; the fit recovers A 0, B 1.5,
+    C_mid 2."""
+    c = np.array([1.0, 2, 4, 8, 1000])
+    r = 0.5 - 0.5 / (1 + (2 / c) ** 1.5)
+    assert np.allclose(stats.scaling_curve(c, 0.5, 0.0, 1.5, 2.0), r)
+    fit = stats.fit_compute_curve(c, r, 0.5, (0.0, 1.0))
+    assert fit is not None
+    assert (fit.a, fit.b, fit.c_mid) == pytest.approx((0.0, 1.5, 2.0), abs=1e-3)
