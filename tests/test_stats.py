@@ -496,3 +496,21 @@ def test_a_curve_that_falls_to_the_lower_bound_is_fitted() -> None:
     fit = stats.fit_compute_curve(c, r, 0.5, (0.0, 1.0))
     assert fit is not None
     assert (fit.a, fit.b, fit.c_mid) == pytest.approx((0.0, 1.5, 2.0), abs=1e-3)
+
+
+def test_a_pass_rates_fitted_ceiling_is_at_most_one() -> None:
+    """Pass rates that follow R(C) with R0 0.1, A 1.3, B 1, C_mid 10 at compute 0..10
+    (0.1, 0.209, 0.3, ..., 0.7: every one a valid pass rate, 1,000 questions of which
+    round(1000 R) pass, two seeds). Unbounded, the curve through them levels off at 1.3,
+    which no pass rate can reach: the report's curve analysis (its default bounds)
+    keeps the ceiling A, and the ceiling of the fit on all points, at most 1, and here
+    at 1 (the bound is what stops it)."""
+    steps = np.arange(11) * 1.0
+    r_T = stats.scaling_curve(steps, 0.1, 1.3, 1.0, 10.0)
+    y = np.zeros((2, 11, 1000))
+    for t, n in enumerate(np.round(r_T * 1000).astype(int)):
+        y[:, t, :n] = 1.0
+    res = stats.curve_analysis(np.tile(steps, (2, 1)), y, n_boot=20)
+    assert res is not None
+    assert res.a.value == pytest.approx(1.0, abs=1e-6) and res.a.hi <= 1.0
+    assert res.full_a.value == pytest.approx(1.0, abs=1e-6) and res.full_a.hi <= 1.0
