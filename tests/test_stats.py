@@ -514,3 +514,26 @@ def test_a_pass_rates_fitted_ceiling_is_at_most_one() -> None:
     assert res is not None
     assert res.a.value == pytest.approx(1.0, abs=1e-6) and res.a.hi <= 1.0
     assert res.full_a.value == pytest.approx(1.0, abs=1e-6) and res.full_a.hi <= 1.0
+
+
+def test_t_interval_and_satterthwaites_interval_by_hand() -> None:
+    """t_interval of (2, 4, 6): mean 4, sd 2, t_{0.975,2} = 4.302653: 4 +- 4.302653 * 2
+    / sqrt(3) = 4 +- 4.968276.
+    two_way_interval of [[1, 2, 3], [3, 4, 5]] with Satterthwaite's degrees of freedom:
+    MS_S = 6, MS_Q = 2, MS_E = 0 (test_variance_components_by_hand), variance (6 + 2) / 6
+    = 4/3 on (6 + 2)^2 / (6^2 / 1 + 2^2 / 2 + 0) = 64 / 38 = 1.6842 degrees of freedom,
+    whose t_{0.975} is 5.176232: 3 +- 5.176232 * sqrt(4/3) = 3 +- 5.976997."""
+    est = stats.t_interval([2.0, 4.0, 6.0])
+    assert (est.lo, est.hi) == pytest.approx((4 - 4.968276, 4 + 4.968276), abs=1e-5)
+    sat = stats.two_way_interval(np.array([[1.0, 2, 3], [3, 4, 5]]), satterthwaite=True)
+    assert sat.value == 3.0
+    assert (sat.lo, sat.hi) == pytest.approx((3 - 5.976997, 3 + 5.976997), abs=1e-5)
+
+
+def test_question_weights_are_scaled_to_mean_one() -> None:
+    """Weights (1, 3) are used as (0.5, 1.5) (scaled to mean 1), so the weighted
+    difference of d = (0.2, 0.4) on both seeds is (0.5 * 0.2 + 1.5 * 0.4) / 2 = 0.35:
+    the same as weights (0.5, 1.5), whatever the weights' own scale."""
+    arm, base = np.array([[0.2, 0.4], [0.2, 0.4]]), np.zeros((2, 2))
+    assert stats.paired_test(arm, base, weights_Q=[1.0, 3.0]).diff.value == pytest.approx(0.35)
+    assert stats.paired_test(arm, base, weights_Q=[0.5, 1.5]).diff.value == pytest.approx(0.35)
