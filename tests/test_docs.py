@@ -1,5 +1,5 @@
-"""The documentation a user reads: every relative link and ``#anchor`` in README.md and
-docs/ resolves, and the README stays a page a newcomer reads in minutes.
+"""The documentation a user reads: every relative link and ``#anchor`` in README.md,
+CONTRIBUTING.md and docs/ resolves, and the README stays a page a newcomer reads in minutes.
 
 Anchors follow GitHub's rule for heading ids: the heading's text in lower case, every
 character that is not a letter, digit, space, hyphen or underscore removed, spaces made
@@ -22,7 +22,7 @@ _INLINE_CODE = re.compile(r"`[^`]*`")
 
 
 def _doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def _prose_lines(text: str) -> list[str]:
@@ -118,8 +118,8 @@ def test_anchors_and_links_are_read_from_prose_only(tmp_path: Path) -> None:
 
 
 def test_every_relative_link_in_the_docs_resolves() -> None:
-    """README.md and every page under docs/: each relative link names an existing file,
-    and each ``#anchor`` an existing heading of its target."""
+    """README.md, CONTRIBUTING.md and every page under docs/: each relative link names
+    an existing file, and each ``#anchor`` an existing heading of its target."""
     bad = [b for path in _doc_files() for b in broken_links(path)]
     assert not bad, "broken links:\n" + "\n".join(bad)
 
