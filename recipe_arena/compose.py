@@ -35,7 +35,7 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from recipe_arena.config import RunConfig
+from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 
 
 class ConfigError(ValueError):
@@ -240,13 +240,13 @@ def _too_many(path: Path) -> str:
 
 
 def compose_raw(overrides: list[str]) -> dict[str, Any]:
-    """Compose the Hydra config for ``recipe=NAME`` (default olmo3_think) plus overrides."""
+    """Compose the Hydra config for ``recipe=NAME`` (default ``DEFAULT_RECIPE``) plus overrides."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
     root = recipes_dir()
-    recipe = "olmo3_think"
+    recipe = DEFAULT_RECIPE
     hydra_overrides: list[str] = []
     if len(overrides) > MAX_OVERRIDES:
         raise ConfigError(f"{len(overrides)} overrides given; at most {MAX_OVERRIDES}")

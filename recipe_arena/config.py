@@ -508,8 +508,12 @@ class BudgetConfig(Strict):
     name: Literal["smoke", "default", "full"] = "default"
 
 
+DEFAULT_RECIPE = "olmo3_think"
+"""The recipe a run, a comparison, a study and ``run --help`` use when none is named."""
+
+
 class RunConfig(Strict):
-    recipe: str = "olmo3_think"
+    recipe: str = DEFAULT_RECIPE
     """The recipe file's name (``recipes/<recipe>.yaml``; compose.py sets it); part of the
     default run directory name, so a name, not a path, like ``name``."""
     device: str | None = None

@@ -5,7 +5,7 @@ import them from ``recipe_arena.config``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, PositiveInt
 
@@ -14,6 +14,14 @@ from recipe_arena.data.schema import Domain, Effort
 
 SEED_MAX = 2**32 - 1
 """Largest seed every generator accepts (NumPy's limit)."""
+
+Beta = Annotated[float, Field(ge=0, lt=1)]
+"""An AdamW moment decay, in [0, 1)."""
+ADAM_BETAS: tuple[float, float] = (0.9, 0.95)
+"""AdamW (beta1, beta2) of the supervised stages (base, SFT, DPO, the micro judge), as in
+most open pretraining recipes (OLMo, nanoGPT)."""
+WEIGHT_DECAY = 0.01
+"""AdamW decoupled weight decay of the supervised stages (per step, times lr)."""
 
 
 class Strict(BaseModel):
@@ -98,6 +106,10 @@ class SFTConfig(Strict):
     micro world's RL signal)."""
     system_prompt_fraction: float = Field(0.3, ge=0, le=1)
     """Share of conversations that open with a system prompt (never trained on)."""
+    adam_betas: tuple[Beta, Beta] = ADAM_BETAS
+    """AdamW (beta1, beta2), each in [0, 1)."""
+    weight_decay: float = Field(WEIGHT_DECAY, ge=0)
+    """AdamW decoupled weight decay (per step, times lr; >= 0)."""
     evaluate: bool = True
     """Log held-out pass@1 per domain after SFT."""
     device: str | None = None
@@ -123,6 +135,10 @@ class DPOConfig(Strict):
     lr: float = Field(1e-4, gt=0, le=1)
     """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
     warmup_steps: int = Field(2, ge=0)
+    adam_betas: tuple[Beta, Beta] = ADAM_BETAS
+    """AdamW (beta1, beta2), each in [0, 1)."""
+    weight_decay: float = Field(WEIGHT_DECAY, ge=0)
+    """AdamW decoupled weight decay (per step, times lr; >= 0)."""
     batch_size: int = Field(16, ge=1)
     """Preference pairs per optimiser step."""
     epochs: float = Field(2.0, gt=0)

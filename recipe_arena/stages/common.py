@@ -4,8 +4,9 @@ evaluation of a checkpoint. The cache helpers live in ``recipe_arena.cache`` (re
 here for the stages that import them from this module).
 
 The schedule (``core.schedule``) is linear warm-up then cosine decay to 10% of the peak,
-the usual shape for short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and
-gradient clipping at 1.0 as in most open pretraining recipes (OLMo, nanoGPT).
+the usual shape for short pretraining and SFT runs; AdamW (``config_train.ADAM_BETAS``,
+``WEIGHT_DECAY`` unless the stage sets its own) and gradient clipping at 1.0 as in most
+open pretraining recipes (OLMo, nanoGPT).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from recipe_arena.cache import (  # noqa: F401 - re-exported for the stages
     write_json_atomic,
 )
 from recipe_arena.config import RunConfig
+from recipe_arena.config_train import ADAM_BETAS, WEIGHT_DECAY
 from recipe_arena.core.schedule import lr_at
 from recipe_arena.data.schema import DOMAINS, Domain
 from recipe_arena.progress import StageBar
@@ -45,13 +47,15 @@ def train_steps(
     run: RunDir | None,
     log_every: int = 10,
     device: str = "cpu",
+    betas: tuple[float, float] = ADAM_BETAS,
+    weight_decay: float = WEIGHT_DECAY,
 ) -> list[float]:
     """Run ``steps`` optimiser steps of next-token cross-entropy on ``batches``; log
     ``loss/train`` and ``lr`` under ``stage``; return the per-step losses. The model,
     and each batch as it is drawn, go to ``device``; the model stays there."""
     model.to(device)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
     losses: list[float] = []
     bar = StageBar(stage, steps)
     for step in range(steps):

@@ -189,6 +189,8 @@ def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
         stage="sft",
         run=run,
         device=cfg.device_for("sft"),
+        betas=cfg.sft.adam_betas,
+        weight_decay=cfg.sft.weight_decay,
     )
     out = save_checkpoint(model, tok, run.checkpoints / "sft")
     if cfg.sft.evaluate:
