@@ -30,6 +30,7 @@ import yaml
 
 from recipe_arena import hidden_modules, offline_env
 from recipe_arena.compose import ConfigError, load_config
+from recipe_arena.domains import POOLED_DOMAINS
 from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
 from recipe_arena.logsetup import add_verbose_flag, configure_output
 
@@ -95,7 +96,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from recipe_arena.data.worlds import build_world
     from recipe_arena.rewards.audit import run_audit
 
-    domains = args.domains.split(",") if args.domains else ["math", "code", "ifeval"]
+    domains = args.domains.split(",") if args.domains else POOLED_DOMAINS
     datasets = {
         f"{cfg.world.name}/{domain}/{split}": rows[: args.limit]
         for split, by_domain in build_world(cfg.world).items()
@@ -184,7 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     aud.add_argument(
         "--domains",
         default="",
-        help="comma-separated domains (default math,code,ifeval; chat runs the LM judge)",
+        help=f"comma-separated domains (default {','.join(POOLED_DOMAINS)}; chat runs the LM judge)",
     )
     aud.add_argument("--out", help="write the full report (per task and hack) as JSON")
     aud.add_argument("overrides", nargs="*")

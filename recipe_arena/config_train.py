@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, PositiveInt
 
 from recipe_arena.core.strategy import STRICT_CONFIG
 from recipe_arena.data.schema import Domain, Effort
+from recipe_arena.domains import DOMAINS
 
 SEED_MAX = 2**32 - 1
 """Largest seed every generator accepts (NumPy's limit)."""
@@ -117,7 +118,7 @@ class SFTConfig(Strict):
     (``RunConfig.device_for``). Training is float32 on every device."""
 
 
-DPOSubset = Literal["math", "code", "ifeval", "chat", "multiturn"]
+DPOSubset = Literal[(*DOMAINS, "multiturn")]  # type: ignore[valid-type]
 """A preference pair's subset: its domain, or multiturn when the final turn follows an
 earlier exchange (OLMo 3 capped the length difference of its chat and multi-turn subsets)."""
 

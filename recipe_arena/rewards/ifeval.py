@@ -143,3 +143,12 @@ def check_ifeval(
         f"; failed: {', '.join(failed)}" if failed else ""
     )
     return score, reason
+
+
+def ifeval_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float]:
+    """``check_ifeval``'s arguments for ``response`` to ``row`` (a PromptRow) under ``cfg``
+    (RewardsConfig), and its deadline: ``rewards.timeout_s``."""
+    return (
+        (row.ground_truth, response, cfg.ifeval_partial_credit, row.prompt_text),
+        cfg.timeout_s,
+    )
