@@ -9,7 +9,7 @@ values. The training stages' settings (base, SFT, DPO) live in ``config_train``.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
@@ -20,8 +20,10 @@ from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
+from recipe_arena.engines.registry import ENGINES
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.spec import TinyModelSpec
+from recipe_arena.stages.registry import STAGES
 from recipe_arena.staleness import StalenessConfig, TISParams
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -66,10 +68,17 @@ class WorldConfig(Strict):
     """olmo3_7b: JSONL of held-out prompt rows."""
 
 
+if TYPE_CHECKING:
+    EngineName = str
+else:
+    EngineName = Literal[tuple(ENGINES)]
+
+
 class EngineConfig(Strict):
     """Generation backend (machine setting, not science)."""
 
-    name: Literal["torch", "vllm", "hf"] = "torch"
+    name: EngineName = "torch"
+    """A key of ``engines.registry.ENGINES``."""
     mode: Literal["continuous", "static"] = "continuous"
     """torch engine batching: continuous (backfill finished slots) or static (batch waits
     for its longest member; the Table 9.1 ablation)."""
@@ -396,9 +405,11 @@ class RewardsConfig(Strict):
     """Opponents per response under 'round_robin' (cost ~ G * k instead of G^2)."""
 
 
-Stage = Literal[
-    "base", "sft", "dpo", "audit", "prompt_filter", "rlvr", "specialists", "mopd", "opd", "eval"
-]
+if TYPE_CHECKING:
+    Stage = str
+else:
+    Stage = Literal[tuple(STAGES)]
+"""A stage's name: a key of ``stages.registry.STAGES``."""
 
 
 class PipelineConfig(Strict):

@@ -7,6 +7,7 @@ continues an interrupted one from its own checkpoints.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import time
@@ -20,6 +21,7 @@ from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rundir import RunDir, RunDirBusy, RunLock, read_stages, run_dir_path
+from recipe_arena.stages.registry import STAGES as STAGE_REGISTRY
 
 console = Console(stderr=True)
 
@@ -178,17 +180,10 @@ that was interrupted: each step is then logged once."""
 
 
 STAGES: dict[str, StageFn] = {
-    "base": _base,
-    "sft": _sft,
-    "dpo": _dpo,
-    "audit": _audit,
-    "prompt_filter": _prompt_filter,
-    "rlvr": _rlvr,
-    "specialists": _specialists,
-    "mopd": _mopd,
-    "opd": _opd,
-    "eval": _eval,
+    name: getattr(importlib.import_module(ref.partition(":")[0]), ref.partition(":")[2])
+    for name, ref in STAGE_REGISTRY.items()
 }
+"""Stage name -> its runner (``stages.registry``)."""
 
 
 def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:

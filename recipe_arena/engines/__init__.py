@@ -1,45 +1,35 @@
 """Generation engines behind one protocol (``base.Engine``), chosen by name.
 
-``torch``: the embedded default, continuous batching with a KV cache and in-flight
-weight updates. ``hf``: ``transformers`` ``generate`` in static batches (the baseline).
-``vllm``: vLLM's async engine (optional extra; imported only when asked for).
+The engines by name are in ``engines.registry``; an engine's module is imported only
+when it is built. The protocol's names are imported on first use, so reading the
+config (which reads the registry) does not import torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from recipe_arena.config import EngineConfig
-from recipe_arena.engines.base import (
-    Completion,
-    Engine,
-    EngineError,
-    EngineStats,
-    GenerationRequest,
-    SamplingParams,
+from recipe_arena.engines.registry import ENGINES
+
+if TYPE_CHECKING:
+    from recipe_arena.config import EngineConfig
+    from recipe_arena.engines.base import Engine
+
+_BASE = (
+    "Completion",
+    "Engine",
+    "EngineError",
+    "EngineStats",
+    "GenerationRequest",
+    "SamplingParams",
 )
 
 
-def _torch(model: Any, tokenizer: Any, cfg: EngineConfig | None, **kw: Any) -> Engine:
-    from recipe_arena.engines.torch_engine import TorchEngine
-
-    return TorchEngine(model, tokenizer, cfg, **kw)
-
-
-def _hf(model: Any, tokenizer: Any, cfg: EngineConfig | None, **kw: Any) -> Engine:
-    from recipe_arena.engines.hf_engine import HFEngine
-
-    return HFEngine(model, tokenizer, cfg, **kw)
-
-
-def _vllm(model: Any, tokenizer: Any, cfg: EngineConfig | None, **kw: Any) -> Engine:
-    from recipe_arena.engines.vllm_engine import VLLMEngine
-
-    return VLLMEngine(model, tokenizer, cfg, **kw)
-
-
-ENGINES: dict[str, Callable[..., Engine]] = {"torch": _torch, "hf": _hf, "vllm": _vllm}
+def __getattr__(name: str) -> Any:
+    if name in _BASE:
+        return getattr(importlib.import_module("recipe_arena.engines.base"), name)
+    raise AttributeError(f"module 'recipe_arena.engines' has no attribute {name!r}")
 
 
 def build_engine(
@@ -49,7 +39,9 @@ def build_engine(
     torch and hf engines; vLLM loads its own copy) with ``cfg`` (defaults if None)."""
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
-    return ENGINES[name](model, tokenizer, cfg, **kw)
+    module, _, cls = ENGINES[name].partition(":")
+    engine: Engine = getattr(importlib.import_module(module), cls)(model, tokenizer, cfg, **kw)
+    return engine
 
 
 __all__ = [
