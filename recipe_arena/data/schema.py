@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recipe_arena.domains import DOMAINS
+from recipe_arena.domains import DOMAINS as DOMAINS
 
 if TYPE_CHECKING:
     Domain = str

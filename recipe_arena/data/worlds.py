@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from recipe_arena.config import WorldConfig
+from recipe_arena.config_world import WorldConfig
 from recipe_arena.data.schema import PromptRow, read_rows
 
 Splits = dict[str, dict[str, list[PromptRow]]]
