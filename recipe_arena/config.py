@@ -223,7 +223,7 @@ class MicroJudgeConfig(Strict):
     trained from scratch on verdicts the chat generator labels exactly
     (``data.micro_verdicts``), through the judge templates of ``rewards/templates``,
     with its own tokenizer (characters plus one token per template piece,
-    ``stages.micro_judge.judge_tokenizer``). Trained on first use and cached under
+    ``rewards.micro_judge.judge_tokenizer``). Trained on first use and cached under
     $RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena)."""
 
     model: TinyModelSpec = TinyModelSpec(
@@ -240,7 +240,7 @@ class MicroJudgeConfig(Strict):
     steps: int = Field(3200, ge=0)
     """Optimiser steps, 0 or more; each costs about as much as a policy SFT step of the
     same batch. On a machine that trains the base model, the judge trains in the
-    background from the start of the run (``stages.micro_judge.train_in_background``).
+    background from the start of the run (``rewards.micro_judge.train_in_background``).
     3200: at 1600 the judge's comparison of two copied words or numbers was a draw of
     its seed (right-vs-wrong pairs 0.787-0.826 over four seeds), at 3200 it ordered
     0.968-0.974 of them (docs/results.md, the micro judge); the cost is about 7 minutes

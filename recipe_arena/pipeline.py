@@ -59,8 +59,8 @@ StageFn = Callable[[RunConfig, RunDir, World, PipelineState], None]
 
 
 def _base(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.rewards.micro_judge import hurry_background
     from recipe_arena.stages.base import train_base
-    from recipe_arena.stages.micro_judge import hurry_background
 
     state.checkpoint = str(train_base(cfg, run))
     hurry_background()  # the judge trained in the idle time so far (train_in_background)
@@ -189,7 +189,7 @@ STAGES: dict[str, StageFn] = {
 def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:
     """Whether this run trains the micro base model (a machine that has not cached it)
     and scores chat with the micro judge: then the judge, if not cached either, trains in
-    the background from the start (``stages.micro_judge.train_in_background``)."""
+    the background from the start (``rewards.micro_judge.train_in_background``)."""
     if cfg.rewards.judge_model != "micro" or cfg.world.checkpoint is not None:
         return False
     if "base" not in cfg.pipeline.stages or "base" in state.done:
@@ -294,7 +294,7 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
         from recipe_arena.data.worlds import start_checkpoint
 
         state.checkpoint = start_checkpoint(cfg.world)
-    from recipe_arena.stages import micro_judge
+    from recipe_arena.rewards import micro_judge
 
     ok = False
     try:

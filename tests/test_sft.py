@@ -11,13 +11,8 @@ from recipe_arena.config import RunConfig
 from recipe_arena.models.factory import build_micro, save_checkpoint
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.rundir import RunDir, read_metrics
-from recipe_arena.stages.sft import (
-    assistant_mask,
-    run_sft,
-    sft_batches,
-    sft_conversations,
-    sft_examples_per_domain,
-)
+from recipe_arena.stages.sft import run_sft, sft_conversations, sft_examples_per_domain
+from recipe_arena.supervised import assistant_mask, sft_batches
 
 TWO_TURNS = [
     {"role": "user", "content": "hi"},

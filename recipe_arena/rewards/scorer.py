@@ -106,7 +106,7 @@ class Scorer:
     @property
     def judge(self) -> Any:
         if self._judge is None:
-            from recipe_arena.rewards.judge import build_judge
+            from recipe_arena.rewards.judge_model import build_judge
 
             if self.shared:
                 self._judge = _shared(_judge_key(self.cfg), lambda: build_judge(self.cfg))

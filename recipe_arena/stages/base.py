@@ -53,14 +53,13 @@ from recipe_arena.models.factory import build_micro
 from recipe_arena.models.spec import TinyModelSpec
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.common import (
-    Batch,
     build_cached,
     cache_key,
     cache_root,
     heldout_eval,
     render,
-    train_steps,
 )
+from recipe_arena.supervised import Batch, train_steps
 
 _BASE_DATA_SEED_OFFSET = 1_000_003
 """The base corpus uses data_seed + this, so it is a different draw from the RL train rows
@@ -214,11 +213,11 @@ def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
 
 def _evaluated_domains(cfg: RunConfig) -> list[Domain]:
     """The domains the base stage evaluates: all four, less chat while its micro judge
-    is still training in the background (``stages.micro_judge.train_in_background``,
+    is still training in the background (``rewards.micro_judge.train_in_background``,
     started with the run on a machine that has not cached it). Waiting for the judge
     here would hold the base stage for minutes, for one figure that only this first run
     lacks; SFT's evaluation, which needs the judge, waits for it."""
-    from recipe_arena.stages.micro_judge import training_in_background
+    from recipe_arena.rewards.micro_judge import training_in_background
 
     pending = training_in_background(cfg.rewards.micro_judge)
     if pending:

@@ -63,7 +63,7 @@ from recipe_arena.data.micro_verdicts import (
 )
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
-from recipe_arena.stages.common import train_steps
+from recipe_arena.supervised import assistant_mask, sft_batches, train_steps
 
 T = TypeVar("T")
 
@@ -162,8 +162,6 @@ def judge_examples(
     covers the reply only, or the whole conversation when ``cfg.loss_on_prompt``;
     verdicts longer than the model's context are dropped (with ``cfg.paired``, their
     pair too, so pairs stay consecutive)."""
-    from recipe_arena.stages.sft import assistant_mask
-
     chats = [verdict_chat(v) for v in training_verdicts(cfg)]
     games = training_games(cfg)
     chats += [game_chat(g) for g in games]
@@ -236,8 +234,6 @@ def _units(items: list[T], unit: int) -> list[list[T]]:
 
 
 def _train(cfg: MicroJudgeConfig, out: Path) -> None:
-    from recipe_arena.stages.sft import sft_batches
-
     t0 = time.time()
     tok = judge_tokenizer()
     model = build_tiny_model(cfg.model, tok, seed=cfg.seed)
