@@ -20,10 +20,10 @@ from recipe_arena.core.loss import LossConfig
 from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
-from recipe_arena.engines.registry import ENGINES
+from recipe_arena.engine_registry import ENGINES
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.spec import TinyModelSpec
-from recipe_arena.stages.registry import STAGES
+from recipe_arena.stage_registry import STAGES
 from recipe_arena.staleness import StalenessConfig, TISParams
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -39,7 +39,7 @@ class EngineConfig(Strict):
     """Generation backend (machine setting, not science)."""
 
     name: EngineName = "torch"
-    """A key of ``engines.registry.ENGINES``."""
+    """A key of ``engine_registry.ENGINES``."""
     mode: Literal["continuous", "static"] = "continuous"
     """torch engine batching: continuous (backfill finished slots) or static (batch waits
     for its longest member; the Table 9.1 ablation)."""
@@ -370,7 +370,7 @@ if TYPE_CHECKING:
     Stage = str
 else:
     Stage = Literal[tuple(STAGES)]
-"""A stage's name: a key of ``stages.registry.STAGES``."""
+"""A stage's name: a key of ``stage_registry.STAGES``."""
 
 
 class PipelineConfig(Strict):

@@ -21,7 +21,7 @@ from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rundir import RunDir, RunDirBusy, RunLock, read_stages, run_dir_path
-from recipe_arena.stages.registry import STAGES as STAGE_REGISTRY
+from recipe_arena.stage_registry import STAGES as STAGE_REGISTRY
 
 console = Console(stderr=True)
 
@@ -183,7 +183,7 @@ STAGES: dict[str, StageFn] = {
     name: getattr(importlib.import_module(ref.partition(":")[0]), ref.partition(":")[2])
     for name, ref in STAGE_REGISTRY.items()
 }
-"""Stage name -> its runner (``stages.registry``)."""
+"""Stage name -> its runner (``stage_registry``)."""
 
 
 def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:

@@ -13,16 +13,16 @@ through SFT and DPO.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from recipe_arena.config_world import SmolWorld
 from recipe_arena.data.gym import gym_rows
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.packaged import load_packaged
 from recipe_arena.data.schema import PromptRow
 
 
-def build_world(world_cfg: SmolWorld) -> dict[str, dict[str, list[PromptRow]]]:
-    """split -> domain -> rows. Train: ``train_per_domain`` math rows from
+def build_world(world_cfg: Any) -> dict[str, dict[str, list[PromptRow]]]:
+    """split -> domain -> rows of ``world_cfg`` (``config_world.SmolWorld``). Train: ``train_per_domain`` math rows from
     ``world_cfg.gym_tasks`` and as many ifeval rows, seeded by ``data_seed``; held-out:
     the first ``heldout_per_domain`` rows of each of ``world_cfg.heldout_sets``."""
     n, seed = world_cfg.train_per_domain, world_cfg.data_seed
@@ -37,7 +37,7 @@ def build_world(world_cfg: SmolWorld) -> dict[str, dict[str, list[PromptRow]]]:
     return {"train": train, "heldout": heldout}
 
 
-def start_checkpoint(world_cfg: SmolWorld) -> Path:
+def start_checkpoint(world_cfg: Any) -> Path:
     """The converted SmolLM2-135M-Instruct checkpoint (converted on first use, cached
     under ``world.cache_dir``)."""
     from recipe_arena.models.smol import smol_checkpoint

@@ -1,13 +1,13 @@
 """A world's prompt rows and starting checkpoint, through the functions its settings model
 names (``config_world``: ``rows``, ``start``), and the rows of the worlds that read
-JSONL files (``rows_from_files``)."""
+JSONL files (``rows_from_files``). The settings are passed in, never imported: the
+data layer sits below the config."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from recipe_arena.config_world import WorldConfig
 from recipe_arena.data.schema import PromptRow, read_rows
 
 Splits = dict[str, dict[str, list[PromptRow]]]
@@ -18,13 +18,14 @@ def _resolve(ref: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def build_world(cfg: WorldConfig) -> Splits:
-    """split ('train', 'heldout') -> domain -> rows of the world ``cfg`` names."""
+def build_world(cfg: Any) -> Splits:
+    """split ('train', 'heldout') -> domain -> rows of the world ``cfg`` (a
+    ``config_world`` model) names."""
     splits: Splits = _resolve(cfg.rows)(cfg)
     return splits
 
 
-def start_checkpoint(cfg: WorldConfig) -> str | None:
+def start_checkpoint(cfg: Any) -> str | None:
     """``world.checkpoint`` if set, else the checkpoint the world brings (converted on
     first use), else None: an earlier stage builds one."""
     if cfg.checkpoint:

@@ -1,35 +1,24 @@
 """Generation engines behind one protocol (``base.Engine``), chosen by name.
 
-The engines by name are in ``engines.registry``; an engine's module is imported only
-when it is built. The protocol's names are imported on first use, so reading the
-config (which reads the registry) does not import torch.
+The engines by name are in ``engine_registry``; an engine's module is imported only
+when it is built (vLLM is an optional extra).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from recipe_arena.engines.registry import ENGINES
-
-if TYPE_CHECKING:
-    from recipe_arena.config import EngineConfig
-    from recipe_arena.engines.base import Engine
-
-_BASE = (
-    "Completion",
-    "Engine",
-    "EngineError",
-    "EngineStats",
-    "GenerationRequest",
-    "SamplingParams",
+from recipe_arena.config import EngineConfig
+from recipe_arena.engine_registry import ENGINES
+from recipe_arena.engines.base import (
+    Completion,
+    Engine,
+    EngineError,
+    EngineStats,
+    GenerationRequest,
+    SamplingParams,
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _BASE:
-        return getattr(importlib.import_module("recipe_arena.engines.base"), name)
-    raise AttributeError(f"module 'recipe_arena.engines' has no attribute {name!r}")
 
 
 def build_engine(
