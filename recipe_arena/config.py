@@ -57,7 +57,7 @@ class EngineConfig(Strict):
 
 
 class RLConfig(Strict):
-    """The RLVR stage (OLMo 3 sec. 9; its values in the docstrings)."""
+    """The RLVR stage (OLMo 3's values, where they differ, in the docstrings)."""
 
     steps: int = Field(48, ge=0)
     """Optimiser steps, 0 or more (about 1,400 in OLMo 3 7B)."""
