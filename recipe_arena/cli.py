@@ -49,7 +49,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from recipe_arena.rewards.scorer import shared_pool
 
     shared_pool(cfg.rewards)
-    # transformers imports scikit-learn at its own import (about 1.7 s on 2 cores) only
+    # transformers imports scikit-learn at its own import (seconds of start-up) only
     # for assisted generation, which no stage uses: its generation code loads here, once,
     # with scikit-learn hidden (lm-eval's metrics can still import it later).
     with hidden_modules(("sklearn",)):
@@ -298,9 +298,8 @@ def entry() -> None:
     ``main``, then, when it returns, the exit a normal interpreter shutdown makes, less
     its last part. Non-daemon threads are joined and exit handlers run (verifier pools,
     Ray, W&B, logging), as at any exit; the process then ends without freeing every module
-    and object one by one, which took about 1.4 s of each run on 2 cores once torch and
-    transformers were loaded (docs/results.md). An exception or ``SystemExit`` (``--help``,
-    a usage error) takes the usual path."""
+    and object one by one, a second or more once torch and transformers are loaded. An
+    exception or ``SystemExit`` (``--help``, a usage error) takes the usual path."""
     rc = main()
     shutdown = getattr(threading, "_shutdown", None)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)

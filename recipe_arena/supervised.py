@@ -121,10 +121,8 @@ def assistant_mask(
 LENGTH_GROUP = 8
 """Batches per length group of ``sft_batches``: each group of 8 batches is drawn at once,
 sorted by length and cut into batches, so a batch pads to members of similar length
-(HF Trainer's ``group_by_length`` does the same). On the micro world's SFT set 52% of a
-randomly drawn batch's tokens are real, 88% of a grouped one's. The micro judge draws
-its batches ungrouped (``rewards.micro_judge``): grouping its verdicts by length put one
-kind of verdict in a batch, and it learned less."""
+(HF Trainer's ``group_by_length`` does the same). The micro judge draws its batches
+ungrouped (``rewards.micro_judge``), so each mixes the kinds of verdict."""
 
 
 def sft_batches(
