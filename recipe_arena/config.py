@@ -393,6 +393,14 @@ class RunConfig(Strict):
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()
 
+    @field_validator("world", mode="before")
+    @classmethod
+    def _default_world(cls, v: Any) -> Any:
+        """Settings of ``world`` that name no world are the default world's."""
+        if isinstance(v, dict) and "name" not in v:
+            return {"name": MicroWorld.model_fields["name"].default, **v}
+        return v
+
     @field_validator("name", "recipe")
     @classmethod
     def _a_name_not_a_path(cls, v: str | None) -> str | None:
