@@ -19,31 +19,35 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.config_train import ADAM_BETAS, WEIGHT_DECAY
 from recipe_arena.core.schedule import lr_at
 from recipe_arena.progress import StageBar
 
-if TYPE_CHECKING:
-    from recipe_arena.rundir import RunDir
+
+class MetricsLog(Protocol):
+    """Where ``train_steps`` logs (a ``rundir.RunDir``)."""
+
+    def log(self, stage: str, step: int, metrics: dict[str, float]) -> None: ...
+
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 """(input_ids_BT, labels_BT); labels are -100 where no loss is taken."""
 
 
 def train_steps(
-    model: PreTrainedModel,
+    model: torch.nn.Module,
     batches: Iterator[Batch],
     *,
     steps: int,
     lr: float,
     warmup: int,
     stage: str,
-    run: RunDir | None,
+    run: MetricsLog | None,
     log_every: int = 10,
     device: str = "cpu",
     betas: tuple[float, float] = ADAM_BETAS,
