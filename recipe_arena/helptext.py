@@ -29,10 +29,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from recipe_arena.compose import recipes_dir, union_members
-from recipe_arena.config import RunConfig
-
-DEFAULT_RECIPE = "olmo3_think"
-"""The recipe `recipe-arena run` composes when none is named (compose.compose_raw)."""
+from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 
 RUN_DESCRIPTION = """\
 Run a recipe's stages (pipeline.stages; olmo3_think on the micro world: base -> SFT ->

@@ -108,3 +108,82 @@ def test_engines_compose_instead_of_inheriting() -> None:
             if isinstance(node, ast.ClassDef) and "Engine" in node.name:
                 bases = [ast.unparse(b) for b in node.bases]
                 assert bases in ([], ["Protocol"], ["ValueError"]), (path.name, node.name, bases)
+
+
+PROSE_SHARE_MAX = 0.35
+"""Most a module of settings may be prose: docstring and comment lines over non-blank lines."""
+
+
+def _prose_share(path: Path) -> float:
+    """(docstring lines + comment lines) / non-blank lines of ``path``. A docstring line is
+    one of a string statement (module, class, function or attribute docstring); a comment
+    line starts with ``#``."""
+    src = path.read_text()
+    lines = src.splitlines()
+    prose = {i + 1 for i, line in enumerate(lines) if line.strip().startswith("#")}
+    for node in ast.walk(ast.parse(src)):
+        doc = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if doc and isinstance(node.value.value, str) and node.end_lineno is not None:
+            prose |= set(range(node.lineno, node.end_lineno + 1))
+    return len(prose) / sum(1 for line in lines if line.strip())
+
+
+def test_prose_share_counts_docstrings_and_comments(tmp_path: Path) -> None:
+    """A module docstring of 2 lines, a comment, 2 code lines and an attribute docstring of
+    1 line, with 2 blank lines: prose (2 + 1 + 1) / non-blank 6 = 2/3."""
+    path = tmp_path / "m.py"
+    path.write_text('"""One.\nTwo."""\n\n# why\nx = 1\n\ny = 2\n"""y is two."""\n')
+    assert _prose_share(path) == 4 / 6
+
+
+def test_config_prose_share() -> None:
+    """config.py's docstrings say what each value is (unit, range, source, at most a line
+    of why), not how it was found: its prose share is at most ``PROSE_SHARE_MAX``."""
+    share = _prose_share(PACKAGE / "config.py")
+    assert share <= PROSE_SHARE_MAX, f"config.py is {share:.0%} prose"
+
+
+def _strings_of(node: ast.AST) -> set[str] | None:
+    """The names of a tuple, list or set made of string constants only (a
+    ``Literal[...]`` subscript's is a tuple); None for any other node."""
+    if not isinstance(node, (ast.Tuple, ast.List, ast.Set)) or not node.elts:
+        return None
+    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return None
+    return {e.value for e in node.elts if isinstance(e, ast.Constant)}
+
+
+def _string_sequences() -> list[tuple[str, set[str]]]:
+    """(file, its names) for every sequence of string constants in the package."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = _strings_of(node)
+            if names is not None:
+                found.append((str(path.relative_to(PACKAGE)), names))
+    return found
+
+
+def test_each_extension_point_is_listed_once() -> None:
+    """The domains, stages, engines and worlds are each listed in their registry alone:
+    no tuple, list or set of names elsewhere holds all of a registry's keys (the domains
+    were listed in five modules, the stages and engines in the config's Literals)."""
+    from recipe_arena.config_world import WORLDS
+    from recipe_arena.domains import VERIFIERS
+    from recipe_arena.engine_registry import ENGINES
+    from recipe_arena.stage_registry import STAGES
+
+    sequences = _string_sequences()
+    for registry in (VERIFIERS, STAGES, ENGINES, WORLDS):
+        assert [f for f, names in sequences if set(registry) <= names] == []
+
+
+def test_listing_finder_sees_a_repeated_list() -> None:
+    """The finder itself: ``Literal["a", "b"]`` and ``["a", "b", "c"]`` hold {a, b}; a
+    dict's keys and a mixed tuple do not count."""
+    src = 'x: Literal["a", "b"]\ny = ["a", "b", "c"]\nz = {"a": 1, "b": 2}\nw = ("a", 1)\n'
+    found = [_strings_of(node) for node in ast.walk(ast.parse(src))]
+    assert sorted(sorted(names) for names in found if names is not None) == [
+        ["a", "b"],
+        ["a", "b", "c"],
+    ]

@@ -74,8 +74,7 @@ def threads_per_op(cores: int, num_actors: int) -> int:
     learner trains at once in one process: the ``cores`` torch would give one op,
     shared between them (at least 1). Each would otherwise start a team of ``cores``
     threads, twice as many threads as cores for one actor, and a tiny model's ops
-    then wait on each other: on 2 cores a micro-world RL stage took 191 s at 2 threads
-    an op and 156 s at 1 (docs/results.md)."""
+    then wait on each other."""
     return max(1, cores // (num_actors + 1))
 
 

@@ -3,7 +3,7 @@
 The strategy modules (advantages, loss, staleness, length control) hold the parameter
 models of the run config next to the functions that use them. Every command reads that
 config (``--help``, ``--cfg job``, ``--dry-run``, a config error, ``verify``), and
-importing torch costs about 2.5 s of CPU on 2 cores, though only the functions, which
+importing torch costs seconds of CPU, though only the functions, which
 run in training, need it. Those modules therefore bind ``torch`` to ``LazyModule("torch")``
 (and to the real module for type checkers)::
 

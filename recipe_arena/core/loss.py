@@ -43,7 +43,7 @@ NORMALISATIONS = ("token", "sample", "constant")
 
 
 class LossConfig(BaseModel):
-    """OlmoRL's GRPO variant; defaults are OLMo 3's (DESIGN.md 'Policy loss')."""
+    """OlmoRL's GRPO variant; defaults are OLMo 3's RL settings (Team OLMo et al. 2025)."""
 
     model_config = STRICT_CONFIG
     normalisation: Literal["token", "sample", "constant"] = "token"

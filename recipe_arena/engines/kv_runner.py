@@ -438,7 +438,7 @@ class SlotKVRunner:
         """Cache rows the decode tokens write and the additive mask they attend with."""
         B = pos_B.shape[0]
         # Flat row of (slot b, head h, position pos_b) in a cache viewed as (S*H*cap, D):
-        # index_copy_ there is ~1000x faster on CPU than advanced-index assignment.
+        # index_copy_ there is far faster on CPU than advanced-index assignment.
         heads_H = torch.arange(self.n_kv, device=self.device)
         rows_BH = (
             torch.arange(B, device=self.device)[:, None] * self.n_kv + heads_H
