@@ -20,28 +20,31 @@ import collections
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recipe_arena.config import RLConfig
 from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.backends import Backend
 from recipe_arena.core.batch import build_learner_batch
+from recipe_arena.core.hooks import AdvantageFn
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.core.sampling import BatchFiller
 from recipe_arena.core.types import LearnerBatch, RolloutGroup
-from recipe_arena.strategy import StrategyParams
+
+if TYPE_CHECKING:  # annotations only: the core reads the section it is given
+    from recipe_arena.config import RLConfig
 
 
 @dataclass(frozen=True)
 class LoopSettings:
     """What the loop reads: the RL section as configured (steps, N, max_staleness,
-    pipeline_depth, filtering), the advantage strategy, the run seed, the pad token."""
+    pipeline_depth, filtering), the advantage hook, the run seed, the pad token."""
 
     rl: RLConfig
-    advantage: StrategyParams
-    """The advantage strategy's parameters (``advantages``)."""
+    advantages: AdvantageFn
+    """The advantage hook: the configured advantage strategy bound to its parameters
+    (``recipe_arena.wiring.advantage_hook``)."""
     seed: int
     pad_id: int
     stall_timeout_s: float = 600.0
@@ -161,7 +164,7 @@ def collect_groups(
 
 def advantage_batch(groups: Sequence[RolloutGroup], s: LoopSettings) -> LearnerBatch:
     """Advantage stage: the padded batch with per-token advantages (``advantages``)."""
-    return build_learner_batch(groups, s.advantage, s.pad_id)
+    return build_learner_batch(groups, s.advantages, s.pad_id)
 
 
 def learn(learner: Learner, kept: Sequence[RolloutGroup], s: LoopSettings) -> dict[str, float]:

@@ -10,11 +10,9 @@ under ``recipes/staleness/`` and its tests.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from recipe_arena.staleness.base import (
-    ReplaysRouting,
-    SharesQuantisation,
     StalenessFn,
     StalenessInput,
     StalenessResult,
@@ -35,16 +33,6 @@ else:
     StalenessConfig = params_union(STALENESS)
 
 
-def shared_quant_bits(params: Any) -> int | None:
-    """Bits of the fake quantisation the engine and the trainer share, None if none."""
-    return params.quant_bits if isinstance(params, SharesQuantisation) else None
-
-
-def replays_routing(params: Any) -> bool:
-    """Whether the trainer's forward replays the engine's MoE routing."""
-    return bool(params.routing_replay) if isinstance(params, ReplaysRouting) else False
-
-
 __all__ = [
     "STALENESS",
     "DeepSeekMaskParams",
@@ -57,6 +45,4 @@ __all__ = [
     "StalenessResult",
     "TISParams",
     "apply_staleness",
-    "replays_routing",
-    "shared_quant_bits",
 ]
