@@ -24,7 +24,7 @@ from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import load_checkpoint
-from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
+from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.staleness import NoCorrectionParams, SharedQuantParams
 from recipe_arena.wiring import (
     ActorSettings,

@@ -35,8 +35,8 @@ from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.final import evaluate_model
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards import build_scorer
+from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.stages import rlvr
-from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.staleness import STALENESS
 from recipe_arena.wiring import make_learner
 

@@ -14,11 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from recipe_arena.advantages import AdvantageConfig, CenteredParams
+from recipe_arena.config_distill import DistillConfig, SpecialistsConfig
 from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTConfig, Strict
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
-from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.spec import TinyModelSpec
 from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossConfig
@@ -555,7 +555,7 @@ class RunConfig(Strict):
     specialists: SpecialistsConfig = SpecialistsConfig()
     """The specialists stage (Kimi K3; ``distill.config``)."""
     distill: DistillConfig = DistillConfig()
-    """The distillation stages mopd and opd (``distill.config``)."""
+    """The distillation stages mopd and opd (``config_distill``)."""
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()

@@ -32,8 +32,8 @@ from recipe_arena.core.channels import Channel
 from recipe_arena.core.engine import Completion, Engine, GenerationRequest, SamplingParams
 from recipe_arena.core.hooks import ActorHooks, FinishedGroup, GroupVerdict
 from recipe_arena.core.types import Rollout, RolloutGroup
+from recipe_arena.data.chat import decode_response, encode_prompt
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.models.chat import decode_response, encode_prompt
 
 
 @dataclass(frozen=True)
