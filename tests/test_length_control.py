@@ -168,7 +168,7 @@ def test_window_quota_by_hand() -> None:
 def test_none_and_the_registry() -> None:
     out = apply_length_control(NoLengthControlParams(), _inp([500, 10]))
     assert out.rewards_G.tolist() == [1.0, 0.0] and out.keep_G.all()
-    assert set(LENGTH_CONTROL) == {"none", "token_budget", "discard_early_short"}
+    assert {"none", "token_budget", "discard_early_short"} <= set(LENGTH_CONTROL)
 
 
 @pytest.mark.parametrize("k", [1])
