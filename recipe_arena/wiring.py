@@ -20,6 +20,7 @@ A strategy contributes hooks by declaring them in its registry entry
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -155,7 +156,7 @@ def learner_hooks(s: LearnerSettings) -> LearnerHooks:
             args.ref_logprobs_BL,
             s.policy_loss,
         )
-        return LossTerms(out.loss, out.numerator, out.count, metrics)
+        return dataclasses.replace(out, metrics=metrics)
 
     make = STALENESS[s.staleness.name].learner_hooks
     extra = make(s.staleness) if make is not None else ForwardHooks()
@@ -201,13 +202,14 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
 # ----------------------------------------------------------------------------- actors
 @dataclass(frozen=True)
 class ActorSettings:
-    """An actor as configured: sampling, the strategies it applies, the controls."""
+    """An actor as configured: sampling (group_size, temperature, max_new_tokens,
+    max_groups_in_engine and prompt_template as in ``core.actor.ActorSettings``), the
+    strategies it applies, the controls."""
 
     group_size: int
     temperature: float
     max_new_tokens: int
     max_groups_in_engine: int = 8
-    """Groups generating at once (a machine setting: enough to fill the engine's batch)."""
     length_control: StrategyParams = field(default_factory=lambda: _default("length_control"))
     """The length-control strategy's parameters (``length_control``)."""
     staleness: StrategyParams = field(default_factory=lambda: _default("staleness"))
@@ -244,7 +246,9 @@ def _length_hooks(params: StrategyParams, facts: RunFacts) -> ActorHooks:
     return ActorHooks(on_group_finished=lambda g: apply_length_control(params, length_input(g)))
 
 
-def _spurious(p: float, hook: Any) -> Any:
+def _spurious(
+    p: float, hook: Callable[[FinishedGroup], GroupVerdict]
+) -> Callable[[FinishedGroup], GroupVerdict]:
     """The spurious-reward control before ``hook``: each rollout's reward a seeded
     random bit, 1 with probability ``p`` (``rewards.spurious``)."""
     from recipe_arena.rewards.spurious import spurious_rewards

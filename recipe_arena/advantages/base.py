@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recipe_arena.core.hooks import AdvantageInput, AdvantageResult
+from recipe_arena.core.hooks import AdvantageInput as AdvantageInput
+from recipe_arena.core.hooks import AdvantageResult as AdvantageResult
 from recipe_arena.core.lazy import torch
 
 AdvantageFn = Callable[[AdvantageInput, Any], AdvantageResult]

@@ -296,7 +296,8 @@ class WindowKeeper:
         trainable = (
             has_reward_variance(group) if self.facts.refill_equal_rewards else bool(group.rollouts)
         )
-        self.quota.finished(*finished.ticket, trainable=trainable)
+        window, in_quota = finished.ticket
+        self.quota.finished(window, in_quota, trainable=trainable)
 
 
 def window_hooks(params: DiscardEarlyShortParams, facts: RunFacts) -> ActorHooks:
