@@ -1,4 +1,4 @@
-"""Generation engines behind one protocol (``base.Engine``), chosen by name.
+"""Generation engines behind one protocol (``core.engine.Engine``), chosen by name.
 
 The engines by name are in ``engine_registry``; an engine's module is imported only
 when it is built (vLLM is an optional extra).
@@ -10,8 +10,7 @@ import importlib
 from typing import Any
 
 from recipe_arena.config import EngineConfig
-from recipe_arena.engine_registry import ENGINES
-from recipe_arena.engines.base import (
+from recipe_arena.core.engine import (
     Completion,
     Engine,
     EngineError,
@@ -19,6 +18,7 @@ from recipe_arena.engines.base import (
     GenerationRequest,
     SamplingParams,
 )
+from recipe_arena.engine_registry import ENGINES
 
 
 def build_engine(

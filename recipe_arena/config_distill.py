@@ -1,6 +1,6 @@
 """Settings of the specialists stage and the distillation stages (``mopd``, ``opd``).
 
-Kept beside the code that reads them (``distill.stages``); ``config.RunConfig`` holds
+Read by the stages that use them (``stages.distill``); ``config.RunConfig`` holds
 them as ``specialists`` and ``distill``.
 """
 
@@ -10,9 +10,9 @@ import re
 
 from pydantic import BaseModel, Field, field_validator
 
-from recipe_arena.core.advantages.distill import DistillParams
-from recipe_arena.core.strategy import STRICT_CONFIG
+from recipe_arena.advantages.distill import DistillParams
 from recipe_arena.data.schema import DOMAINS, Domain, Effort
+from recipe_arena.strategy import STRICT_CONFIG
 
 ROUTE = re.compile(rf"\*|({'|'.join(DOMAINS)})(/(low|medium|high))?")
 """A route key: ``*``, a domain, or ``domain/effort`` (``distill.teachers.route_for``)."""
@@ -66,7 +66,7 @@ class DistillConfig(BaseModel):
     in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
     micro student fast."""
     advantage: DistillParams = DistillParams()
-    """The per-token advantage (``core.advantages.distill``) and its clip c."""
+    """The per-token advantage (``advantages.distill``) and its clip c."""
     teachers: dict[str, str] = Field(default={})
     """Route -> teacher checkpoint directory. A route is ``domain/effort``, ``domain``
     or ``*`` (every prompt); a prompt goes to its most specific route. Empty: ``mopd``
