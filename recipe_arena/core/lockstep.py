@@ -28,7 +28,7 @@ whole run is a function of the configuration and the seed.
 Bitwise reproducibility then holds on the same machine type with the same software and
 the same torch thread count (float sums are reduced in an order that depends on the
 number of threads and on the CPU's kernels); machine load changes only the wall time.
-The cost: generation and training no longer overlap (docs/results.md).
+The cost: generation and training no longer overlap (docs/results.md, "Deterministic scheduling").
 """
 
 from __future__ import annotations
