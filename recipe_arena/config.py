@@ -77,10 +77,16 @@ class EngineConfig(Strict):
     """Sequences decoded together."""
     keep_kv_on_update: bool = True
     """In-flight update keeps the KV cache computed under older weights (OLMo 3)."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Weights, activations and KV cache of the torch and vLLM engines. bfloat16 halves
-    the bytes a decode step reads; behaviour logprobs then differ from the fp32 trainer's
-    (benchmarks/engines.py), which truncated importance sampling corrects for."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights, activations and KV cache of the torch and vLLM engines. bfloat16 and
+    float16 halve the bytes a decode step reads; behaviour logprobs then differ from the
+    fp32 trainer's (benchmarks/precision_gap.py): float16 keeps 3 more mantissa bits than
+    bfloat16 but a range of only 6e-5 to 65504."""
+    lm_head_fp32: bool = False
+    """torch engine in bfloat16 or float16: the LM head runs in float32 from a float32
+    copy of its weight, over the whole vocabulary (MiniMax-M1's fix of the
+    training-inference mismatch; its trainer side is ``rl.lm_head_fp32``). Off: the top
+    64 logits of each row are refined in float32 from the rounded weight."""
     max_prefill_tokens: int = Field(4096, ge=1)
     """torch engine: padded prompt tokens (prompts x longest prompt) per batched prefill
     forward, bounding its activation memory; further prompts take further forwards."""
@@ -99,6 +105,14 @@ class EngineConfig(Strict):
     costs a launch and a host round trip whatever its length, so several steps per
     replay amortise them; a sample that stops inside a replay has the rest of its row
     discarded, and arrivals and weight updates wait for the replay to end."""
+
+    @model_validator(mode="after")
+    def _lm_head_fp32_on_torch(self) -> EngineConfig:
+        if self.lm_head_fp32 and self.name != "torch":
+            raise ValueError(
+                f"engine.lm_head_fp32 is implemented by the torch engine only, not {self.name!r}"
+            )
+        return self
 
 
 class RLConfig(Strict):
