@@ -5,7 +5,7 @@
 #   make mutation   small wrong changes to the strategy, loss, advantage, sampling and
 #               statistics modules, each run against the tests of its module; lists the
 #               changes no test caught (scripts/mutation.py; MUTATION_ARGS="--modules
-#               recipe_arena/core/loss.py" or "--sample 40" for a part; hours on 2 cores)
+#               recipe_arena/policy_loss/olmo.py" or "--sample 40" for a part; hours on 2 cores)
 
 VENV ?= .venv
 PY := $(VENV)/bin/python

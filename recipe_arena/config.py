@@ -13,15 +13,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
+from recipe_arena.advantages import AdvantageConfig, CenteredParams
 from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTConfig, Strict
-from recipe_arena.core.advantages import AdvantageConfig, CenteredParams
-from recipe_arena.core.loss import LossConfig
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
 from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
 from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
 from recipe_arena.models.spec import TinyModelSpec
+from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossConfig
 from recipe_arena.staleness import StalenessConfig, TISParams
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -549,7 +549,7 @@ class RunConfig(Strict):
     pipeline: PipelineConfig = PipelineConfig()
     rewards: RewardsConfig = RewardsConfig()
     advantage: AdvantageConfig = CenteredParams()
-    """Advantage strategy (recipes/advantage/; registry in core/advantages): OLMo 3's
+    """Advantage strategy (recipes/advantage/; registry in advantages/): OLMo 3's
     centred group-relative advantages by default."""
     staleness: StalenessConfig = TISParams()
     """Staleness strategy (recipes/staleness/; registry in staleness/): OLMo 3's TIS by
@@ -557,7 +557,11 @@ class RunConfig(Strict):
     length_control: LengthControlConfig = NoLengthControlParams()
     """Length control (recipes/length_control/; registry in length_control/): none by
     default, as in OLMo 3."""
+    policy_loss: PolicyLossConfig = OlmoParams()
+    """Policy loss (recipes/policy_loss/; registry in policy_loss/): OlmoRL's clipped
+    token-level loss by default; every loss reads the shared ``loss`` settings."""
     loss: LossConfig = LossConfig()
+    """Settings every policy loss shares: normalisation, clip range, KL weight."""
     rl: RLConfig = RLConfig()
     prompt_filter: PromptFilterConfig = PromptFilterConfig()
     eval: EvalConfig = EvalConfig()

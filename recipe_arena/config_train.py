@@ -9,15 +9,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, PositiveInt
 
-from recipe_arena.core.strategy import STRICT_CONFIG
 from recipe_arena.data.schema import Domain, Effort
+from recipe_arena.strategy import STRICT_CONFIG
 
 SEED_MAX = 2**32 - 1
 """Largest seed every generator accepts (NumPy's limit)."""
 
 
 class Strict(BaseModel):
-    """Every config model (settings: ``core.strategy.STRICT_CONFIG``)."""
+    """Every config model (settings: ``strategy.STRICT_CONFIG``)."""
 
     model_config = STRICT_CONFIG
 

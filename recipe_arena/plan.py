@@ -22,7 +22,7 @@ from typing import Any
 
 from recipe_arena.config import RunConfig
 from recipe_arena.core.placement import role_gpus
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import StrategyParams
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
 import torch
 from pydantic import BaseModel
 
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
-from recipe_arena.core.advantages import (
+from recipe_arena.advantages import (
     ADVANTAGES,
     AdvantageInput,
     CenteredParams,
@@ -27,9 +27,9 @@ from recipe_arena.core.advantages import (
     StandardParams,
     compute_advantages,
 )
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import InFlight, LoopSettings, top_up_prompts
-from recipe_arena.core.loss import LossConfig, PolicyLossInput, policy_loss
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.data.micro import generate_split
 from recipe_arena.length_control import (
@@ -40,6 +40,7 @@ from recipe_arena.length_control import (
     apply_length_control,
 )
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossInput, apply_policy_loss
 from recipe_arena.stages import rlvr
 from recipe_arena.staleness import (
     STALENESS,
@@ -52,6 +53,9 @@ from recipe_arena.staleness import (
     replays_routing,
     shared_quant_bits,
 )
+
+policy_loss = partial(apply_policy_loss, OlmoParams())
+"""The default policy loss (OlmoRL's), as the learner applies it."""
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recipe_arena.core.advantages import (
+from recipe_arena.advantages import (
     ADVANTAGES,
     AdvantageInput,
     CenteredParams,
     StandardParams,
     compute_advantages,
 )
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import StrategyParams
 
 SEED_EXAMPLE = [1, 0, 0, 1, 0, 0, 0, 1]
 

@@ -9,9 +9,9 @@ import torch
 
 from recipe_arena.config import RLConfig
 from recipe_arena.core.learner import Learner, LearnerSettings, mismatch_metrics
-from recipe_arena.core.loss import LossConfig
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.policy_loss import LossConfig
 
 
 def _batch(behavior: list[float], versions: list[int]) -> LearnerBatch:
@@ -127,7 +127,7 @@ def test_normaliser_count_by_hand() -> None:
     """Mask rows (1,1,1,0), (0,0,0,0), (1,0,0,0) and losses 1 everywhere: token: 4
     trained tokens, numerator 4; sample: 2 rows with a trained token, each mean 1,
     numerator 2; constant: B x L_const = 3 x 5 = 15, numerator 4."""
-    from recipe_arena.core.loss import reduce
+    from recipe_arena.policy_loss.base import reduce
 
     mask = torch.tensor([[1.0, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
     ones = torch.ones(3, 4)

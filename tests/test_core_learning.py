@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.backends import ActorSpec, LocalBackend
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core import lockstep
 from recipe_arena.core.actor import Actor, ActorSettings
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.lockstep import VersionPlan
 from recipe_arena.core.loop import LoopSettings, StepRecord

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import Actor, ActorSettings
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.backends import ActorSpec, LocalBackend, make_backend, threads_per_op
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.loop import LoopSettings, train

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recipe_arena.core.advantages import CenteredParams
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.sampling import BatchFiller, is_trainable
 from recipe_arena.core.types import Rollout, RolloutGroup

@@ -8,8 +8,8 @@ import copy
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RLConfig
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.logprobs import sequence_logprobs
@@ -19,7 +19,7 @@ from recipe_arena.engines import GenerationRequest, SamplingParams, build_engine
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.models.moe import moe_routers
 from recipe_arena.staleness import DeepSeekMaskParams
-from recipe_arena.staleness.routing_replay import replay_routing
+from recipe_arena.staleness.deepseek_mask import replay_routing
 
 PROMPT = (5, 17, 23, 42, 8, 9, 31)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.data.micro import generate_split

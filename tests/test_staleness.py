@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.staleness import (
     STALENESS,
     DeepSeekMaskParams,
@@ -21,7 +20,8 @@ from recipe_arena.staleness import (
     replays_routing,
     shared_quant_bits,
 )
-from recipe_arena.staleness.quant import fake_quant, is_quantised, quantise_state_dict
+from recipe_arena.staleness.shared_quant import fake_quant, is_quantised, quantise_state_dict
+from recipe_arena.strategy import StrategyParams
 
 
 def _inp(

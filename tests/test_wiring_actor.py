@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.compose import load_config
 from recipe_arena.config import DPOConfig, EngineConfig, RewardsConfig, RunConfig
 from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.data.micro import generate_split
@@ -27,7 +27,7 @@ from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.spurious import spurious_rewards
 from recipe_arena.stages.dpo_pairs import build_pairs, prompt_ids
 from recipe_arena.stages.rlvr import actor_spec
-from recipe_arena.staleness.quant import quantise_state_dict
+from recipe_arena.staleness.shared_quant import quantise_state_dict
 
 SPEC = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1)
 

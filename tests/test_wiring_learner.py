@@ -18,9 +18,9 @@ import torch
 from recipe_arena.config import RLConfig
 from recipe_arena.core.learner import Learner, LearnerSettings, strategy_loss
 from recipe_arena.core.logprobs import sequence_logprobs
-from recipe_arena.core.loss import LossConfig
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.policy_loss import LossConfig
 from recipe_arena.staleness import DeepSeekMaskParams
 
 SPEC = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64)

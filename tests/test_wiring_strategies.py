@@ -16,13 +16,13 @@ import pytest
 import torch
 
 from recipe_arena.core.learner import strategy_loss
-from recipe_arena.core.loss import LossConfig
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.length_control import (
     DiscardEarlyShortParams,
     LengthInput,
     apply_length_control,
 )
+from recipe_arena.policy_loss import LossConfig
 from recipe_arena.staleness import (
     KimiRegularizerParams,
     NoCorrectionParams,

@@ -31,14 +31,14 @@ import torch
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core.channels import Channel
 from recipe_arena.core.sampling import has_reward_variance
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines.base import Completion, GenerationRequest, SamplingParams
 from recipe_arena.length_control import LengthInput, apply_length_control
 from recipe_arena.models.chat import decode_response, encode_prompt
 from recipe_arena.rewards.spurious import spurious_rewards
-from recipe_arena.staleness.quant import quantise_state_dict
+from recipe_arena.staleness.shared_quant import quantise_state_dict
+from recipe_arena.strategy import StrategyParams
 
 
 @dataclass(frozen=True)

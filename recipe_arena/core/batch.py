@@ -1,5 +1,5 @@
 """From scored RolloutGroups to the padded tensors of one optimiser step, advantages
-included (the advantage strategy sees the whole batch: ``core.advantages``)."""
+included (the advantage strategy sees the whole batch: ``advantages``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import torch
 
-from recipe_arena.core.advantages import AdvantageInput, compute_advantages
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.advantages import AdvantageInput, compute_advantages
 from recipe_arena.core.types import LearnerBatch, Rollout, RolloutGroup
+from recipe_arena.strategy import StrategyParams
 
 
 def build_learner_batch(

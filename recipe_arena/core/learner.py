@@ -27,18 +27,23 @@ from torch import nn
 
 from recipe_arena.config import RLConfig, RunConfig
 from recipe_arena.core.logprobs import sequence_logprobs
-from recipe_arena.core.loss import LossConfig, PolicyLossInput, PolicyLossResult, policy_loss
 from recipe_arena.core.schedule import lr_at
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch, length_buckets
+from recipe_arena.policy_loss import (
+    LossConfig,
+    PolicyLossInput,
+    PolicyLossResult,
+    apply_policy_loss,
+)
 from recipe_arena.staleness import (
     StalenessInput,
     apply_staleness,
     replays_routing,
     shared_quant_bits,
 )
-from recipe_arena.staleness.quant import quant_error, straight_through
-from recipe_arena.staleness.routing_replay import replay_routing
+from recipe_arena.staleness.deepseek_mask import replay_routing
+from recipe_arena.staleness.shared_quant import quant_error, straight_through
+from recipe_arena.strategy import StrategyParams
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,9 @@ class LearnerSettings:
     loss: LossConfig = field(default_factory=LossConfig)
     staleness: StrategyParams = field(
         default_factory=lambda: RunConfig.model_fields["staleness"].get_default()
+    )
+    policy_loss: StrategyParams = field(
+        default_factory=lambda: RunConfig.model_fields["policy_loss"].get_default()
     )
     device: str = "cpu"
     """torch device of the model, its reference and the optimiser state; batches are
@@ -112,7 +120,15 @@ class Learner:
         """``strategy_loss`` under this learner's settings and version."""
         s = self.settings
         return strategy_loss(
-            s.staleness, s.loss, s.rl.max_new_tokens, self.version, batch, logp_BL, old_BL, ref_BL
+            s.staleness,
+            s.loss,
+            s.rl.max_new_tokens,
+            self.version,
+            batch,
+            logp_BL,
+            old_BL,
+            ref_BL,
+            s.policy_loss,
         )
 
     def compute_loss(
@@ -136,7 +152,7 @@ class Learner:
         Each update accumulates gradients over length-bucketed row micro-batches
         (``rl.microbatch_tokens``): micro-batch m back-propagates its loss numerator and
         the summed gradient is divided by the whole batch's count under the mask the
-        staleness strategy returned (``core.loss``), so the gradient is the one of a
+        staleness strategy returned (``policy_loss``), so the gradient is the one of a
         single forward over the padded batch, without computing on its padding.
         Metrics are those of the last update, computed on the whole batch (its ratio
         and clip fractions show how far the reuse moved the policy)."""
@@ -209,8 +225,10 @@ def strategy_loss(
     logp_BL: torch.Tensor,
     old_BL: torch.Tensor,
     ref_BL: torch.Tensor | None,
+    policy: StrategyParams | None = None,
 ) -> tuple[PolicyLossResult, dict[str, float]]:
-    """The staleness strategy, then the policy loss over the mask it returned, from
+    """The staleness strategy, then the policy loss ``policy`` names (None: the default,
+    OlmoRL's) over the mask it returned, from
     logprobs already computed (the engine-vs-trainer metrics are the caller's: once per
     batch, not per micro-batch)."""
     st = apply_staleness(
@@ -225,7 +243,8 @@ def strategy_loss(
             learner_version=learner_version,
         ),
     )
-    out = policy_loss(
+    out = apply_policy_loss(
+        RunConfig.model_fields["policy_loss"].get_default() if policy is None else policy,
         PolicyLossInput(
             logprobs_BL=logp_BL,
             old_logprobs_BL=old_BL,
@@ -236,7 +255,7 @@ def strategy_loss(
             token_weights_BL=st.token_weights_BL,
             extra_loss_BL=st.extra_loss_BL,
             ref_logprobs_BL=ref_BL,
-        )
+        ),
     )
     return out, {**out.metrics, **st.metrics}
 

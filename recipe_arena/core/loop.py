@@ -30,8 +30,8 @@ from recipe_arena.core.learner import Learner
 from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.core.sampling import BatchFiller
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch, RolloutGroup
+from recipe_arena.strategy import StrategyParams
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class LoopSettings:
 
     rl: RLConfig
     advantage: StrategyParams
-    """The advantage strategy's parameters (``core.advantages``)."""
+    """The advantage strategy's parameters (``advantages``)."""
     seed: int
     pad_id: int
     stall_timeout_s: float = 600.0
@@ -160,7 +160,7 @@ def collect_groups(
 
 
 def advantage_batch(groups: Sequence[RolloutGroup], s: LoopSettings) -> LearnerBatch:
-    """Advantage stage: the padded batch with per-token advantages (``core.advantages``)."""
+    """Advantage stage: the padded batch with per-token advantages (``advantages``)."""
     return build_learner_batch(groups, s.advantage, s.pad_id)
 
 

@@ -10,9 +10,9 @@ import re
 
 from pydantic import BaseModel, Field, field_validator
 
-from recipe_arena.core.advantages.distill import DistillParams
-from recipe_arena.core.strategy import STRICT_CONFIG
+from recipe_arena.advantages.distill import DistillParams
 from recipe_arena.data.schema import DOMAINS, Domain, Effort
+from recipe_arena.strategy import STRICT_CONFIG
 
 ROUTE = re.compile(rf"\*|({'|'.join(DOMAINS)})(/(low|medium|high))?")
 """A route key: ``*``, a domain, or ``domain/effort`` (``distill.teachers.route_for``)."""
@@ -73,7 +73,7 @@ class DistillConfig(BaseModel):
     decided for the careful form, and at 1e-5 the OPD student reached 0.76 of its teacher in 30 steps,
     at 2e-5 1.00 (docs/results.md, DeepSeek-V4.1-Flash's pipeline)."""
     advantage: DistillParams = DistillParams()
-    """The per-token advantage (``core.advantages.distill``) and its clip c."""
+    """The per-token advantage (``advantages.distill``) and its clip c."""
     teachers: dict[str, str] = Field(default={})
     """Route -> teacher checkpoint directory. A route is ``domain/effort``, ``domain``
     or ``*`` (every prompt); a prompt goes to its most specific route. Empty: ``mopd``

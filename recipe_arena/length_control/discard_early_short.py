@@ -55,17 +55,13 @@ than its window ends), which keeps some groups that will go stale.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.length_control.base import LengthInput, LengthResult
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class DiscardEarlyShortParams(StrategyParams):
@@ -105,3 +101,6 @@ def discard_early_short(inp: LengthInput, params: DiscardEarlyShortParams) -> Le
     metrics["length/discarded_short"] = float(g if not keep else 0)
     metrics["length/discarded_groups"] = float(not keep)
     return LengthResult(inp.rewards_G, keep_G, metrics)
+
+
+STRATEGY = Strategy(DiscardEarlyShortParams, discard_early_short)

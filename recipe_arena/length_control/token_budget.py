@@ -12,18 +12,14 @@ effort a problem asks for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.data.schema import Effort
 from recipe_arena.length_control.base import LengthInput, LengthResult
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class TokenBudgetParams(StrategyParams):
@@ -65,3 +61,6 @@ def token_budget(inp: LengthInput, params: TokenBudgetParams) -> LengthResult:
             "length/budget_missing": 0.0,
         },
     )
+
+
+STRATEGY = Strategy(TokenBudgetParams, token_budget)

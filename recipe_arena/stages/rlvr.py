@@ -55,7 +55,12 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
     device = cfg.device_for("learner")
     bf16 = cfg.rl.bf16 if cfg.rl.bf16 is not None else torch.device(device).type == "cuda"
     return LearnerSettings(
-        rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness, device=device, bf16=bf16
+        rl=cfg.rl,
+        loss=cfg.loss,
+        staleness=cfg.staleness,
+        policy_loss=cfg.policy_loss,
+        device=device,
+        bf16=bf16,
     )
 
 

@@ -5,7 +5,7 @@ before the step (``old``, no gradient), the engine's behaviour logprobs, advanta
 the trained-token mask and each token's policy version. It returns per-token weights
 multiplying the policy-gradient term, an extra per-token loss added to it, and the mask
 of tokens that stay trained (a sequence mask is a token mask constant along a row). The
-loss then normalises over the returned mask (``core.loss``).
+loss then normalises over the returned mask (``policy_loss``).
 
 Two strategy properties change the forward passes rather than the loss; a strategy's
 parameter model opts in by carrying the field (``SharesQuantisation``,
@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.core.lazy import torch
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,7 @@ StalenessFn = Callable[[StalenessInput, Any], StalenessResult]
 @runtime_checkable
 class SharesQuantisation(Protocol):
     """Parameters of a strategy under which the rollout engine and the trainer's forward
-    both run the same fake-quantised linear weights (``staleness.quant``)."""
+    both run the same fake-quantised linear weights (``staleness.shared_quant``)."""
 
     @property
     def quant_bits(self) -> int: ...
@@ -66,7 +63,7 @@ class SharesQuantisation(Protocol):
 @runtime_checkable
 class ReplaysRouting(Protocol):
     """Parameters of a strategy under which the trainer's forward replays the experts
-    the engine routed each token to (MoE models; ``staleness.routing_replay``)."""
+    the engine routed each token to (MoE models; ``staleness.deepseek_mask``)."""
 
     @property
     def routing_replay(self) -> bool: ...

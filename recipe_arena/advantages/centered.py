@@ -13,13 +13,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.advantages.base import (
+from recipe_arena.advantages.base import (
     AdvantageInput,
     AdvantageResult,
     broadcast,
     group_mean,
 )
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class CenteredParams(StrategyParams):
@@ -34,3 +34,6 @@ def centered_advantages(inp: AdvantageInput, params: CenteredParams) -> Advantag
     """A_i = s r_i - mean_group(s r), broadcast to the row's completion tokens."""
     r_B = inp.rewards_B.float() * params.reward_scale
     return broadcast(r_B - group_mean(r_B, inp.group_B), inp.mask_BL)
+
+
+STRATEGY = Strategy(CenteredParams, centered_advantages)

@@ -16,17 +16,13 @@ and effort level, ``distill.teachers``); the metrics are given overall and per t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.advantages.base import AdvantageInput, AdvantageResult
-from recipe_arena.core.strategy import StrategyParams
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.advantages.base import AdvantageInput, AdvantageResult
+from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class DistillParams(StrategyParams):
@@ -74,3 +70,6 @@ def distill_advantages(inp: AdvantageInput, params: DistillParams) -> AdvantageR
             metrics[f"distill/{teacher}/{k}"] = v
     metrics["advantage/abs_mean"] = metrics["distill/all/gap_abs_mean"]
     return AdvantageResult(adv_BL, metrics)
+
+
+STRATEGY = Strategy(DistillParams, distill_advantages)

@@ -1,17 +1,26 @@
 """What every strategy axis shares: the base of a strategy's parameter model, one
-registry entry, and the discriminated union of an axis's parameter models that the
-config holds.
+registry entry, the registry an axis package builds from its modules, and the
+discriminated union of an axis's parameter models that the config holds.
 
 A strategy is a pure function ``fn(inp, params) -> result`` of a frozen input dataclass
 and its own parameter model (a pydantic model in the strategy's module, whose ``name``
-is its registry key). An axis's registry is a plain dict literal of ``Strategy``
-entries; ``params_union`` turns it into the config type (prime-rl's loss config is the
-pattern), so a new strategy is its module, one registry line, one YAML file under
-``recipes/<axis>/`` and its tests, and no mapper elsewhere can drop one of its values.
+is its registry key). Each strategy module declares its entry at module level,
+
+    STRATEGY = Strategy(TISParams, truncated_importance_sampling)
+
+and its axis package collects every module's entry (``collect``), so a new strategy is
+its module, one YAML file under ``recipes/<axis>/`` and its tests; ``params_union``
+turns the registry into the config type (prime-rl's loss config is the pattern), and no
+mapper elsewhere can drop one of its values.
+
+The axes (``advantages``, ``staleness``, ``length_control``, ``policy_loss``) sit above
+the core: they import its types, the core imports none of them.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar, Union
@@ -59,6 +68,24 @@ def params_union(registry: Mapping[str, Strategy[Any, Any]]) -> Any:
             raise ValueError(f"registry key {key!r} names a model whose name is {default!r}")
     members = tuple(entry.params for entry in registry.values())
     return Annotated[Union[members], Field(discriminator="name")]  # noqa: UP007
+
+
+def collect(package: str) -> dict[str, Strategy[Any, Any]]:
+    """The registry of the axis package ``package``: the ``STRATEGY`` entry of each of its
+    modules that declares one, keyed by the entry's ``name`` default, in module-name
+    order (``pkgutil`` lists a package's modules sorted). Two modules naming the same
+    key are an error."""
+    registry: dict[str, Strategy[Any, Any]] = {}
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        module = importlib.import_module(f"{package}.{info.name}")
+        entry = getattr(module, "STRATEGY", None)
+        if not isinstance(entry, Strategy):
+            continue
+        key = entry.params.model_fields["name"].default
+        if key in registry:
+            raise ValueError(f"{package}: two strategies are named {key!r}")
+        registry[key] = entry
+    return registry
 
 
 def run_strategy(
