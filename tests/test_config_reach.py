@@ -40,7 +40,16 @@ from recipe_arena.length_control import (
     apply_length_control,
 )
 from recipe_arena.models.factory import TinyModelSpec, build_micro
-from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossInput, apply_policy_loss
+from recipe_arena.policy_loss import (
+    POLICY_LOSS,
+    LossConfig,
+    OlmoParams,
+    PolicyLossInput,
+    apply_policy_loss,
+)
+from recipe_arena.policy_loss.cispo import CISPOParams
+from recipe_arena.policy_loss.gmpo import GMPOParams
+from recipe_arena.policy_loss.gspo import GSPOParams
 from recipe_arena.stages import rlvr
 from recipe_arena.staleness import (
     STALENESS,
@@ -53,6 +62,9 @@ from recipe_arena.staleness import (
     replays_routing,
     shared_quant_bits,
 )
+from recipe_arena.staleness.icepop import IcePopParams
+from recipe_arena.staleness.m2po import M2POParams
+from recipe_arena.staleness.seq_mask_tis import SeqMaskTISParams
 
 policy_loss = partial(apply_policy_loss, OlmoParams())
 """The default policy loss (OlmoRL's), as the learner applies it."""
@@ -77,17 +89,22 @@ def _fields(model: type[BaseModel]) -> set[str]:
 
 # ----------------------------------------------------------------------------- strategies
 def _staleness_input() -> StalenessInput:
-    """Three rows; TIS ratios 1.25, 1.8, 3 (row 0) etc.; row 1 has A < 0 and a mean
-    behaviour-theta log-ratio of 0.3; row 2's tokens lag 1 and 2 versions."""
-    theta = torch.log(torch.tensor([[0.5, 0.9, 0.3], [0.5, 0.5, 0.5], [0.4, 0.4, 0.4]]))
-    beh = torch.log(torch.tensor([[0.4, 0.5, 0.1], [0.6, 0.7, 0.7], [0.4, 0.2, 0.3]]))
+    """Four rows; TIS ratios 1.25, 1.8, 3 (row 0) etc.; row 1 has A < 0 and a mean
+    behaviour-theta log-ratio of 0.3; row 2's tokens lag 1 and 2 versions; row 3's
+    ratios 3, 1/3, 1 have a geometric mean of 1 (a row sequence masks keep)."""
+    theta = torch.log(
+        torch.tensor([[0.5, 0.9, 0.3], [0.5, 0.5, 0.5], [0.4, 0.4, 0.4], [0.9, 0.1, 0.5]])
+    )
+    beh = torch.log(
+        torch.tensor([[0.4, 0.5, 0.1], [0.6, 0.7, 0.7], [0.4, 0.2, 0.3], [0.3, 0.3, 0.5]])
+    )
     return StalenessInput(
         logprobs_BL=theta,
         old_logprobs_BL=theta,
         behavior_logprobs_BL=beh,
-        advantages_BL=torch.tensor([[1.0] * 3, [-1.0] * 3, [0.5] * 3]),
-        mask_BL=torch.ones(3, 3),
-        versions_BL=torch.tensor([[4, 4, 4], [4, 4, 4], [3, 2, 2]]),
+        advantages_BL=torch.tensor([[1.0] * 3, [-1.0] * 3, [0.5] * 3, [1.0] * 3]),
+        mask_BL=torch.ones(4, 3),
+        versions_BL=torch.tensor([[4, 4, 4], [4, 4, 4], [3, 2, 2], [4, 4, 4]]),
         learner_version=4,
     )
 
@@ -135,6 +152,17 @@ def _advantage_view(params: Any) -> Any:
     return compute_advantages(params, inp)
 
 
+def _policy_loss_view(params: Any) -> Any:
+    """Loss and gradient of two rows: A = +1 with ratios p_theta / p_old = 1.8, 1 and
+    A = -1 with ratios 0.5, 1, so every clip bound of every loss binds somewhere."""
+    x = torch.log(torch.tensor([[0.9, 0.5], [0.25, 0.3]])).requires_grad_(True)
+    old = torch.log(torch.tensor([[0.5, 0.5], [0.5, 0.3]]))
+    adv = torch.tensor([[1.0, 1.0], [-1.0, -1.0]])
+    out = apply_policy_loss(params, PolicyLossInput(x, old, adv, torch.ones(2, 2), LossConfig(), 2))
+    out.loss.backward()
+    return out.loss.detach(), x.grad
+
+
 # (model, field) -> a valid value other than the default that the strategy must notice.
 STRATEGY_CHANGES: dict[tuple[type[BaseModel], str], Any] = {
     (TISParams, "cap"): 1.5,
@@ -151,12 +179,26 @@ STRATEGY_CHANGES: dict[tuple[type[BaseModel], str], Any] = {
     (CenteredParams, "reward_scale"): 10.0,
     (StandardParams, "std_eps"): 0.5,
     (DistillParams, "clip"): 0.5,
+    (IcePopParams, "alpha"): 0.8,
+    (IcePopParams, "beta"): 2.5,
+    (IcePopParams, "reweight"): True,
+    (SeqMaskTISParams, "low"): 0.5,
+    (SeqMaskTISParams, "high"): 2.0,
+    (SeqMaskTISParams, "cap"): 1.5,
+    (M2POParams, "m2_threshold"): 1.0,
+    (GSPOParams, "clip_low"): 0.5,
+    (GSPOParams, "clip_high"): 0.5,
+    (CISPOParams, "clip_low"): 0.2,
+    (CISPOParams, "clip_high"): 1.0,
+    (GMPOParams, "clip_low"): 1.0,
+    (GMPOParams, "clip_high"): 1.0,
 }
 
 AXES: list[tuple[dict[str, Any], Callable[[Any], Any]]] = [
     (STALENESS, _staleness_view),
     (LENGTH_CONTROL, _length_view),
     (ADVANTAGES, _advantage_view),
+    (POLICY_LOSS, _policy_loss_view),
 ]
 
 

@@ -153,6 +153,8 @@ def test_fp16_engine_and_fp32_head(micro):
         assert len(c.tokens) == 8
     finally:
         eng.close()
-    assert (
-        build_engine("torch", model, tok, EngineConfig(dtype="bfloat16")).runner.head_fp32 is None
-    )
+    plain = build_engine("torch", model, tok, EngineConfig(dtype="bfloat16"))
+    try:
+        assert plain.runner.head_fp32 is None
+    finally:
+        plain.close()

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from recipe_arena.staleness.mismatch import mismatch_metrics
+from recipe_arena.staleness.mismatch import correction_metrics
 
 L = math.log
 # Row 0: r = p_trainer / p_engine = 0.5/0.4 = 1.25, 0.9/0.3 = 3. Row 1: r = 0.2/0.4 = 0.5,
@@ -23,7 +23,7 @@ def test_divergences_by_hand() -> None:
     = 0.373797; chi2_token = (1.5625 + 9 + 0.25)/3 - 1 = 2.604167; chi2_seq: sequence
     ratios 3.75 and 0.5, (14.0625 + 0.25)/2 - 1 = 6.15625. No correction: ESS 1, IS mean
     1, nothing masked or clipped."""
-    m = mismatch_metrics(TRAINER, ENGINE, MASK)
+    m = correction_metrics(TRAINER, ENGINE, MASK)
     assert m["staleness/kl"] == pytest.approx(-L(1.875) / 3, rel=1e-5)
     assert m["staleness/k3_kl"] == pytest.approx((1.75 - L(1.875)) / 3, rel=1e-5)
     assert m["staleness/chi2_token"] == pytest.approx(10.8125 / 3 - 1, rel=1e-5)
@@ -39,7 +39,7 @@ def test_truncated_weights_give_ess_and_clipped_fraction() -> None:
     ESS = (sum w)^2 / (N sum w^2) = 3.75^2 / (3 x 5.8125) = 14.0625 / 17.4375 = 0.806452;
     IS mean 1.25."""
     w = torch.tensor([[1.25, 2.0], [0.5, 0.0]])
-    m = mismatch_metrics(TRAINER, ENGINE, MASK, weights_BL=w, kept_BL=MASK)
+    m = correction_metrics(TRAINER, ENGINE, MASK, weights_BL=w, kept_BL=MASK)
     assert m["staleness/rollout_is_eff_sample_size"] == pytest.approx(14.0625 / 17.4375, rel=1e-5)
     assert m["staleness/rollout_is_mean"] == pytest.approx(1.25)
     assert m["staleness/correction_clipped_frac"] == pytest.approx(1 / 3)
@@ -52,15 +52,15 @@ def test_mask_counts_dropped_tokens_and_ess_reads_only_kept_ones() -> None:
     on the kept tokens (their raw ratios): ESS = 1.75^2 / (2 x 1.8125) = 0.844828, clipped
     0."""
     kept = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
-    m = mismatch_metrics(TRAINER, ENGINE, MASK, torch.ones(2, 2), kept)
+    m = correction_metrics(TRAINER, ENGINE, MASK, torch.ones(2, 2), kept)
     assert m["staleness/correction_masked_frac"] == pytest.approx(1 / 3)
     assert m["staleness/rollout_is_eff_sample_size"] == pytest.approx(1.0)
     assert m["staleness/correction_clipped_frac"] == 0.0
     w = torch.tensor([[1.25, 0.0], [0.5, 0.0]])
-    m = mismatch_metrics(TRAINER, ENGINE, MASK, w, kept)
+    m = correction_metrics(TRAINER, ENGINE, MASK, w, kept)
     assert m["staleness/rollout_is_eff_sample_size"] == pytest.approx(1.75**2 / 3.625, rel=1e-5)
     assert m["staleness/correction_clipped_frac"] == 0.0
 
 
 def test_nothing_trained_gives_no_metrics() -> None:
-    assert mismatch_metrics(TRAINER, ENGINE, torch.zeros(2, 2)) == {}
+    assert correction_metrics(TRAINER, ENGINE, torch.zeros(2, 2)) == {}

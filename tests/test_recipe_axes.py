@@ -14,7 +14,7 @@ import pytest
 from recipe_arena.compose import load_config
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
-AXES = ("advantage", "staleness", "length_control")
+AXES = ("advantage", "staleness", "length_control", "policy_loss")
 OPTIONS = [(axis, p.stem) for axis in AXES for p in sorted((RECIPES / axis).glob("*.yaml"))]
 
 
@@ -34,14 +34,19 @@ def _diff(overrides: list[str], base: list[str]) -> set[str]:
 
 
 def test_every_axis_has_its_options() -> None:
-    """Every registry entry has its YAML file: staleness (5), length control (3), advantage (2)."""
+    """Every registry entry has its YAML file: staleness (8), length control (3),
+    advantage (2), policy loss (4)."""
     assert {o for a, o in OPTIONS if a == "staleness"} == {
         "none",
         "tis",
         "kimi_regularizer",
         "shared_quant",
         "deepseek_mask",
+        "icepop",
+        "seq_mask_tis",
+        "m2po",
     }
+    assert {o for a, o in OPTIONS if a == "policy_loss"} == {"olmo", "gspo", "cispo", "gmpo"}
     assert {o for a, o in OPTIONS if a == "length_control"} == {
         "none",
         "token_budget",
@@ -96,6 +101,13 @@ SIGNATURE = {
     ("staleness", "kimi_regularizer"): "staleness/kimi_regularizer",
     ("staleness", "shared_quant"): "staleness/quant_error",
     ("staleness", "deepseek_mask"): "staleness/masked_token_frac",
+    ("staleness", "icepop"): "staleness/icepop_high_frac",
+    ("staleness", "seq_mask_tis"): "staleness/seq_masked_frac",
+    ("staleness", "m2po"): "staleness/m2po_masked_frac",
+    ("policy_loss", "olmo"): "loss/clip_high_frac",
+    ("policy_loss", "gspo"): "loss/clip_high_frac",
+    ("policy_loss", "cispo"): "loss/clip_high_frac",
+    ("policy_loss", "gmpo"): "loss/clip_frac",
     ("length_control", "none"): None,
     ("length_control", "token_budget"): "length/budget_violations",
     ("length_control", "discard_early_short"): "length/discarded_short",

@@ -185,6 +185,15 @@ def test_deepseek_stale_token_mask() -> None:
 
 def test_registry_is_a_plain_dict_and_unknown_names_fail() -> None:
     assert isinstance(STALENESS, dict)
-    assert set(STALENESS) == {"none", "tis", "kimi_regularizer", "shared_quant", "deepseek_mask"}
+    assert set(STALENESS) == {
+        "none",
+        "tis",
+        "kimi_regularizer",
+        "shared_quant",
+        "deepseek_mask",
+        "icepop",
+        "seq_mask_tis",
+        "m2po",
+    }
     with pytest.raises(ValueError, match="not in this registry"):
         apply_staleness(StrategyParams(name="kimi_regularizerx"), _inp([-1.0], [-1.0]))

@@ -38,6 +38,7 @@ from recipe_arena.policy_loss import (
 from recipe_arena.staleness import (
     StalenessInput,
     apply_staleness,
+    correction_metrics,
     replays_routing,
     shared_quant_bits,
 )
@@ -116,6 +117,7 @@ class Learner:
         logp_BL: torch.Tensor,
         old_BL: torch.Tensor,
         ref_BL: torch.Tensor | None,
+        mismatch: bool = False,
     ) -> tuple[PolicyLossResult, dict[str, float]]:
         """``strategy_loss`` under this learner's settings and version."""
         s = self.settings
@@ -129,6 +131,7 @@ class Learner:
             old_BL,
             ref_BL,
             s.policy_loss,
+            mismatch,
         )
 
     def compute_loss(
@@ -143,7 +146,7 @@ class Learner:
         if old_logprobs_BL is not None:
             old_logprobs_BL = old_logprobs_BL.to(self.device)
         old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
-        out, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
+        out, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch), True)
         return out.loss, {**metrics, **mismatch_metrics(old_BL, batch, self.version)}
 
     def train_step(self, batch: LearnerBatch) -> dict[str, float]:
@@ -189,7 +192,7 @@ class Learner:
             logp_BL = _unbucket(logps, buckets, batch.tokens_BL.shape)
             old_BL = logp_BL if olds is None else _unbucket(olds, buckets, logp_BL.shape)
             ref_BL = None if refs is None else _unbucket(refs, buckets, logp_BL.shape)
-            _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL)
+            _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL, mismatch=True)
         metrics.update(batch.metrics)
         metrics.update(mismatch_metrics(old_BL, batch, self.version))
         if self.quant_bits is not None:
@@ -226,11 +229,13 @@ def strategy_loss(
     old_BL: torch.Tensor,
     ref_BL: torch.Tensor | None,
     policy: StrategyParams | None = None,
+    mismatch: bool = False,
 ) -> tuple[PolicyLossResult, dict[str, float]]:
     """The staleness strategy, then the policy loss ``policy`` names (None: the default,
     OlmoRL's) over the mask it returned, from
     logprobs already computed (the engine-vs-trainer metrics are the caller's: once per
-    batch, not per micro-batch)."""
+    batch, not per micro-batch; ``mismatch`` adds ``staleness.mismatch``'s, which read
+    the correction's weights and mask)."""
     st = apply_staleness(
         staleness,
         StalenessInput(
@@ -257,7 +262,14 @@ def strategy_loss(
             ref_logprobs_BL=ref_BL,
         ),
     )
-    return out, {**out.metrics, **st.metrics}
+    metrics = {**out.metrics, **st.metrics}
+    if mismatch:
+        metrics.update(
+            correction_metrics(
+                old_BL, batch.behavior_logprobs_BL, batch.mask_BL, st.token_weights_BL, st.mask_BL
+            )
+        )
+    return out, metrics
 
 
 def _divide_gradients(model: nn.Module, count: float) -> None:

@@ -21,6 +21,7 @@ from recipe_arena.staleness.base import (
 )
 from recipe_arena.staleness.deepseek_mask import DeepSeekMaskParams
 from recipe_arena.staleness.kimi_regularizer import KimiRegularizerParams
+from recipe_arena.staleness.mismatch import correction_metrics
 from recipe_arena.staleness.none import NoCorrectionParams
 from recipe_arena.staleness.shared_quant import SharedQuantParams
 from recipe_arena.staleness.tis import TISParams
@@ -57,6 +58,7 @@ __all__ = [
     "StalenessResult",
     "TISParams",
     "apply_staleness",
+    "correction_metrics",
     "replays_routing",
     "shared_quant_bits",
 ]

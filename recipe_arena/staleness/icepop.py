@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from recipe_arena.core.strategy import Strategy, StrategyParams
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
+from recipe_arena.strategy import Strategy, StrategyParams
 
 if TYPE_CHECKING:
     import torch

@@ -49,7 +49,7 @@ SEQ_LOG_RATIO_CLAMP = 20.0
 """|sum_t log r_bt| above which chi2_seq clamps a sequence's log-ratio (nats)."""
 
 
-def mismatch_metrics(
+def correction_metrics(
     trainer_BL: torch.Tensor,
     engine_BL: torch.Tensor,
     mask_BL: torch.Tensor,
