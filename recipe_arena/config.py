@@ -190,6 +190,15 @@ class RLConfig(Strict):
     """Learner forward and backward under bfloat16 autocast, with float32 master weights,
     gradients and AdamW state (the mixed precision of GPU trainers); None: on for CUDA,
     off for CPU, where float32 is kept exactly as it is."""
+    fp16: bool = False
+    """Learner forward and backward under float16 autocast in place of bfloat16, with
+    dynamic loss scaling (torch GradScaler) and float32 master weights: 3 more mantissa
+    bits than bfloat16, closer to a float16 engine's logprobs (``engine.dtype``).
+    Needs ``rl.bf16`` unset or false."""
+    lm_head_fp32: bool = False
+    """The learner's LM head in float32 under autocast (float32 input and weight), the
+    trainer side of ``engine.lm_head_fp32`` (MiniMax-M1's fix of the training-inference
+    mismatch). No effect on a float32 forward."""
     lr_floor: float = Field(0.1, ge=0, le=1)
     """Under ``lr_schedule: cosine``, the rate decays to lr_floor * lr at the last step
     (fraction of the peak, 0-1; 10%, the base and SFT stages' floor)."""
@@ -222,6 +231,12 @@ class RLConfig(Strict):
         if not any(w > 0 for w in v.values()):
             raise ValueError("at least one domain needs a weight above 0")
         return v
+
+    @model_validator(mode="after")
+    def _one_autocast_dtype(self) -> RLConfig:
+        if self.fp16 and self.bf16:
+            raise ValueError("rl.fp16 and rl.bf16 are both on; choose one autocast dtype")
+        return self
 
     @model_validator(mode="after")
     def _deterministic_lag_trainable(self) -> RLConfig:

@@ -336,6 +336,8 @@ RL_CHANGES: dict[str, tuple[Callable[[RLConfig], Any], dict[str, Any], Any]] = {
     "lr_floor": (_tiny_learner_view, {"lr_schedule": "cosine", "steps": 4}, 0.5),
     "lag": (_plan_view, {"schedule": "deterministic", "max_staleness": 4}, 3),
     "update_at_decode_step": (_plan_view, {"schedule": "deterministic"}, 2),
+    "fp16": (_tiny_learner_view, {}, True),
+    "lm_head_fp32": (_tiny_learner_view, {"fp16": True}, True),
 }
 RL_READ_BY_THE_STAGE = {"num_actors", "checkpoint_every", "eval_every", "schedule"}
 """Read by ``run_rlvr`` itself (actors started, checkpoint and evaluation cadence, which

@@ -54,6 +54,7 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
     """The learner reads the RL section, the loss and the staleness strategy as configured."""
     device = cfg.device_for("learner")
     bf16 = cfg.rl.bf16 if cfg.rl.bf16 is not None else torch.device(device).type == "cuda"
+    bf16 = bf16 and not cfg.rl.fp16
     return LearnerSettings(
         rl=cfg.rl,
         loss=cfg.loss,
