@@ -29,4 +29,4 @@ def test_optimiser_study_arms_and_runs(tmp_path: Path) -> None:
         "correction.stressed": 20,
         "precision.stressed": 16,
     }
-    assert len(jobs) == 76  # 88 links; the baselines both rows of a regime share run once
+    assert len(jobs) == 76  # 88 links; runs of the same settings (shared baselines) made once
