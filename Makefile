@@ -66,7 +66,7 @@ mutation: $(STAMP) sandbox
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy recipe_arena/core recipe_arena/staleness recipe_arena/length_control recipe_arena/rewards
+	$(VENV)/bin/mypy recipe_arena/core recipe_arena/staleness recipe_arena/length_control recipe_arena/advantages recipe_arena/policy_loss recipe_arena/strategy.py recipe_arena/axes.py recipe_arena/wiring.py recipe_arena/rewards
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -24,12 +24,18 @@ import argparse
 
 from recipe_arena.compose import load_config
 from recipe_arena.config import RLConfig
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.batch import build_learner_batch
-from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import load_checkpoint
-from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
+from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
+from recipe_arena.wiring import (
+    ActorSettings,
+    LearnerSettings,
+    advantage_hook,
+    make_actor,
+    make_learner,
+)
 
 ENGINES = {
     "fp32": {"dtype": "float32"},
@@ -77,15 +83,15 @@ def main() -> None:
     for engine in dict.fromkeys(e for e, _ in PAIRS):
         model, tok = load_checkpoint(init)
         engine_cfg = cfg.engine.model_copy(update=ENGINES[engine])
-        actor = Actor(0, model, tok, "torch", engine_cfg, cfg.rewards, settings)
+        actor = make_actor(0, model, tok, "torch", engine_cfg, cfg.rewards, settings)
         try:
             groups = actor.rollouts(tasks)
         finally:
             actor.close()
-        batch = build_learner_batch(groups, cfg.advantage, int(tok.pad_token_id))
+        batch = build_learner_batch(groups, advantage_hook(cfg.advantage), int(tok.pad_token_id))
         for trainer in (t for e, t in PAIRS if e == engine):
             overrides, bf16 = TRAINERS[trainer]
-            learner = Learner(model, LearnerSettings(rl=RLConfig(**overrides), bf16=bf16))
+            learner = make_learner(model, LearnerSettings(rl=RLConfig(**overrides), bf16=bf16))
             _, m = learner.compute_loss(batch)
             gaps[(engine, trainer)] = m
             gaps[(engine, trainer)]["tokens"] = float(batch.num_tokens)

@@ -349,7 +349,12 @@ def _mapping_defaults(cfg: Any, overrides: list[str]) -> list[str]:
 
 
 def union_members(ann: Any) -> dict[str, type[BaseModel]]:
-    """A strategy axis's parameter models by name (empty if ``ann`` is not such a union)."""
+    """A strategy axis's parameter models by name (empty if ``ann`` is not such a union).
+    An axis of one strategy is its model itself (a union of one collapses)."""
+    from recipe_arena.strategy import StrategyParams
+
+    if isinstance(ann, type) and issubclass(ann, StrategyParams):
+        return {str(ann.model_fields["name"].default): ann}
     members: dict[str, type[BaseModel]] = {}
     for arg in typing.get_args(ann):
         for model in typing.get_args(arg) or (arg,):

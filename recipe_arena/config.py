@@ -13,16 +13,22 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
-from recipe_arena.advantages import AdvantageConfig, CenteredParams
+from recipe_arena.advantages import CenteredParams
+from recipe_arena.axes import (
+    AdvantageConfig,
+    LengthControlConfig,
+    PolicyLossConfig,
+    StalenessConfig,
+)
+from recipe_arena.config_distill import DistillConfig, SpecialistsConfig
 from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTConfig, Strict
 from recipe_arena.data.gym import GymTask
 from recipe_arena.data.schema import Domain, VerdictKind
 from recipe_arena.data.templates import PromptTemplate
-from recipe_arena.distill.config import DistillConfig, SpecialistsConfig
-from recipe_arena.length_control import LengthControlConfig, NoLengthControlParams
+from recipe_arena.length_control import NoLengthControlParams
 from recipe_arena.models.spec import TinyModelSpec
-from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossConfig
-from recipe_arena.staleness import StalenessConfig, TISParams
+from recipe_arena.policy_loss import LossConfig, OlmoParams
+from recipe_arena.staleness import TISParams
 
 NonNegative = Annotated[float, Field(ge=0)]
 
@@ -584,7 +590,7 @@ class RunConfig(Strict):
     specialists: SpecialistsConfig = SpecialistsConfig()
     """The specialists stage (Kimi K3; ``distill.config``)."""
     distill: DistillConfig = DistillConfig()
-    """The distillation stages mopd and opd (``distill.config``)."""
+    """The distillation stages mopd and opd (``config_distill``)."""
     cluster: ClusterConfig = ClusterConfig()
     wandb: WandbConfig = WandbConfig()
     budget: BudgetConfig = BudgetConfig()

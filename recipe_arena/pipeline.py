@@ -134,7 +134,7 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 
 def _specialists(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     """RL specialists per (domain, effort); the current checkpoint stays the student."""
-    from recipe_arena.distill.stages import run_specialists
+    from recipe_arena.stages.distill import run_specialists
 
     start = _require_checkpoint(state, "specialists")
     state.teachers = run_specialists(cfg, run, start, _train_rows(world, state), world.heldout)
@@ -151,7 +151,7 @@ def _opd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> Non
 
 
 def _distill(cfg: RunConfig, run: RunDir, world: World, state: PipelineState, stage: str) -> None:
-    from recipe_arena.distill.stages import roles, run_distill
+    from recipe_arena.stages.distill import roles, run_distill
 
     current = str(_require_checkpoint(state, stage))
     student, teachers = roles(cfg, stage, current, state.teachers, state.inputs.get("rlvr"))

@@ -23,9 +23,12 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from recipe_arena.core.hooks import ActorHooks, ForwardHooks, RunFacts
 
 InT = TypeVar("InT")
 OutT = TypeVar("OutT")
@@ -44,7 +47,12 @@ docstring becomes its description, which `recipe-arena run --help` prints."""
 
 
 class StrategyParams(BaseModel):
-    """Base of every strategy's parameter model: frozen, unknown keys rejected, finite."""
+    """Base of every strategy's parameter model: frozen, unknown keys rejected, finite.
+
+    A field's ``examples`` (``Field(2.0, examples=[1.5])``) names a value other than
+    its default that changes what the strategy does; ``tests/test_config_reach.py``
+    runs the strategy with it (a bool, a Literal or a field that may be null needs
+    none: the test picks the other value)."""
 
     model_config = STRICT_CONFIG
     name: str
@@ -53,10 +61,17 @@ class StrategyParams(BaseModel):
 
 @dataclass(frozen=True)
 class Strategy(Generic[InT, OutT]):
-    """One registry entry: the parameter model and the pure function that reads it."""
+    """One registry entry: the parameter model, the pure function that reads it, and the
+    hooks the strategy adds to the actor and the learner beyond its function, if any
+    (``core.hooks``; the composition root, ``recipe_arena.wiring``, installs them)."""
 
     params: type[StrategyParams]
     fn: Callable[[InT, Any], OutT]
+    actor_hooks: Callable[[Any, RunFacts], ActorHooks] | None = None
+    """(params, run facts) -> one actor's hooks; called once per actor (they may keep
+    state)."""
+    learner_hooks: Callable[[Any], ForwardHooks] | None = None
+    """params -> the forward wrappers and after-update metrics of the learner."""
 
 
 def params_union(registry: Mapping[str, Strategy[Any, Any]]) -> Any:

@@ -7,10 +7,10 @@ import torch
 from torch import nn
 
 from recipe_arena.config import RLConfig
-from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.logprobs import fp32_head
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.wiring import LearnerSettings, make_learner
 
 
 class _Head(nn.Module):
@@ -63,7 +63,7 @@ def _step(rl: RLConfig) -> tuple[dict[str, float], list[torch.Tensor]]:
     model, _ = build_micro(
         TinyModelSpec(hidden_size=16, num_layers=1, num_heads=1, intermediate_size=32), seed=0
     )
-    learner = Learner(model, LearnerSettings(rl=rl))
+    learner = make_learner(model, LearnerSettings(rl=rl))
     metrics = learner.train_step(_batch())
     return metrics, [p.detach().clone() for p in model.parameters()]
 
@@ -86,7 +86,7 @@ def test_fp16_step_is_close_to_the_float32_step_and_scaled() -> None:
     assert moved16.abs().max() > 5e-4  # the float16 step trained
     assert (moved16 - moved32).abs().mean() < 2e-4
     assert abs(m16["loss/grad_norm"] - m32["loss/grad_norm"]) < 0.05 * m32["loss/grad_norm"]
-    learner = Learner(
+    learner = make_learner(
         build_micro(
             TinyModelSpec(hidden_size=16, num_layers=1, num_heads=1, intermediate_size=32), seed=0
         )[0],

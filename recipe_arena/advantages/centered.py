@@ -24,7 +24,7 @@ from recipe_arena.strategy import Strategy, StrategyParams
 
 class CenteredParams(StrategyParams):
     name: Literal["centered"] = "centered"
-    reward_scale: float = Field(1.0, gt=0)
+    reward_scale: float = Field(1.0, gt=0, examples=[10.0])
     """Multiplies verifier scores before advantages (unitless, > 0; open-instruct used
     10, OLMo 3's default recipe 1). Standard advantages have none: dividing by the
     group's std cancels it."""

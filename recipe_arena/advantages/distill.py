@@ -27,7 +27,7 @@ from recipe_arena.strategy import Strategy, StrategyParams
 
 class DistillParams(StrategyParams):
     name: Literal["distill"] = "distill"
-    clip: float = Field(5.0, gt=0)
+    clip: float = Field(5.0, gt=0, examples=[0.5])
     """c, the bound of the per-token advantage (nats, > 0). 5 nats is a likelihood ratio
     of about 150: it leaves the usual gap of a token the teacher prefers untouched and
     only cuts the rare tokens one model gives almost no mass (a near -inf log-probability

@@ -20,7 +20,7 @@ from recipe_arena.strategy import Strategy, StrategyParams
 
 class StandardParams(StrategyParams):
     name: Literal["standard"] = "standard"
-    std_eps: float = Field(1e-6, gt=0)
+    std_eps: float = Field(1e-6, gt=0, examples=[0.5])
     """Added to the group std before dividing (reward units, > 0): keeps a zero-variance
     group finite."""
 

@@ -1,4 +1,4 @@
-"""Generation engines behind one protocol (``base.Engine``), chosen by name.
+"""Generation engines behind one protocol (``core.engine.Engine``), chosen by name.
 
 ``torch``: the embedded default, continuous batching with a KV cache and in-flight
 weight updates. ``hf``: ``transformers`` ``generate`` in static batches (the baseline).
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recipe_arena.config import EngineConfig
-from recipe_arena.engines.base import (
+from recipe_arena.core.engine import (
     Completion,
     Engine,
     EngineError,

@@ -24,12 +24,15 @@ from recipe_arena.strategy import Strategy, StrategyParams
 
 class TokenBudgetParams(StrategyParams):
     name: Literal["token_budget"] = "token_budget"
-    penalty: float = -1.0
+    penalty: float = Field(-1.0, examples=[-0.5])
     """Reward of a response over its budget (reward units; -1 in Kimi K3)."""
     source: Literal["row", "effort"] = "row"
     """row: the row's own token_budget, falling back to the effort level's; effort: the
     effort level's budget always (one budget per level, as the report derives it)."""
-    budget_by_effort: dict[Effort, int] = Field(default={"low": 64, "medium": 96, "high": 160})
+    budget_by_effort: dict[Effort, int] = Field(
+        default={"low": 64, "medium": 96, "high": 160},
+        examples=[{"low": 64, "medium": 40, "high": 160}],
+    )
     """Tokens allowed per effort level (>= 1). The micro world's reference responses
     (think block and answer, characters = tokens) run about 30-60 tokens at low effort,
     40-80 at medium and 60-150 at high."""

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from recipe_arena.core.hooks import LossTerms
 from recipe_arena.core.lazy import torch
 from recipe_arena.strategy import STRICT_CONFIG
 
@@ -64,15 +65,10 @@ class PolicyLossInput:
     ref_logprobs_BL: torch.Tensor | None = None
 
 
-@dataclass(frozen=True)
-class PolicyLossResult:
-    loss: torch.Tensor
-    """numerator / max(count, 1): the loss of this batch alone."""
-    numerator: torch.Tensor
-    """Sum over rows of the normalisation rule's numerator (module docstring)."""
-    count: float
-    """The rule's count over this batch's rows."""
-    metrics: dict[str, float]
+PolicyLossResult = LossTerms
+"""loss (numerator / max(count, 1): the loss of this batch alone), numerator and count
+(sums over rows, module docstring), metrics: what the learner's loss hook returns
+(``core.hooks.LossTerms``)."""
 
 
 def reduce(

@@ -33,10 +33,10 @@ else:
 
 class CISPOParams(StrategyParams):
     name: Literal["cispo"] = "cispo"
-    clip_low: float = Field(1.0, ge=0, le=1)
+    clip_low: float = Field(1.0, ge=0, le=1, examples=[0.2])
     """IS weight clipped below at 1 - clip_low (unitless, 0-1); 1.0, no lower bound, as
     in the paper (which tunes only the upper one)."""
-    clip_high: float = Field(0.28, ge=0, le=10)
+    clip_high: float = Field(0.28, ge=0, le=10, examples=[1.0])
     """IS weight clipped above at 1 + clip_high (unitless, >= 0). The paper does not
     publish its value; 0.28 is Trinity-RFT's CISPO default (DAPO's clip-higher)."""
 

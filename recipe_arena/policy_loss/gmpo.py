@@ -34,10 +34,10 @@ else:
 
 class GMPOParams(StrategyParams):
     name: Literal["gmpo"] = "gmpo"
-    clip_low: float = Field(0.4, ge=0, le=10)
+    clip_low: float = Field(0.4, ge=0, le=10, examples=[1.0])
     """Log-ratio clipped below at -clip_low (nats, >= 0): ratio >= e^-0.4 = 0.67 in the
     GMPO paper."""
-    clip_high: float = Field(0.4, ge=0, le=10)
+    clip_high: float = Field(0.4, ge=0, le=10, examples=[0.1])
     """Log-ratio clipped above at clip_high (nats, >= 0): ratio <= e^0.4 = 1.49 in the
     GMPO paper."""
 

@@ -35,10 +35,10 @@ else:
 
 class GSPOParams(StrategyParams):
     name: Literal["gspo"] = "gspo"
-    clip_low: float = Field(3e-4, ge=0, le=1)
+    clip_low: float = Field(3e-4, ge=0, le=1, examples=[0.5])
     """s_b clipped below at 1 - clip_low (unitless, 0-1); 3e-4 in the GSPO paper (a
     sequence ratio is a geometric mean, so it moves far less than a token ratio)."""
-    clip_high: float = Field(4e-4, ge=0, le=10)
+    clip_high: float = Field(4e-4, ge=0, le=10, examples=[0.5])
     """s_b clipped above at 1 + clip_high (unitless, >= 0); 4e-4 in the GSPO paper."""
 
 

@@ -29,11 +29,12 @@ Deviation: the report gives no values of delta and of the lag; ours are below.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from recipe_arena.core.hooks import ForwardHooks
 from recipe_arena.core.lazy import torch
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
 from recipe_arena.strategy import Strategy, StrategyParams
@@ -41,15 +42,17 @@ from recipe_arena.strategy import Strategy, StrategyParams
 if TYPE_CHECKING:
     from torch import nn
 
+    from recipe_arena.core.types import LearnerBatch
+
 
 class DeepSeekMaskParams(StrategyParams):
     name: Literal["deepseek_mask"] = "deepseek_mask"
-    delta: float = Field(0.05, ge=0)
+    delta: float = Field(0.05, ge=0, examples=[1.0])
     """Off-policy bound (nats per token, >= 0): a negative-advantage sequence whose mean
     logp_behavior - logp_theta exceeds it is dropped. Ours; small because the micro
     model's engine and trainer agree to ~1e-6 and one in-flight update moves a token by
     a few hundredths of a nat."""
-    max_token_lag: int = Field(1, ge=0)
+    max_token_lag: int = Field(1, ge=0, examples=[2])
     """Tokens sampled more than this many policy versions before the learner's are
     masked (versions, >= 0). Binds only when it is below ``rl.max_staleness``."""
     routing_replay: bool = True
@@ -130,4 +133,15 @@ def _replay_hook(ids_BLK: torch.Tensor) -> Any:
     return hook
 
 
-STRATEGY = Strategy(DeepSeekMaskParams, deepseek_mask)
+def routing_hooks(params: DeepSeekMaskParams) -> ForwardHooks:
+    """With ``routing_replay``: every trainer forward replays the engine's routing."""
+    if not params.routing_replay:
+        return ForwardHooks()
+
+    def replay(model: nn.Module, batch: LearnerBatch) -> AbstractContextManager[None]:
+        return replay_routing(model, batch.expert_ids_BLNK)
+
+    return ForwardHooks(forward=(replay,))
+
+
+STRATEGY = Strategy(DeepSeekMaskParams, deepseek_mask, learner_hooks=routing_hooks)

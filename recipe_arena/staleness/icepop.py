@@ -34,9 +34,9 @@ else:
 
 class IcePopParams(StrategyParams):
     name: Literal["icepop"] = "icepop"
-    alpha: float = Field(0.5, gt=0)
+    alpha: float = Field(0.5, gt=0, examples=[0.8])
     """Lower edge of the kept band of k_t (unitless, > 0); 0.5 in the Ring-1T paper."""
-    beta: float = Field(5.0, gt=0)
+    beta: float = Field(5.0, gt=0, examples=[2.5])
     """Upper edge of the kept band of k_t (unitless, > alpha); 5.0 in the Ring-1T paper."""
     reweight: bool = False
     """Kept tokens carry w_t = k_t (the paper's M(k) = k); false: w_t = 1, a pure mask."""

@@ -25,7 +25,7 @@ from recipe_arena.strategy import Strategy, StrategyParams
 
 class KimiRegularizerParams(StrategyParams):
     name: Literal["kimi_regularizer"] = "kimi_regularizer"
-    tau: float = Field(0.1, ge=0)
+    tau: float = Field(0.1, ge=0, examples=[0.5])
     """Weight of the quadratic penalty (per token, in nats^-2 of log-ratio; >= 0). Not
     published for Kimi K3; 0 turns the penalty off."""
 

@@ -36,7 +36,7 @@ else:
 
 class M2POParams(StrategyParams):
     name: Literal["m2po"] = "m2po"
-    m2_threshold: float = Field(0.04, ge=0)
+    m2_threshold: float = Field(0.04, ge=0, examples=[1.0])
     """tau: the largest mean squared log-ratio the kept tokens may have (nats^2, >= 0);
     0.04 in the M2PO paper and AReaL."""
 

@@ -34,12 +34,12 @@ else:
 
 class SeqMaskTISParams(StrategyParams):
     name: Literal["seq_mask_tis"] = "seq_mask_tis"
-    low: float = Field(0.999, gt=0)
+    low: float = Field(0.999, gt=0, examples=[0.5])
     """Lower edge of the kept band of g_b (unitless, > 0); 0.999 in verl's geometric
     rejection preset (a row whose mean per-token log-ratio is under -1e-3 nats)."""
-    high: float = Field(1.001, gt=0)
+    high: float = Field(1.001, gt=0, examples=[2.0])
     """Upper edge of the kept band of g_b (unitless, > low); 1.001 in verl's preset."""
-    cap: float | None = Field(2.0, gt=0)
+    cap: float | None = Field(2.0, gt=0, examples=[1.5])
     """Upper bound of the token weight min(r_bt, cap) on kept rows (unitless, > 0; 2.0 as
     ``tis``); null: untruncated r_bt (OpenRLHF, NeMo-RL)."""
 

@@ -28,21 +28,27 @@ still learn (``straight_through``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Literal
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from recipe_arena.core.hooks import ActorHooks, ForwardHooks, RunFacts
 from recipe_arena.core.lazy import torch
 from recipe_arena.staleness.base import StalenessInput, StalenessResult
 from recipe_arena.staleness.kimi_regularizer import KimiRegularizerParams, kimi_regularizer
 from recipe_arena.staleness.none import NoCorrectionParams, no_correction
 from recipe_arena.strategy import Strategy, StrategyParams
 
+if TYPE_CHECKING:
+    from torch import nn
+
 
 class SharedQuantParams(StrategyParams):
     name: Literal["shared_quant"] = "shared_quant"
-    quant_bits: int = Field(8, ge=2, le=8)
+    quant_bits: int = Field(8, ge=2, le=8, examples=[4])
     """Bits of the symmetric per-channel quantisation both sides run (2-8; 8 = int8)."""
     regularizer: KimiRegularizerParams | None = KimiRegularizerParams()
     """Kimi's per-token regulariser on top (its tau); null: the quantisation alone."""
@@ -100,4 +106,28 @@ def quant_error(named: Iterable[tuple[str, torch.Tensor]], bits: int) -> float:
     return (num / den) ** 0.5 if den > 0 else 0.0
 
 
-STRATEGY = Strategy(SharedQuantParams, shared_quant)
+def engine_hooks(params: SharedQuantParams, facts: RunFacts) -> ActorHooks:
+    """Before sampling: the engine runs Q(W) of the trainer's weights."""
+    del facts
+    return ActorHooks(engine_weights=partial(quantise_state_dict, bits=params.quant_bits))
+
+
+def trainer_hooks(params: SharedQuantParams) -> ForwardHooks:
+    """The trainer's forward on Q(W) with the straight-through gradient, and the
+    relative quantisation error ``staleness/quant_error`` after each step."""
+    bits = params.quant_bits
+
+    @contextmanager
+    def quantised(model: nn.Module, batch: Any) -> Iterator[dict[str, torch.Tensor]]:
+        del batch
+        yield straight_through(model.named_parameters(), bits)
+
+    def error(model: nn.Module) -> dict[str, float]:
+        return {"staleness/quant_error": quant_error(model.named_parameters(), bits)}
+
+    return ForwardHooks(forward=(quantised,), on_update=error)
+
+
+STRATEGY = Strategy(
+    SharedQuantParams, shared_quant, actor_hooks=engine_hooks, learner_hooks=trainer_hooks
+)

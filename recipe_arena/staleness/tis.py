@@ -20,7 +20,7 @@ from recipe_arena.strategy import Strategy, StrategyParams
 
 class TISParams(StrategyParams):
     name: Literal["tis"] = "tis"
-    cap: float = Field(2.0, gt=0)
+    cap: float = Field(2.0, gt=0, examples=[1.5])
     """Upper bound of rho_t (unitless, > 0). 2.0 in OLMo 3's runs; a lower cap trades
     bias for variance when the engine and the trainer disagree."""
 

@@ -1,6 +1,6 @@
 """Settings of the specialists stage and the distillation stages (``mopd``, ``opd``).
 
-Kept beside the code that reads them (``distill.stages``); ``config.RunConfig`` holds
+Read by the stages that use them (``stages.distill``); ``config.RunConfig`` holds
 them as ``specialists`` and ``distill``.
 """
 
