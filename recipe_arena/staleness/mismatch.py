@@ -31,7 +31,9 @@ and the means over the N trained tokens (the mask before the correction):
 
 Under samples from the engine E[r] = 1, so chi2_token = Var(r): the variance factor an
 importance-weighted gradient pays (ESS ~ N / (1 + chi2)); k1 and k3 both estimate
-KL(engine || trainer), k1 unbiased but of either sign per token, k3 non-negative.
+KL(engine || trainer), k1 unbiased but of either sign per token, k3 non-negative. All
+are sample means over one batch: when the engine and the trainer agree to float
+rounding (a float32 engine), kl and the chi-squares can come out slightly below 0.
 chi2_seq clamps each sequence's summed log-ratio to [-20, 20] nats so one long row
 cannot overflow the mean (exp(40) ~ 2e17 stays finite).
 """
