@@ -64,3 +64,17 @@ def test_mask_counts_dropped_tokens_and_ess_reads_only_kept_ones() -> None:
 
 def test_nothing_trained_gives_no_metrics() -> None:
     assert correction_metrics(TRAINER, ENGINE, torch.zeros(2, 2)) == {}
+
+
+def test_sequence_chi2_clamps_a_long_row_and_one_kept_token_has_an_ess() -> None:
+    """One row of 25 tokens, each log r = 1: the row's log-ratio 25 is clamped to 20, so
+    chi2_seq = exp(40) - 1, not exp(50) - 1. A correction that keeps a single token with
+    weight 2: ESS = 2^2 / (1 x 4) = 1, IS mean 2."""
+    m = correction_metrics(torch.ones(1, 25), torch.zeros(1, 25), torch.ones(1, 25))
+    assert m["staleness/chi2_seq"] == pytest.approx(math.exp(40.0) - 1.0, rel=1e-4)
+    kept = torch.zeros(1, 25)
+    kept[0, 0] = 1.0
+    w = 2.0 * kept
+    m = correction_metrics(torch.ones(1, 25), torch.zeros(1, 25), torch.ones(1, 25), w, kept)
+    assert m["staleness/rollout_is_eff_sample_size"] == pytest.approx(1.0)
+    assert m["staleness/rollout_is_mean"] == pytest.approx(2.0)

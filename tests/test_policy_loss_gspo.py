@@ -138,3 +138,17 @@ def test_wrong_variants_fail_the_checks(wrong: Fn) -> None:
         except AssertionError:
             failed += 1
     assert failed > 0, f"{wrong.__name__} passed every check"
+
+
+def test_clip_fractions_count_rows_by_the_sign_of_their_advantage() -> None:
+    """Three rows with s = 1.2 (one token): A = +1 (clipped above), A = 0 (no clip
+    counts: min(0, 0) binds nothing), A = -1 (s above the band, the unclipped branch is
+    the active one for A < 0): clip_high_frac 1/3, clip_low_frac 0."""
+    logp = torch.full((3, 1), L(0.6), requires_grad=True)
+    old = torch.full((3, 1), L(0.5))
+    adv = torch.tensor([[1.0], [0.0], [-1.0]])
+    out = gspo_loss(
+        PolicyLossInput(logp, old, adv, torch.ones(3, 1), LossConfig(), 1), GSPOParams()
+    )
+    assert out.metrics["loss/clip_high_frac"] == pytest.approx(1 / 3)
+    assert out.metrics["loss/clip_low_frac"] == 0.0

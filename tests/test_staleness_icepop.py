@@ -23,7 +23,7 @@ def _inp(old: list[list[float]], beh: list[list[float]], mask: list[list[float]]
         logprobs_BL=old_BL - 0.7,  # a policy that moved: IcePop must read old, not this
         old_logprobs_BL=old_BL,
         behavior_logprobs_BL=torch.tensor(beh),
-        advantages_BL=torch.ones_like(old_BL),
+        advantages_BL=torch.full_like(old_BL, -2.0),  # not the mask: metrics must not read it
         mask_BL=torch.tensor(mask),
         versions_BL=torch.zeros_like(old_BL, dtype=torch.long),
         learner_version=0,
@@ -140,3 +140,15 @@ def test_wrong_variants_fail_the_checks(wrong: Fn) -> None:
 def test_band_must_be_ordered() -> None:
     with pytest.raises(ValueError, match="alpha < beta"):
         IcePopParams(alpha=2.0, beta=1.0)
+
+
+def test_band_edges_are_kept() -> None:
+    """k exactly alpha (p_old = p_behaviour / 2: k = 0.5) and exactly beta (k = 5) are
+    inside [alpha, beta]: kept."""
+    beh = [[-1.0, -3.0]]
+    old = [[-1.0 - math.log(2.0), -3.0 + math.log(5.0)]]
+    inp = _inp(old, beh, [[1, 1]])
+    ratios = torch.exp(inp.old_logprobs_BL - inp.behavior_logprobs_BL)
+    assert ratios[0, 0].item() == 0.5 and ratios[0, 1].item() == pytest.approx(5.0)
+    out = icepop(inp, IcePopParams(alpha=0.5, beta=float(ratios[0, 1])))
+    assert out.mask_BL.tolist() == [[1, 1]]

@@ -25,7 +25,7 @@ def _inp(old: list[list[float]], beh: list[list[float]], mask: list[list[float]]
         logprobs_BL=old_BL + 0.3,  # a policy that moved: the ratio must come from pi_old
         old_logprobs_BL=old_BL,
         behavior_logprobs_BL=torch.tensor(beh),
-        advantages_BL=torch.ones_like(old_BL),
+        advantages_BL=torch.full_like(old_BL, -2.0),  # not the mask: metrics must not read it
         mask_BL=torch.tensor(mask),
         versions_BL=torch.zeros_like(old_BL, dtype=torch.long),
         learner_version=0,
@@ -57,6 +57,7 @@ def _check_hand(fn: Fn) -> None:
     assert out.metrics["staleness/seq_mask_tis_capped_frac"] == pytest.approx(1 / 5)
     raw = fn(_hand(), SeqMaskTISParams(cap=None))
     assert raw.token_weights_BL[2].tolist() == pytest.approx([3.0, 1 / 3], rel=1e-5)
+    assert raw.metrics["staleness/seq_mask_tis_capped_frac"] == 0.0
 
 
 def _reference(
