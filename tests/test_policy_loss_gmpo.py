@@ -118,3 +118,17 @@ def test_wrong_variants_fail_the_checks(wrong: Fn) -> None:
         except AssertionError:
             failed += 1
     assert failed > 0, f"{wrong.__name__} passed every check"
+
+
+def test_clip_fraction_of_one_token() -> None:
+    """One trained token, A = -1, r = 0.5 (log-ratio -0.693 < -0.4): clipped, so the clip
+    fraction is 1/1 and the loss is -A e^-0.4 = 0.670320."""
+    logp = torch.tensor([[L(0.25)]], requires_grad=True)
+    out = gmpo_loss(
+        PolicyLossInput(
+            logp, torch.tensor([[L(0.5)]]), -torch.ones(1, 1), torch.ones(1, 1), LossConfig(), 1
+        ),
+        GMPOParams(),
+    )
+    assert out.metrics["loss/clip_frac"] == 1.0
+    assert float(out.loss.detach()) == pytest.approx(math.exp(-0.4), rel=1e-6)

@@ -147,3 +147,11 @@ def test_wrong_variants_fail_the_checks(wrong: Fn) -> None:
         except AssertionError:
             failed += 1
     assert failed > 0, f"{wrong.__name__} passed every check"
+
+
+def test_nothing_trained_masks_nothing() -> None:
+    """No trained token: M2 is 0 by convention, the mask stays empty, nothing is dropped."""
+    out = m2po(_inp([[0.5, 0.5]], [[0, 0]]), M2POParams())
+    assert out.mask_BL.tolist() == [[0, 0]]
+    assert out.metrics["staleness/m2"] == 0.0
+    assert out.metrics["staleness/m2_kept"] == 0.0
