@@ -31,6 +31,7 @@ from pydantic.fields import FieldInfo
 
 from recipe_arena.compose import recipes_dir, union_members
 from recipe_arena.config import RunConfig
+from recipe_arena.strategy import StrategyParams
 
 DEFAULT_RECIPE = "olmo3_think"
 """The recipe `recipe-arena run` composes when none is named (compose.compose_raw)."""
@@ -163,11 +164,14 @@ def iter_keys(
 
 
 def axis_options(model: type[BaseModel] = RunConfig) -> dict[str, list[str]]:
-    """Strategy axis -> its options (the ``name`` values of its union)."""
+    """Strategy axis -> its options (the ``name`` values of its union): the fields whose
+    union is of strategies' parameter models (a union of other models, told apart by a
+    ``name`` too, is a section)."""
     return {
-        name: list(union_members(field.annotation))
+        name: list(members)
         for name, field in model.model_fields.items()
-        if union_members(field.annotation)
+        if (members := union_members(field.annotation))
+        and all(issubclass(m, StrategyParams) for m in members.values())
     }
 
 
