@@ -48,8 +48,12 @@ class EngineConfig(Strict):
     """Sequences decoded together, 1 or more."""
     keep_kv_on_update: bool = True
     """An in-flight weight update keeps the KV cache computed under the older weights (OLMo 3)."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Weights, activations and KV cache of the torch and vLLM engines."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights, activations and KV cache of the torch and vLLM engines; half precision
+    halves the bytes a decode step reads (benchmarks/precision_gap.py)."""
+    lm_head_fp32: bool = False
+    """torch engine in bfloat16/float16: the LM head in float32 over the whole vocabulary
+    (MiniMax-M1's mismatch fix; the trainer's side is ``rl.lm_head_fp32``)."""
     max_prefill_tokens: int = Field(4096, ge=1)
     """torch engine: padded prompt tokens per batched prefill forward, 1 or more."""
     device: str = "cpu"
@@ -60,6 +64,14 @@ class EngineConfig(Strict):
     """torch on CUDA: decode steps as CUDA-graph replays (same greedy tokens)."""
     graph_steps: int = Field(4, ge=1)
     """Decode steps per CUDA-graph replay, 1 or more (amortising its launch)."""
+
+    @model_validator(mode="after")
+    def _lm_head_fp32_on_torch(self) -> EngineConfig:
+        if self.lm_head_fp32 and self.name != "torch":
+            raise ValueError(
+                f"engine.lm_head_fp32 is implemented by the torch engine only, not {self.name!r}"
+            )
+        return self
 
 
 class RLConfig(Strict):
@@ -115,6 +127,12 @@ class RLConfig(Strict):
     """torch device of the learner and reference model; None: ``device_for``."""
     bf16: bool | None = None
     """Learner under bfloat16 autocast, float32 master weights; None: on for CUDA."""
+    fp16: bool = False
+    """Learner under float16 autocast with dynamic loss scaling, float32 master weights
+    (closer to a float16 engine); needs ``rl.bf16`` unset or false."""
+    lm_head_fp32: bool = False
+    """The learner's LM head in float32 under autocast (trainer side of
+    ``engine.lm_head_fp32``); no effect on a float32 forward."""
     lr_floor: float = Field(0.1, ge=0, le=1)
     """Fraction of the peak (0-1) a cosine ``lr_schedule`` ends at."""
     schedule: Literal["wall_clock", "deterministic"] = "wall_clock"
@@ -131,6 +149,12 @@ class RLConfig(Strict):
         if not any(w > 0 for w in v.values()):
             raise ValueError("at least one domain needs a weight above 0")
         return v
+
+    @model_validator(mode="after")
+    def _one_autocast_dtype(self) -> RLConfig:
+        if self.fp16 and self.bf16:
+            raise ValueError("rl.fp16 and rl.bf16 are both on; choose one autocast dtype")
+        return self
 
     @model_validator(mode="after")
     def _deterministic_lag_trainable(self) -> RLConfig:

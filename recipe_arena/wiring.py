@@ -53,6 +53,7 @@ from recipe_arena.policy_loss import (
     apply_policy_loss,
 )
 from recipe_arena.staleness import STALENESS, StalenessInput, apply_staleness
+from recipe_arena.staleness.mismatch import correction_metrics
 from recipe_arena.strategy import StrategyParams
 
 if TYPE_CHECKING:
@@ -95,8 +96,9 @@ def strategy_loss(
     """The staleness strategy, then the policy loss ``policy`` names (None: the
     default, OlmoRL's) over the mask it returned, from logprobs already computed (the
     engine-vs-trainer metrics are the learner's: once per batch, not per micro-batch).
-    Returns the policy loss's result and the metrics: the policy loss's, then the
-    staleness strategy's."""
+    Returns the policy loss's result and the metrics: the policy loss's, the staleness
+    strategy's, and the mismatch the correction saw and what it masked and clipped
+    (``staleness.mismatch``; per micro-batch too, the learner logs the whole batch's)."""
     st = apply_staleness(
         staleness,
         StalenessInput(
@@ -123,7 +125,13 @@ def strategy_loss(
             ref_logprobs_BL=ref_BL,
         ),
     )
-    return out, {**out.metrics, **st.metrics}
+    metrics = {**out.metrics, **st.metrics}
+    metrics.update(
+        correction_metrics(
+            old_BL, batch.behavior_logprobs_BL, batch.mask_BL, st.token_weights_BL, st.mask_BL
+        )
+    )
+    return out, metrics
 
 
 @dataclass(frozen=True)
@@ -189,6 +197,7 @@ def learner_settings(cfg: RunConfig) -> LearnerSettings:
 
     device = cfg.device_for("learner")
     bf16 = cfg.rl.bf16 if cfg.rl.bf16 is not None else torch.device(device).type == "cuda"
+    bf16 = bf16 and not cfg.rl.fp16  # rl.fp16: float16 autocast in its place
     return LearnerSettings(
         rl=cfg.rl,
         loss=cfg.loss,

@@ -78,17 +78,22 @@ def _fields(model: type[BaseModel]) -> set[str]:
 
 # ----------------------------------------------------------------------------- strategies
 def _staleness_input() -> StalenessInput:
-    """Three rows; TIS ratios 1.25, 1.8, 3 (row 0) etc.; row 1 has A < 0 and a mean
-    behaviour-theta log-ratio of 0.3; row 2's tokens lag 1 and 2 versions."""
-    theta = torch.log(torch.tensor([[0.5, 0.9, 0.3], [0.5, 0.5, 0.5], [0.4, 0.4, 0.4]]))
-    beh = torch.log(torch.tensor([[0.4, 0.5, 0.1], [0.6, 0.7, 0.7], [0.4, 0.2, 0.3]]))
+    """Four rows; TIS ratios 1.25, 1.8, 3 (row 0) etc.; row 1 has A < 0 and a mean
+    behaviour-theta log-ratio of 0.3; row 2's tokens lag 1 and 2 versions; row 3's
+    ratios 3, 1/3, 1 have a geometric mean of 1 (a row sequence masks keep)."""
+    theta = torch.log(
+        torch.tensor([[0.5, 0.9, 0.3], [0.5, 0.5, 0.5], [0.4, 0.4, 0.4], [0.9, 0.1, 0.5]])
+    )
+    beh = torch.log(
+        torch.tensor([[0.4, 0.5, 0.1], [0.6, 0.7, 0.7], [0.4, 0.2, 0.3], [0.3, 0.3, 0.5]])
+    )
     return StalenessInput(
         logprobs_BL=theta,
         old_logprobs_BL=theta,
         behavior_logprobs_BL=beh,
-        advantages_BL=torch.tensor([[1.0] * 3, [-1.0] * 3, [0.5] * 3]),
-        mask_BL=torch.ones(3, 3),
-        versions_BL=torch.tensor([[4, 4, 4], [4, 4, 4], [3, 2, 2]]),
+        advantages_BL=torch.tensor([[1.0] * 3, [-1.0] * 3, [0.5] * 3, [1.0] * 3]),
+        mask_BL=torch.ones(4, 3),
+        versions_BL=torch.tensor([[4, 4, 4], [4, 4, 4], [3, 2, 2], [4, 4, 4]]),
         learner_version=4,
     )
 
@@ -342,6 +347,8 @@ RL_CHANGES: dict[str, tuple[Callable[[RLConfig], Any], dict[str, Any], Any]] = {
     "lr_floor": (_tiny_learner_view, {"lr_schedule": "cosine", "steps": 4}, 0.5),
     "lag": (_plan_view, {"schedule": "deterministic", "max_staleness": 4}, 3),
     "update_at_decode_step": (_plan_view, {"schedule": "deterministic"}, 2),
+    "fp16": (_tiny_learner_view, {}, True),
+    "lm_head_fp32": (_tiny_learner_view, {"fp16": True}, True),
 }
 RL_READ_BY_THE_STAGE = {"num_actors", "checkpoint_every", "eval_every", "schedule"}
 """Read by ``run_rlvr`` itself (actors started, checkpoint and evaluation cadence, which

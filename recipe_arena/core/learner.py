@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from recipe_arena.core.hooks import LearnerHooks, LossArgs, LossTerms
-from recipe_arena.core.logprobs import sequence_logprobs
+from recipe_arena.core.logprobs import fp32_head, sequence_logprobs
 from recipe_arena.core.schedule import lr_at
 from recipe_arena.core.types import LearnerBatch, length_buckets
 
@@ -75,6 +75,12 @@ class Learner:
             model.parameters(), lr=rl.lr, weight_decay=rl.weight_decay, betas=rl.adam_betas
         )
         self.hooks = settings.hooks
+        self.autocast = settings.bf16 or rl.fp16
+        self.autocast_dtype = torch.float16 if rl.fp16 else torch.bfloat16
+        self.scaler = torch.amp.GradScaler(self.device.type, init_scale=2.0**10, enabled=rl.fp16)
+        """float16 (``rl.fp16``): the loss scaled so small gradients do not underflow; a step
+        whose gradients overflow is skipped and the scale halved. Starts at 2^10, not
+        torch's 2^16, which overflows on the first steps and loses them in a short run."""
         self.ref_model: nn.Module | None = None
         if settings.reference:  # the reference: the given model, else the starting policy
             ref = ref_model if ref_model is not None else copy.deepcopy(model)
@@ -90,8 +96,9 @@ class Learner:
                 if replaced is not None:
                     params = {**(params or {}), **replaced}
             stack.enter_context(
-                torch.autocast(self.device.type, torch.bfloat16, enabled=self.settings.bf16)
+                torch.autocast(self.device.type, self.autocast_dtype, enabled=self.autocast)
             )
+            stack.enter_context(fp32_head(model, self.settings.rl.lm_head_fp32))
             return sequence_logprobs(
                 model, batch.tokens_BL, batch.attention_BL, self.settings.rl.temperature, params
             )
@@ -160,12 +167,14 @@ class Learner:
                 logp_BL = self._logprobs(self.model, part)
                 old_BL = logp_BL.detach() if olds is None else olds[i]
                 out = self._loss(part, logp_BL, old_BL, None if refs is None else refs[i])
-                out.numerator.backward()  # type: ignore[no-untyped-call]
+                self.scaler.scale(out.numerator).backward()  # type: ignore[no-untyped-call]
                 count += out.count
                 logps.append(logp_BL.detach())
             _divide_gradients(self.model, max(count, 1.0))
+            self.scaler.unscale_(self.optimizer)
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip)
-            self.optimizer.step()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         with torch.no_grad():  # the whole batch's metrics, from the last update's forwards
             logp_BL = _unbucket(logps, buckets, batch.tokens_BL.shape)
             old_BL = logp_BL if olds is None else _unbucket(olds, buckets, logp_BL.shape)
@@ -176,6 +185,8 @@ class Learner:
         if self.hooks.on_update is not None:
             metrics.update(self.hooks.on_update(self.model))
         metrics["loss/grad_norm"] = float(norm)
+        if self.scaler.is_enabled():
+            metrics["loss/grad_scale"] = float(self.scaler.get_scale())
         metrics["loss/lr"] = lr
         metrics["throughput/microbatches"] = float(len(parts))
         self.version += 1

@@ -100,3 +100,31 @@ def k3_kl(logprobs_BL: torch.Tensor, ref_logprobs_BL: torch.Tensor) -> torch.Ten
     """k3 = exp(d) - d - 1 with d = logp_ref - logp_theta: unbiased, non-negative KL(theta||ref) estimate."""
     d_BL = ref_logprobs_BL - logprobs_BL
     return torch.exp(d_BL) - d_BL - 1.0
+
+
+def finish_loss(
+    pg_BL: torch.Tensor, inp: PolicyLossInput, metrics: dict[str, float]
+) -> PolicyLossResult:
+    """The shared tail of a loss: to each token's policy term ``pg_BL`` (the staleness
+    weight already applied) add beta * k3 to the reference policy (``loss.kl_beta``) and
+    the staleness strategy's extra loss, and reduce under ``loss.normalisation``.
+    ``metrics`` gains ``loss/kl_ref`` (when beta > 0), ``loss/policy`` and ``loss/total``."""
+    cfg = inp.cfg
+    mask_BL = inp.mask_BL.float()
+    loss_BL = pg_BL
+    if cfg.kl_beta > 0:
+        if inp.ref_logprobs_BL is None:
+            raise ValueError("kl_beta > 0 needs ref_logprobs_BL (a reference model's logprobs)")
+        kl_BL = k3_kl(inp.logprobs_BL, inp.ref_logprobs_BL.detach())
+        loss_BL = loss_BL + cfg.kl_beta * kl_BL
+        metrics["loss/kl_ref"] = float(normalise(kl_BL.detach(), mask_BL, "token"))
+    if inp.extra_loss_BL is not None:
+        loss_BL = loss_BL + inp.extra_loss_BL
+    numerator, count = reduce(loss_BL, mask_BL, cfg.normalisation, inp.constant_len)
+    loss = numerator / max(count, 1.0)
+    with torch.no_grad():
+        metrics["loss/policy"] = float(
+            normalise(pg_BL.detach(), mask_BL, cfg.normalisation, inp.constant_len)
+        )
+        metrics["loss/total"] = float(loss.detach())
+    return PolicyLossResult(loss=loss, numerator=numerator, count=count, metrics=metrics)
