@@ -5,7 +5,7 @@
 #   make mutation   small wrong changes to the strategy, loss, advantage, sampling and
 #               statistics modules, each run against the tests of its module; lists the
 #               changes no test caught (scripts/mutation.py; MUTATION_ARGS="--modules
-#               recipe_arena/core/loss.py" or "--sample 40" for a part; hours on 2 cores)
+#               recipe_arena/policy_loss/olmo.py" or "--sample 40" for a part; hours on 2 cores)
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -66,7 +66,7 @@ mutation: $(STAMP) sandbox
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy recipe_arena/core recipe_arena/staleness recipe_arena/length_control recipe_arena/rewards
+	$(VENV)/bin/mypy recipe_arena/core recipe_arena/staleness recipe_arena/length_control recipe_arena/advantages recipe_arena/policy_loss recipe_arena/strategy.py recipe_arena/axes.py recipe_arena/wiring.py recipe_arena/rewards
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

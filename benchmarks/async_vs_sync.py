@@ -29,15 +29,20 @@ from pathlib import Path
 
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend, threads_per_op
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.backends import LocalBackend, threads_per_op
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import build_micro, load_checkpoint, save_checkpoint
+from recipe_arena.wiring import (
+    ActorSettings,
+    ActorSpec,
+    LearnerSettings,
+    advantage_hook,
+    make_learner,
+)
 
 
 def arm(
@@ -46,7 +51,7 @@ def arm(
     torch.set_num_threads(threads)
     rows = generate_split("math", "train", 400, seed=0)
     model, tok = load_checkpoint(init)
-    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)))
+    learner = make_learner(model, LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)))
     spec = ActorSpec(
         str(init),
         "torch",
@@ -67,7 +72,9 @@ def arm(
         zero_gradient_filter=False,
         active_sampling=False,
     )
-    s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=int(tok.pad_token_id))
+    s = LoopSettings(
+        rl=rl, advantages=advantage_hook(CenteredParams()), seed=0, pad_id=int(tok.pad_token_id)
+    )
     backend = LocalBackend(spec, share_cores=False)  # threads set per arm above
     t0 = time.perf_counter()
     records = train(learner, backend, PromptSource(rows, {"math": 1.0}, seed=0), s)

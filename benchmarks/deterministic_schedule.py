@@ -31,16 +31,21 @@ from pathlib import Path
 
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
 from recipe_arena.core import lockstep
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.backends import LocalBackend
 from recipe_arena.core.loop import LoopSettings, StepRecord, train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
+from recipe_arena.wiring import (
+    ActorSettings,
+    ActorSpec,
+    LearnerSettings,
+    advantage_hook,
+    make_learner,
+)
 
 
 def arm(init: Path, schedule: str, a: argparse.Namespace) -> dict[str, float]:
@@ -59,7 +64,7 @@ def arm(init: Path, schedule: str, a: argparse.Namespace) -> dict[str, float]:
         update_at_decode_step=a.update_at if schedule == "deterministic" else None,
     )
     model, tok = load_checkpoint(init)
-    learner = Learner(model, LearnerSettings(rl=rl))
+    learner = make_learner(model, LearnerSettings(rl=rl))
     spec = ActorSpec(
         str(init),
         "torch",
@@ -72,7 +77,9 @@ def arm(init: Path, schedule: str, a: argparse.Namespace) -> dict[str, float]:
             max_groups_in_engine=a.prompts,
         ),
     )
-    s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=int(tok.pad_token_id))
+    s = LoopSettings(
+        rl=rl, advantages=advantage_hook(CenteredParams()), seed=0, pad_id=int(tok.pad_token_id)
+    )
     source = PromptSource(rows, {"math": 1.0}, seed=0)
     threads = torch.get_num_threads()
     # wall clock: generation and training overlap, each op on its share of the cores

@@ -8,7 +8,7 @@ passed on as overrides) with ``RECIPE_ARENA_CACHE`` an empty temporary folder (o
 - the base model's and the micro judge's training: when each finished (its cache entry's
   metadata file, written last) and how long it trained (the metadata's ``seconds``); the
   judge trains in a background process from the start of the run
-  (``stages.micro_judge.train_in_background``);
+  (``rewards.micro_judge.train_in_background``);
 - how long a stage waited for the judge (from ``micro judge: waiting for its training``
   to the judge's end), and the critical path: the judge, when a stage waited for it,
   else the stages in turn;

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from recipe_arena.eval.stats import Estimate
-from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
+from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
 
 ARMS = {"without": "none", "with": "discard_early_short"}
 STATIONARY_K0 = [

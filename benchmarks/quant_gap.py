@@ -20,13 +20,19 @@ import argparse
 
 from recipe_arena.compose import load_config
 from recipe_arena.config import RLConfig
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.batch import build_learner_batch
-from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import load_checkpoint
-from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
+from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.staleness import NoCorrectionParams, SharedQuantParams
+from recipe_arena.wiring import (
+    ActorSettings,
+    LearnerSettings,
+    advantage_hook,
+    make_actor,
+    make_learner,
+)
 
 
 def main() -> None:
@@ -46,17 +52,17 @@ def main() -> None:
         settings = ActorSettings(
             group_size=a.group, temperature=1.0, max_new_tokens=a.tokens, quant_bits=engine_bits
         )
-        actor = Actor(0, model, tok, "torch", cfg.engine, cfg.rewards, settings)
+        actor = make_actor(0, model, tok, "torch", cfg.engine, cfg.rewards, settings)
         try:
             groups = actor.rollouts(tasks)
         finally:
             actor.close()
-        batch = build_learner_batch(groups, cfg.advantage, int(tok.pad_token_id))
+        batch = build_learner_batch(groups, advantage_hook(cfg.advantage), int(tok.pad_token_id))
         trainers = {"full": NoCorrectionParams(), "int8": SharedQuantParams()}
         for trainer, staleness in trainers.items():
             if engine_bits is None and trainer == "int8":
                 continue
-            learner = Learner(model, LearnerSettings(rl=RLConfig(), staleness=staleness))
+            learner = make_learner(model, LearnerSettings(rl=RLConfig(), staleness=staleness))
             _, m = learner.compute_loss(batch)
             engine = "int8" if engine_bits else "full"
             gaps[(engine, trainer)] = m

@@ -42,11 +42,11 @@ def rl_records(run_dir: Path) -> list[dict[str, Any]]:
 def pass_at_k(cfg: RunConfig, checkpoint: Path, k: int) -> float:
     """pass@k of held-out math at temperature 1: the share of the evaluated math
     prompts with at least one of ``k`` samples right."""
+    from recipe_arena.data.chat import decode_response, encode_prompt
     from recipe_arena.data.micro import generate_split
     from recipe_arena.engines import build_engine
     from recipe_arena.engines.base import GenerationRequest, SamplingParams
     from recipe_arena.eval.final import eval_rows
-    from recipe_arena.models.chat import decode_response, encode_prompt
     from recipe_arena.models.factory import load_checkpoint
     from recipe_arena.rewards import build_scorer
 

@@ -25,19 +25,20 @@ from pathlib import Path
 
 import torch
 
+from recipe_arena import wiring
 from recipe_arena.compose import load_config
 from recipe_arena.config import RunConfig
 from recipe_arena.core.backends import make_backend
-from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import train
 from recipe_arena.data.micro import build_world
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.final import evaluate_model
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards import build_scorer
+from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.stages import rlvr
-from recipe_arena.stages.start import add_start_arguments, rl_start_checkpoint
 from recipe_arena.staleness import STALENESS
+from recipe_arena.wiring import make_learner
 
 BOUNDS = (0, 1, 2, 4, 8)
 World = dict[str, dict[str, list[PromptRow]]]
@@ -46,15 +47,15 @@ World = dict[str, dict[str, list[PromptRow]]]
 def arm(cfg: RunConfig, init: Path, world: World, scorer: object) -> dict[str, float]:
     rows = [r for d in world["train"].values() for r in d]
     model, tok = load_checkpoint(init)
-    learner = Learner(model, rlvr.learner_settings(cfg))
-    spec = rlvr.actor_spec(cfg, init, 0)
+    learner = make_learner(model, wiring.learner_settings(cfg))
+    spec = wiring.actor_spec(cfg, init, 0)
     backend = make_backend("local", spec, 1, overlap=cfg.rl.pipeline_depth > 1)
     t0 = time.perf_counter()
     records = train(
         learner,
         backend,
         rlvr.prompt_source(cfg, rows),
-        rlvr.loop_settings(cfg, int(tok.pad_token_id)),
+        wiring.loop_settings(cfg, int(tok.pad_token_id)),
     )
     wall = time.perf_counter() - t0
     held = world["heldout"]["math"]

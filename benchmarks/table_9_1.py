@@ -49,13 +49,12 @@ from scipy import stats
 from recipe_arena.compose import load_config
 from recipe_arena.config import RunConfig
 from recipe_arena.core.backends import LocalBackend, threads_per_op
-from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.engines.base import Completion, GenerationRequest
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
-from recipe_arena.stages.rlvr import actor_spec, learner_settings, loop_settings
+from recipe_arena.wiring import actor_spec, learner_settings, loop_settings, make_learner
 
 MODELS = {
     "micro": TinyModelSpec(),
@@ -187,7 +186,7 @@ def run_row(row: Row, init: Path, threads: int, a: argparse.Namespace) -> dict[s
     cfg = row_config(row, a)
     rows = generate_split("math", "train", 400, seed=0)
     model, tok = load_checkpoint(init)
-    learner = Learner(model, learner_settings(cfg))
+    learner = make_learner(model, learner_settings(cfg))
     backend = LocalBackend(actor_spec(cfg, init, 0), share_cores=False)  # threads set above
     actor = backend.actors[0]
     shaped = ShapedEngine(actor.engine, a.tokens, row.in_flight)

@@ -38,14 +38,13 @@ import torch
 from recipe_arena.compose import load_config
 from recipe_arena.config import RewardsConfig, RunConfig
 from recipe_arena.core.backends import LocalBackend, threads_per_op
-from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.models.factory import build_micro, load_checkpoint, save_checkpoint
 from recipe_arena.rewards import build_scorer
-from recipe_arena.stages.rlvr import actor_spec, learner_settings, loop_settings
+from recipe_arena.wiring import actor_spec, learner_settings, loop_settings, make_learner
 
 LR = 1e-4
 
@@ -72,7 +71,7 @@ def our_config(a: argparse.Namespace) -> RunConfig:
 def ours(init: Path, rows: list[PromptRow], a: argparse.Namespace) -> dict[str, float]:
     cfg = our_config(a)
     model, tok = load_checkpoint(init)
-    learner = Learner(model, learner_settings(cfg))
+    learner = make_learner(model, learner_settings(cfg))
     backend = LocalBackend(actor_spec(cfg, init, 0), share_cores=False)  # --ours-threads
     source = PromptSource(rows, {"math": 1.0}, seed=0)
     t0 = time.perf_counter()

@@ -11,9 +11,8 @@ __version__ = "0.1.0"
 # package's import, because the OpenMP runtime reads it once, when torch loads it. The
 # actor and the learner share one process and the machine's cores, and every other job
 # on the machine competes for them: a spinning thread then holds a core its peer needs,
-# and each parallel region waits out a scheduler time slice (a micro-model training step
-# measured 20-30x slower with the default policy beside a second job; docs/results.md).
-# A value set by the user is kept.
+# and each parallel region waits out a scheduler time slice. A value set by the user is
+# kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 

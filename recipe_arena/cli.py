@@ -30,6 +30,7 @@ import yaml
 
 from recipe_arena import hidden_modules, offline_env
 from recipe_arena.compose import ConfigError, load_config
+from recipe_arena.domains import POOLED_DOMAINS
 from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
 from recipe_arena.logsetup import add_verbose_flag, configure_output
 
@@ -48,7 +49,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from recipe_arena.rewards.scorer import shared_pool
 
     shared_pool(cfg.rewards)
-    # transformers imports scikit-learn at its own import (about 1.7 s on 2 cores) only
+    # transformers imports scikit-learn at its own import (seconds of start-up) only
     # for assisted generation, which no stage uses: its generation code loads here, once,
     # with scikit-learn hidden (lm-eval's metrics can still import it later).
     with hidden_modules(("sklearn",)):
@@ -95,7 +96,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from recipe_arena.data.worlds import build_world
     from recipe_arena.rewards.audit import run_audit
 
-    domains = args.domains.split(",") if args.domains else ["math", "code", "ifeval"]
+    domains = args.domains.split(",") if args.domains else POOLED_DOMAINS
     datasets = {
         f"{cfg.world.name}/{domain}/{split}": rows[: args.limit]
         for split, by_domain in build_world(cfg.world).items()
@@ -184,7 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     aud.add_argument(
         "--domains",
         default="",
-        help="comma-separated domains (default math,code,ifeval; chat runs the LM judge)",
+        help=f"comma-separated domains (default {','.join(POOLED_DOMAINS)}; chat runs the LM judge)",
     )
     aud.add_argument("--out", help="write the full report (per task and hack) as JSON")
     aud.add_argument("overrides", nargs="*")
@@ -297,9 +298,8 @@ def entry() -> None:
     ``main``, then, when it returns, the exit a normal interpreter shutdown makes, less
     its last part. Non-daemon threads are joined and exit handlers run (verifier pools,
     Ray, W&B, logging), as at any exit; the process then ends without freeing every module
-    and object one by one, which took about 1.4 s of each run on 2 cores once torch and
-    transformers were loaded (docs/results.md). An exception or ``SystemExit`` (``--help``,
-    a usage error) takes the usual path."""
+    and object one by one, a second or more once torch and transformers are loaded. An
+    exception or ``SystemExit`` (``--help``, a usage error) takes the usual path."""
     rc = main()
     shutdown = getattr(threading, "_shutdown", None)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)

@@ -39,7 +39,7 @@ from typing import Any
 
 from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Arm, Plan, flatten, run_finished
 from recipe_arena.compose import ConfigError, load_config
-from recipe_arena.config import RunConfig
+from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 
 AA_SEED_OFFSET = 1000
 """The A/A control's seeds are the comparison's seeds plus this (a second, disjoint set)."""
@@ -103,7 +103,7 @@ def parse(items: list[str]) -> tuple[Plan, Options]:
     if "arms" not in opts:
         raise ConfigError("arms is required, e.g. axis=staleness arms=[tis,none]")
     axis = opts.get("axis") or None
-    recipe = opts.get("recipe", "olmo3_think")
+    recipe = opts.get("recipe", DEFAULT_RECIPE)
     values = _list("arms", opts["arms"])
     if len(values) < 2:
         raise ConfigError(f"arms={opts['arms']!r}: a comparison needs at least two arms")

@@ -35,7 +35,7 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from recipe_arena.config import RunConfig
+from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 
 
 class ConfigError(ValueError):
@@ -46,9 +46,8 @@ MAX_OVERRIDES = 256
 """Overrides on one command line, at most (far more than a run or comparison uses)."""
 
 MAX_OVERRIDE_CHARS = 4096
-"""Characters of one ``key=value`` override, at most. Composing with a 4,000-character
-list value took 1.8 s end to end (interpreter start-up included), with a 40,000-character
-one 127 s, on 2 busy cores: Hydra's override parser slows down faster than linearly."""
+"""Characters of one ``key=value`` override, at most: Hydra's override parser slows down
+faster than linearly in a value's length."""
 
 MAX_VALUE_DEPTH = 16
 """Nesting of ``[...]`` and ``{...}`` in an override value, at most (a config is at most
@@ -240,13 +239,13 @@ def _too_many(path: Path) -> str:
 
 
 def compose_raw(overrides: list[str]) -> dict[str, Any]:
-    """Compose the Hydra config for ``recipe=NAME`` (default olmo3_think) plus overrides."""
+    """Compose the Hydra config for ``recipe=NAME`` (default ``DEFAULT_RECIPE``) plus overrides."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
     root = recipes_dir()
-    recipe = "olmo3_think"
+    recipe = DEFAULT_RECIPE
     hydra_overrides: list[str] = []
     if len(overrides) > MAX_OVERRIDES:
         raise ConfigError(f"{len(overrides)} overrides given; at most {MAX_OVERRIDES}")
@@ -349,7 +348,12 @@ def _mapping_defaults(cfg: Any, overrides: list[str]) -> list[str]:
 
 
 def union_members(ann: Any) -> dict[str, type[BaseModel]]:
-    """A strategy axis's parameter models by name (empty if ``ann`` is not such a union)."""
+    """A strategy axis's parameter models by name (empty if ``ann`` is not such a union).
+    An axis of one strategy is its model itself (a union of one collapses)."""
+    from recipe_arena.strategy import StrategyParams
+
+    if isinstance(ann, type) and issubclass(ann, StrategyParams):
+        return {str(ann.model_fields["name"].default): ann}
     members: dict[str, type[BaseModel]] = {}
     for arg in typing.get_args(ann):
         for model in typing.get_args(arg) or (arg,):

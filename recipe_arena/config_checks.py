@@ -162,7 +162,7 @@ def _check_teachers(cfg: RunConfig, stage: str, before: list[str], done: dict[st
 
 def _has_start_checkpoint(cfg: RunConfig) -> bool:
     """The world brings a model (data.worlds.start_checkpoint), without converting it."""
-    return cfg.world.checkpoint is not None or cfg.world.name == "smol"
+    return cfg.world.brings_model
 
 
 def check_prompt_filter(cfg: RunConfig) -> None:

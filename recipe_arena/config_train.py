@@ -5,33 +5,38 @@ import them from ``recipe_arena.config``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, PositiveInt
 
-from recipe_arena.core.strategy import STRICT_CONFIG
 from recipe_arena.data.schema import Domain, Effort
+from recipe_arena.domains import DOMAINS
+from recipe_arena.strategy import STRICT_CONFIG
 
 SEED_MAX = 2**32 - 1
 """Largest seed every generator accepts (NumPy's limit)."""
 
+Beta = Annotated[float, Field(ge=0, lt=1)]
+"""An AdamW moment decay, in [0, 1)."""
+ADAM_BETAS: tuple[float, float] = (0.9, 0.95)
+"""AdamW (beta1, beta2) of the supervised stages (base, SFT, DPO, the micro judge), as in
+most open pretraining recipes (OLMo, nanoGPT)."""
+WEIGHT_DECAY = 0.01
+"""AdamW decoupled weight decay of the supervised stages (per step, times lr)."""
+
 
 class Strict(BaseModel):
-    """Every config model (settings: ``core.strategy.STRICT_CONFIG``)."""
+    """Every config model (settings: ``strategy.STRICT_CONFIG``)."""
 
     model_config = STRICT_CONFIG
 
 
 class BaseTrainConfig(Strict):
-    """Micro world only: turns the random model into a base model that knows the
-    single-step facts of the careful procedures (cached per machine).
-
-    Defaults aim at about 3 minutes on 2 CPU cores (docs/results.md, Test suite and
-    first-run times)."""
+    """Micro world only: turns the random model into a base model that knows the single-step facts
+    of the careful procedures (cached per machine; about 3 minutes on 2 CPU cores)."""
 
     steps: int = Field(400, ge=0)
-    """Optimiser steps of next-token prediction on packed windows; the base model's time
-    budget (docs/results.md, Test suite and first-run times)."""
+    """Optimiser steps of next-token prediction on packed windows, 0 or more."""
     batch_size: int = Field(32, ge=1)
     """Windows per step (400 x 32 x 160 = 2.0M tokens, about 0.6 of the full corpus)."""
     lr: float = Field(3e-3, gt=0, le=1)
@@ -69,17 +74,13 @@ class SFTConfig(Strict):
     """Think SFT: thinking-trace targets, loss on assistant tokens only."""
 
     steps: int = Field(300, ge=0)
-    """Optimiser steps, 0 or more. 300: at 200 the SFT model chose its reply form
-    regardless of effort level (careful at temperature 1 on 6-7% of math prompts at every
-    level), so RL flipped every level at once; at 300 the level shapes the choice and RL
-    flips them one after the other, while at 400 chat started higher and fell under RL
-    (docs/results.md, The micro world's RL signal)."""
+    """Optimiser steps, 0 or more; 300 lets the effort level shape the reply form the RL start
+    chooses."""
     batch_size: int = Field(16, ge=1)
     """Conversations per step (padded to the longest, ~100-400 tokens each)."""
     lr: float = Field(3e-4, gt=0, le=1)
-    """Peak AdamW learning rate (linear warm-up, cosine to 10%). Low enough that SFT
-    teaches the two response forms without wearing down the base model's facts
-    (docs/results.md, The micro world's RL signal)."""
+    """Peak AdamW learning rate in (0, 1] (linear warm-up, cosine to 10%); low enough to keep the
+    base model's facts."""
     warmup_steps: int = Field(20, ge=0)
     examples_per_domain: int = Field(2000, ge=1)
     """Generated train-split conversations per domain (a draw apart from the RL rows)."""
@@ -88,16 +89,17 @@ class SFTConfig(Strict):
     careful_fraction: dict[Domain, dict[Effort, float]] = Field(
         default={"math": {"low": 0.5, "medium": 0.1, "high": 0.02}}
     )
-    """Per domain and effort level (0-1), the share of SFT targets that keep the
-    reference's step-by-step think block; the rest get the quick form (an empty think
-    block, then the answer); domains and levels not listed keep every think block. Why:
-    the RL start then prefers the quick form (low pass@1) but samples the careful one
-    often enough to learn from (high pass@8); harder levels get fewer careful traces, so
-    RL reaches them later and held-out math keeps rising through the RL stage (low 0.5,
-    medium 0.1, high 0.02 against the earlier 0.3 / 0.15 / 0.06: docs/results.md, The
-    micro world's RL signal)."""
+    """Per domain and effort level, the share (0-1) of SFT targets that keep the reference's
+    step-by-step think block; the rest get the quick form (an empty think block, then the answer);
+    domains and levels not listed keep every think block. Why: the RL start then prefers the quick
+    form (low pass@1) but samples the careful one often enough to learn from (high pass@8), harder
+    levels later."""
     system_prompt_fraction: float = Field(0.3, ge=0, le=1)
     """Share of conversations that open with a system prompt (never trained on)."""
+    adam_betas: tuple[Beta, Beta] = ADAM_BETAS
+    """AdamW (beta1, beta2), each in [0, 1)."""
+    weight_decay: float = Field(WEIGHT_DECAY, ge=0)
+    """AdamW decoupled weight decay (per step, times lr; >= 0)."""
     evaluate: bool = True
     """Log held-out pass@1 per domain after SFT."""
     device: str | None = None
@@ -105,7 +107,7 @@ class SFTConfig(Strict):
     (``RunConfig.device_for``). Training is float32 on every device."""
 
 
-DPOSubset = Literal["math", "code", "ifeval", "chat", "multiturn"]
+DPOSubset = Literal[(*DOMAINS, "multiturn")]  # type: ignore[valid-type]
 """A preference pair's subset: its domain, or multiturn when the final turn follows an
 earlier exchange (OLMo 3 capped the length difference of its chat and multi-turn subsets)."""
 
@@ -123,6 +125,10 @@ class DPOConfig(Strict):
     lr: float = Field(1e-4, gt=0, le=1)
     """Peak AdamW learning rate (linear warm-up, cosine to 10%)."""
     warmup_steps: int = Field(2, ge=0)
+    adam_betas: tuple[Beta, Beta] = ADAM_BETAS
+    """AdamW (beta1, beta2), each in [0, 1)."""
+    weight_decay: float = Field(WEIGHT_DECAY, ge=0)
+    """AdamW decoupled weight decay (per step, times lr; >= 0)."""
     batch_size: int = Field(16, ge=1)
     """Preference pairs per optimiser step."""
     epochs: float = Field(2.0, gt=0)

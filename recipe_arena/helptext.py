@@ -5,7 +5,8 @@ the pydantic models, so the help cannot fall behind a new recipe, option or key.
   header comment.
 - Config groups: the folders of `recipes/`; each option is a file there, described by
   the first sentence of its header comment (or, lacking one, by the keys it sets). The
-  group's own line is the docstring of the RunConfig section of the same name.
+  group's own line is the docstring of the RunConfig section of the same name. A
+  strategy axis's options (its registry's entries) list their parameters under them.
 - Keys: every field of RunConfig, nested sections flattened to ``a.b``, with its
   default, what values it allows (type, bounds from the Field constraints, Literal
   choices) and the first sentence of its docstring.
@@ -29,10 +30,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from recipe_arena.compose import recipes_dir, union_members
-from recipe_arena.config import RunConfig
-
-DEFAULT_RECIPE = "olmo3_think"
-"""The recipe `recipe-arena run` composes when none is named (compose.compose_raw)."""
+from recipe_arena.config import DEFAULT_RECIPE, RunConfig
+from recipe_arena.strategy import StrategyParams
 
 RUN_DESCRIPTION = """\
 Run a recipe's stages (pipeline.stages; olmo3_think on the micro world: base -> SFT ->
@@ -142,11 +141,10 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
 def _section_model(field: FieldInfo) -> type[BaseModel] | None:
     """The model of a nested section; for a strategy axis (a union of parameter models)
     the model of its default option."""
-    sub = _submodel(field.annotation)
-    if sub is None and union_members(field.annotation):
+    if union_members(field.annotation):
         default = field.get_default(call_default_factory=True)
-        sub = type(default) if isinstance(default, BaseModel) else None
-    return sub
+        return type(default) if isinstance(default, BaseModel) else None
+    return _submodel(field.annotation)
 
 
 def iter_keys(
@@ -163,12 +161,32 @@ def iter_keys(
 
 
 def axis_options(model: type[BaseModel] = RunConfig) -> dict[str, list[str]]:
-    """Strategy axis -> its options (the ``name`` values of its union)."""
+    """Strategy axis -> its options (the ``name`` values of its union): the fields whose
+    union is of strategies' parameter models (a union of other models, told apart by a
+    ``name`` too, is a section)."""
     return {
-        name: list(union_members(field.annotation))
+        name: list(members)
         for name, field in model.model_fields.items()
-        if union_members(field.annotation) and _submodel(field.annotation) is None
+        if (members := union_members(field.annotation))
+        and all(issubclass(m, StrategyParams) for m in members.values())
     }
+
+
+def axis_params(axis: str, option: str) -> list[tuple[str, str, str, str]]:
+    """(key, default, allowed values, one line) of each parameter of one option of a
+    strategy axis (``name`` left out): what ``axis.key=value`` may set."""
+    params = union_members(RunConfig.model_fields[axis].annotation)[option]
+    defaults = params()
+    return [
+        (
+            f"{axis}.{key}",
+            _yaml_value(_default_at(defaults, key)),
+            allowed(field.annotation, field.metadata),
+            first_sentence(field.description),
+        )
+        for key, field in iter_keys(params)
+        if key != "name"
+    ]
 
 
 def sections(model: type[BaseModel] = RunConfig) -> dict[str, str]:
@@ -176,10 +194,10 @@ def sections(model: type[BaseModel] = RunConfig) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, field in model.model_fields.items():
         sub = _submodel(field.annotation)
-        if sub is not None:
-            out[name] = first_sentence(sub.__doc__)
-        elif _section_model(field) is not None:  # a strategy axis: its field's docstring
+        if union_members(field.annotation):  # a strategy axis: its field's docstring
             out[name] = first_sentence(field.description)
+        elif sub is not None:
+            out[name] = first_sentence(sub.__doc__)
     return out
 
 
@@ -266,6 +284,7 @@ def run_help(width: int | None = None) -> str:
     found_groups = groups()
     chosen = recipe_choices(DEFAULT_RECIPE)
     docs = sections()
+    axes = axis_options()
     opt_w = (
         max([len(n) for n in found] + [len(o) + 2 for g in found_groups.values() for o in g]) + 4
     )
@@ -277,6 +296,10 @@ def run_help(width: int | None = None) -> str:
         for opt, line in options.items():
             mark = " *" if chosen.get(group) == opt else ""
             out.append(_fit(_columns([f"    {opt}{mark}", line], [opt_w]), width))
+            if opt in axes.get(group, ()):  # a strategy: its parameters
+                for key, default, values, doc in axis_params(group, opt):
+                    cells = [f"      {key}={default}", values, doc]
+                    out.append(_fit(_columns(cells, [opt_w + 12, 20]), width))
     out += [
         "",
         "keys (KEY=VALUE, shown with its default and allowed values; group options and budgets",

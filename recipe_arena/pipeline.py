@@ -7,6 +7,7 @@ continues an interrupted one from its own checkpoints.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import time
@@ -20,6 +21,7 @@ from recipe_arena.compose import ConfigError
 from recipe_arena.config import RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rundir import RunDir, RunDirBusy, RunLock, read_stages, run_dir_path
+from recipe_arena.stage_registry import STAGES as STAGE_REGISTRY
 
 console = Console(stderr=True)
 
@@ -57,8 +59,8 @@ StageFn = Callable[[RunConfig, RunDir, World, PipelineState], None]
 
 
 def _base(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
+    from recipe_arena.rewards.micro_judge import hurry_background
     from recipe_arena.stages.base import train_base
-    from recipe_arena.stages.micro_judge import hurry_background
 
     state.checkpoint = str(train_base(cfg, run))
     hurry_background()  # the judge trained in the idle time so far (train_in_background)
@@ -134,7 +136,7 @@ def _rlvr(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> No
 
 def _specialists(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     """RL specialists per (domain, effort); the current checkpoint stays the student."""
-    from recipe_arena.distill.stages import run_specialists
+    from recipe_arena.stages.distill import run_specialists
 
     start = _require_checkpoint(state, "specialists")
     state.teachers = run_specialists(cfg, run, start, _train_rows(world, state), world.heldout)
@@ -151,7 +153,7 @@ def _opd(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> Non
 
 
 def _distill(cfg: RunConfig, run: RunDir, world: World, state: PipelineState, stage: str) -> None:
-    from recipe_arena.distill.stages import roles, run_distill
+    from recipe_arena.stages.distill import roles, run_distill
 
     current = str(_require_checkpoint(state, stage))
     student, teachers = roles(cfg, stage, current, state.teachers, state.inputs.get("rlvr"))
@@ -178,23 +180,16 @@ that was interrupted: each step is then logged once."""
 
 
 STAGES: dict[str, StageFn] = {
-    "base": _base,
-    "sft": _sft,
-    "dpo": _dpo,
-    "audit": _audit,
-    "prompt_filter": _prompt_filter,
-    "rlvr": _rlvr,
-    "specialists": _specialists,
-    "mopd": _mopd,
-    "opd": _opd,
-    "eval": _eval,
+    name: getattr(importlib.import_module(ref.partition(":")[0]), ref.partition(":")[2])
+    for name, ref in STAGE_REGISTRY.items()
 }
+"""Stage name -> its runner (``stage_registry``)."""
 
 
 def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:
     """Whether this run trains the micro base model (a machine that has not cached it)
     and scores chat with the micro judge: then the judge, if not cached either, trains in
-    the background from the start (``stages.micro_judge.train_in_background``)."""
+    the background from the start (``rewards.micro_judge.train_in_background``)."""
     if cfg.rewards.judge_model != "micro" or cfg.world.checkpoint is not None:
         return False
     if "base" not in cfg.pipeline.stages or "base" in state.done:
@@ -299,7 +294,7 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
         from recipe_arena.data.worlds import start_checkpoint
 
         state.checkpoint = start_checkpoint(cfg.world)
-    from recipe_arena.stages import micro_judge
+    from recipe_arena.rewards import micro_judge
 
     ok = False
     try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from recipe_arena.config import RunConfig
 from recipe_arena.core.placement import role_gpus
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import StrategyParams
 
 
 @dataclass(frozen=True)
@@ -100,10 +100,11 @@ def launch_problems(cfg: RunConfig) -> list[str]:
         )
     if c.gpus_per_actor and not c.learner_gpus:
         out.append("cluster.learner_gpus=0: GPU actors need a GPU learner (set M >= 1)")
-    if cfg.world.name == "olmo3_7b":
-        for key in ("checkpoint", "train_path"):
-            if not getattr(cfg.world, key):
-                out.append(f"world.{key} is not set: the olmo3_7b world reads it from the cluster")
+    for key in cfg.world.cluster_paths:
+        if not getattr(cfg.world, key):
+            out.append(
+                f"world.{key} is not set: the {cfg.world.name} world reads it from the cluster"
+            )
     weights = cfg.rl.domain_weights
     if (
         weights.get("chat", 0) > 0

@@ -299,4 +299,4 @@ def read_stages(run_path: Path) -> dict[str, Any]:
             f"resume=true: {path} is not a stages record (field {bad[0]}); start the run "
             "again with resume=false (the run moves to .prev) or another name="
         )
-    return state
+    return dict(state)

@@ -69,7 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from recipe_arena.compare import _dump, _Job, check_pairing, execute
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished
 from recipe_arena.compose import ConfigError, load_config
-from recipe_arena.config import RunConfig
+from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 
 STUDY_FILE = "study.json"
 AA_SEED_OFFSET = 1000
@@ -128,7 +128,7 @@ class FindingSpec(_Strict):
 class StudySpec(_Strict):
     name: Name
     title: str | None = None
-    recipe: str = "olmo3_think"
+    recipe: str = DEFAULT_RECIPE
     seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
     common: list[str] = []
     regimes: dict[Name, list[str]] = {"default": []}

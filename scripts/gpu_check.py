@@ -327,12 +327,12 @@ def check_tests(a: argparse.Namespace, res: dict[str, Any]) -> None:
 
 # ----------------------------------------------------------------------------- (b) rl
 def start_sft_build(a: argparse.Namespace) -> Any:
-    """Build the SFT checkpoint RL starts from (``stages.start.rl_start_checkpoint``: the
+    """Build the SFT checkpoint RL starts from (``rl_start.rl_start_checkpoint``: the
     default base and SFT stages, cached) in a child process on ``--build-threads``
     threads, while the other checks run; ``finish_sft_build`` returns its path."""
     over = ["base.evaluate=false"] + (["base.steps=20", "sft.steps=10"] if a.quick else [])
     code = (
-        "from recipe_arena.stages.start import rl_start_checkpoint; "
+        "from recipe_arena.rl_start import rl_start_checkpoint; "
         f"print('SFT=' + str(rl_start_checkpoint({over!r})))"
     )
     env = dict(os.environ, OMP_NUM_THREADS=str(a.build_threads))

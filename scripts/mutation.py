@@ -53,6 +53,7 @@ TARGETS: dict[str, list[str]] = {
     "recipe_arena/staleness/deepseek_mask.py": [
         "tests/test_staleness.py",
         "tests/test_wiring_learner.py",
+        "tests/test_routing_replay.py",
     ],
     "recipe_arena/staleness/tis.py": [
         "tests/test_staleness.py",
@@ -68,17 +69,12 @@ TARGETS: dict[str, list[str]] = {
     "recipe_arena/staleness/shared_quant.py": [
         "tests/test_staleness.py",
         "tests/test_shared_quant.py",
-    ],
-    "recipe_arena/staleness/quant.py": [
-        "tests/test_staleness.py",
-        "tests/test_shared_quant.py",
         "tests/test_wiring_actor.py::test_engine_runs_the_quantised_new_weights_after_an_update",
     ],
     "recipe_arena/staleness/none.py": [
         "tests/test_staleness.py",
         "tests/test_wiring_strategies.py",
     ],
-    "recipe_arena/staleness/routing_replay.py": ["tests/test_routing_replay.py"],
     "recipe_arena/length_control/token_budget.py": [
         "tests/test_length_control.py",
         "tests/test_wiring_actor.py::test_over_budget_rewards_reach_the_learner_batch",
@@ -88,16 +84,23 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_wiring_strategies.py",
     ],
     "recipe_arena/length_control/none.py": ["tests/test_length_control.py"],
-    "recipe_arena/core/loss.py": [
+    "recipe_arena/policy_loss/olmo.py": [
         "tests/test_loss.py",
         "tests/test_strategy_gradients.py",
         "tests/test_core_learner.py",
         "tests/test_wiring_loss.py",
     ],
-    "recipe_arena/core/advantages/base.py": ["tests/test_core_advantages.py"],
-    "recipe_arena/core/advantages/centered.py": ["tests/test_core_advantages.py"],
-    "recipe_arena/core/advantages/standard.py": ["tests/test_core_advantages.py"],
-    "recipe_arena/core/advantages/distill.py": [
+    "recipe_arena/policy_loss/gspo.py": ["tests/test_policy_loss_gspo.py"],
+    "recipe_arena/policy_loss/cispo.py": ["tests/test_policy_loss_cispo.py"],
+    "recipe_arena/policy_loss/gmpo.py": ["tests/test_policy_loss_gmpo.py"],
+    "recipe_arena/staleness/icepop.py": ["tests/test_staleness_icepop.py"],
+    "recipe_arena/staleness/seq_mask_tis.py": ["tests/test_staleness_seq_mask_tis.py"],
+    "recipe_arena/staleness/m2po.py": ["tests/test_staleness_m2po.py"],
+    "recipe_arena/staleness/mismatch.py": ["tests/test_mismatch_metrics.py"],
+    "recipe_arena/advantages/base.py": ["tests/test_core_advantages.py"],
+    "recipe_arena/advantages/centered.py": ["tests/test_core_advantages.py"],
+    "recipe_arena/advantages/standard.py": ["tests/test_core_advantages.py"],
+    "recipe_arena/advantages/distill.py": [
         "tests/test_core_advantages.py",
         "tests/test_distill_advantage.py",
     ],

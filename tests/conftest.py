@@ -18,7 +18,7 @@ if _WORKERS:
     # each worker, and each recipe run it starts, gets cores / workers OpenMP threads (at
     # least 1), where each would otherwise start a team as wide as the machine. On 2
     # cores with 2 workers the suite took 191 s and 317 s of CPU against 212 s and 358 s
-    # (docs/results.md, Test suite and first-run times). A value set by the user is kept.
+    # (docs/results.md, "Time of `make test`"). A value set by the user is kept.
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 FIRST = ("tests/test_recipe_smoke.py",)

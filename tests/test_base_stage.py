@@ -215,7 +215,7 @@ def test_micro_judge_trains_in_the_background(tmp_path: Path, monkeypatch) -> No
     killed and nothing is cached; ``micro_judge_checkpoint`` waits for a running one and
     returns its checkpoint, which is then cached, so nothing starts again."""
     from recipe_arena.data.schema import DOMAINS
-    from recipe_arena.stages import micro_judge as mj
+    from recipe_arena.rewards import micro_judge as mj
     from recipe_arena.stages.base import _evaluated_domains
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))

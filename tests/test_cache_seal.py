@@ -152,7 +152,7 @@ def test_corrupt_micro_judge_is_rebuilt(capfd, tmp_path: Path) -> None:
     """The micro judge's cache entry (2 optimiser steps here) with a zero-length weight
     file: the next request reports it and trains it again, and the checkpoint loads."""
     from recipe_arena.models.factory import load_checkpoint
-    from recipe_arena.stages.micro_judge import micro_judge_checkpoint
+    from recipe_arena.rewards.micro_judge import micro_judge_checkpoint
 
     cfg = load_config(["budget=smoke", "rewards.micro_judge.steps=2"]).rewards.micro_judge
     entry = micro_judge_checkpoint(cfg, str(tmp_path))

@@ -11,47 +11,52 @@ prompt filter score.
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 import pytest
 import torch
 from pydantic import BaseModel
 
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
-from recipe_arena.core.advantages import (
+from recipe_arena import wiring
+from recipe_arena.advantages import (
     ADVANTAGES,
     AdvantageInput,
     CenteredParams,
-    DistillParams,
-    StandardParams,
     compute_advantages,
 )
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
+from recipe_arena.core.hooks import RunFacts
 from recipe_arena.core.loop import InFlight, LoopSettings, top_up_prompts
-from recipe_arena.core.loss import LossConfig, PolicyLossInput, policy_loss
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.data.micro import generate_split
 from recipe_arena.length_control import (
     LENGTH_CONTROL,
-    DiscardEarlyShortParams,
-    LengthInput,
     TokenBudgetParams,
     apply_length_control,
 )
+from recipe_arena.length_control.discard_early_short import WindowedInput
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.policy_loss import (
+    POLICY_LOSS,
+    LossConfig,
+    OlmoParams,
+    PolicyLossInput,
+    apply_policy_loss,
+)
 from recipe_arena.stages import rlvr
 from recipe_arena.staleness import (
     STALENESS,
-    DeepSeekMaskParams,
-    KimiRegularizerParams,
     SharedQuantParams,
     StalenessInput,
-    TISParams,
     apply_staleness,
-    replays_routing,
-    shared_quant_bits,
 )
+from recipe_arena.wiring import LearnerSettings, advantage_hook, make_learner
+
+policy_loss = partial(apply_policy_loss, OlmoParams())
+"""The default policy loss (OlmoRL's), as the learner applies it."""
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -73,26 +78,39 @@ def _fields(model: type[BaseModel]) -> set[str]:
 
 # ----------------------------------------------------------------------------- strategies
 def _staleness_input() -> StalenessInput:
-    """Three rows; TIS ratios 1.25, 1.8, 3 (row 0) etc.; row 1 has A < 0 and a mean
-    behaviour-theta log-ratio of 0.3; row 2's tokens lag 1 and 2 versions."""
-    theta = torch.log(torch.tensor([[0.5, 0.9, 0.3], [0.5, 0.5, 0.5], [0.4, 0.4, 0.4]]))
-    beh = torch.log(torch.tensor([[0.4, 0.5, 0.1], [0.6, 0.7, 0.7], [0.4, 0.2, 0.3]]))
+    """Four rows; TIS ratios 1.25, 1.8, 3 (row 0) etc.; row 1 has A < 0 and a mean
+    behaviour-theta log-ratio of 0.3; row 2's tokens lag 1 and 2 versions; row 3's
+    ratios 3, 1/3, 1 have a geometric mean of 1 (a row sequence masks keep)."""
+    theta = torch.log(
+        torch.tensor([[0.5, 0.9, 0.3], [0.5, 0.5, 0.5], [0.4, 0.4, 0.4], [0.9, 0.1, 0.5]])
+    )
+    beh = torch.log(
+        torch.tensor([[0.4, 0.5, 0.1], [0.6, 0.7, 0.7], [0.4, 0.2, 0.3], [0.3, 0.3, 0.5]])
+    )
     return StalenessInput(
         logprobs_BL=theta,
         old_logprobs_BL=theta,
         behavior_logprobs_BL=beh,
-        advantages_BL=torch.tensor([[1.0] * 3, [-1.0] * 3, [0.5] * 3]),
-        mask_BL=torch.ones(3, 3),
-        versions_BL=torch.tensor([[4, 4, 4], [4, 4, 4], [3, 2, 2]]),
+        advantages_BL=torch.tensor([[1.0] * 3, [-1.0] * 3, [0.5] * 3, [1.0] * 3]),
+        mask_BL=torch.ones(4, 3),
+        versions_BL=torch.tensor([[4, 4, 4], [4, 4, 4], [3, 2, 2], [4, 4, 4]]),
         learner_version=4,
     )
 
 
 def _staleness_view(params: Any) -> Any:
     """What each component sees of a staleness strategy: the loss side's output, the
-    quantisation both forwards run, the routing replay of the trainer's forward."""
+    weights its actor hooks give the engine (of a one-row q_proj), and the number of
+    forward wrappers its learner hooks add (routing replay, quantised weights)."""
     out = apply_staleness(params, _staleness_input())
-    return (out, shared_quant_bits(params), replays_routing(params))
+    entry = STALENESS[params.name]
+    w = {"layers.0.q_proj.weight": torch.tensor([[0.3, -0.7, 0.11, 0.52]])}
+    engine = w
+    if entry.actor_hooks is not None:
+        hook = entry.actor_hooks(params, RunFacts(max_new_tokens=8, max_staleness=1))
+        engine = dict(hook.engine_weights(w)) if hook.engine_weights else w
+    forward = len(entry.learner_hooks(params).forward) if entry.learner_hooks else 0
+    return (out, engine, forward)
 
 
 def _length_view(params: Any) -> Any:
@@ -101,7 +119,7 @@ def _length_view(params: Any) -> Any:
     go stale at max_staleness 0)."""
     outs = []
     for row_budget in (60, None):
-        inp = LengthInput(
+        inp = WindowedInput(
             rewards_G=torch.tensor([1.0, 0.0, 1.0, 0.0]),
             lengths_G=torch.tensor([10, 50, 70, 150]),
             row_budget=row_budget,
@@ -131,37 +149,76 @@ def _advantage_view(params: Any) -> Any:
     return compute_advantages(params, inp)
 
 
-# (model, field) -> a valid value other than the default that the strategy must notice.
-STRATEGY_CHANGES: dict[tuple[type[BaseModel], str], Any] = {
-    (TISParams, "cap"): 1.5,
-    (KimiRegularizerParams, "tau"): 0.5,
-    (SharedQuantParams, "quant_bits"): 4,
-    (SharedQuantParams, "regularizer"): None,
-    (DeepSeekMaskParams, "delta"): 1.0,
-    (DeepSeekMaskParams, "max_token_lag"): 2,
-    (DeepSeekMaskParams, "routing_replay"): False,
-    (TokenBudgetParams, "penalty"): -0.5,
-    (TokenBudgetParams, "source"): "effort",
-    (TokenBudgetParams, "budget_by_effort"): {"low": 64, "medium": 40, "high": 160},
-    (DiscardEarlyShortParams, "full_length"): 50,
-    (CenteredParams, "reward_scale"): 10.0,
-    (StandardParams, "std_eps"): 0.5,
-    (DistillParams, "clip"): 0.5,
-}
+def _policy_loss_view(params: Any) -> Any:
+    """Two rows of 1 and 3 tokens, ratios 0.6 (A < 0), 1.2 and 1.4 (A > 0), TIS-like
+    weights and an extra loss: the loss and its gradient."""
+    logp = torch.log(torch.tensor([[0.6, 0.0, 0.0], [1.2, 1.4, 1.1]]))
+    x = logp.clone().requires_grad_(True)
+    out = apply_policy_loss(
+        params,
+        PolicyLossInput(
+            x,
+            torch.zeros(2, 3),
+            torch.tensor([[-1.0, 0.0, 0.0], [1.0, 1.0, 1.0]]),
+            torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]]),
+            LossConfig(),
+            4,
+            token_weights_BL=torch.tensor([[1.0, 1.0, 1.0], [0.5, 1.0, 2.0]]),
+        ),
+    )
+    out.loss.backward()
+    return out.loss.detach(), x.grad
+
 
 AXES: list[tuple[dict[str, Any], Callable[[Any], Any]]] = [
     (STALENESS, _staleness_view),
     (LENGTH_CONTROL, _length_view),
     (ADVANTAGES, _advantage_view),
+    (POLICY_LOSS, _policy_loss_view),
 ]
 
 
+def _change(model: type[BaseModel], field: str) -> Any:
+    """A valid value other than the default that the strategy must notice: the field's
+    declared ``examples`` (in the strategy's module), else for a bool the other value,
+    for a Literal its first other value, for a field that may be null, null."""
+    info = model.model_fields[field]
+    if info.examples:
+        return info.examples[0]
+    default, ann = info.get_default(call_default_factory=True), info.annotation
+    if ann is bool:
+        return not default
+    if typing.get_origin(ann) is Literal:
+        return next(v for v in typing.get_args(ann) if v != default)
+    if default is not None and type(None) in typing.get_args(ann):
+        return None
+    raise AssertionError(
+        f"{model.__name__}.{field}: declare Field(..., examples=[a changed value])"
+    )
+
+
+STRATEGY_CHANGES: dict[tuple[type[BaseModel], str], Any] = {
+    (entry.params, f): _change(entry.params, f)
+    for registry, _ in AXES
+    for entry in registry.values()
+    for f in sorted(_fields(entry.params))
+}
+"""(model, field) -> the changed value, for every field of every registry entry."""
+
+
 def test_every_strategy_field_has_a_change_listed() -> None:
-    listed = {(m, f) for m, f in STRATEGY_CHANGES}
-    for registry, _ in AXES:
-        for entry in registry.values():
-            for f in _fields(entry.params):
-                assert (entry.params, f) in listed, f"{entry.params.__name__}.{f} has no test"
+    """Derived from the registries: each field of each entry has a change, and the
+    shipped strategies' fields are all among them (14 as of this test)."""
+    listed = {(m.__name__, f) for m, f in STRATEGY_CHANGES}
+    assert {
+        ("TISParams", "cap"),
+        ("SharedQuantParams", "regularizer"),
+        ("DeepSeekMaskParams", "routing_replay"),
+        ("TokenBudgetParams", "budget_by_effort"),
+        ("DiscardEarlyShortParams", "full_length"),
+        ("DistillParams", "clip"),
+    } <= listed
+    assert len(listed) >= 14
 
 
 @pytest.mark.parametrize(
@@ -217,7 +274,7 @@ def _tiny_learner_view(rl: RLConfig, version: int = 3) -> Any:
         versions_BL=torch.full((2, 6), version),
         attention_BL=torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]),
     )
-    learner = Learner(model, LearnerSettings(rl=rl, loss=LossConfig(normalisation="constant")))
+    learner = make_learner(model, LearnerSettings(rl=rl, loss=LossConfig(normalisation="constant")))
     learner.version = version
     metrics = [learner.train_step(batch) for _ in range(2)]
     keep = ("loss/lr", "loss/ratio_mean", "loss/total", "throughput/microbatches")
@@ -229,7 +286,7 @@ def _loop_view(rl: RLConfig) -> Any:
     from recipe_arena.core.channels import LocalChannel
     from recipe_arena.core.prompts import PromptSource
 
-    s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=0)
+    s = LoopSettings(rl=rl, advantages=advantage_hook(CenteredParams()), seed=0, pad_id=0)
     f = s.batch_filler()
 
     class Prompts:  # top_up_prompts only writes to a backend's prompt channel
@@ -249,7 +306,7 @@ def _loop_view(rl: RLConfig) -> Any:
 
 
 def _actor_view(rl: RLConfig) -> Any:
-    return rlvr.actor_settings(RunConfig(rl=rl))
+    return wiring.actor_settings(RunConfig(rl=rl))
 
 
 def _source_view(rl: RLConfig) -> Any:
@@ -290,6 +347,8 @@ RL_CHANGES: dict[str, tuple[Callable[[RLConfig], Any], dict[str, Any], Any]] = {
     "lr_floor": (_tiny_learner_view, {"lr_schedule": "cosine", "steps": 4}, 0.5),
     "lag": (_plan_view, {"schedule": "deterministic", "max_staleness": 4}, 3),
     "update_at_decode_step": (_plan_view, {"schedule": "deterministic"}, 2),
+    "fp16": (_tiny_learner_view, {}, True),
+    "lm_head_fp32": (_tiny_learner_view, {"fp16": True}, True),
 }
 RL_READ_BY_THE_STAGE = {"num_actors", "checkpoint_every", "eval_every", "schedule"}
 """Read by ``run_rlvr`` itself (actors started, checkpoint and evaluation cadence, which
@@ -312,7 +371,7 @@ def test_rl_device_fields_reach_the_learner_settings(field: str) -> None:
     """rl.device and rl.bf16 land in the learner's settings; unset, the learner is on
     the CPU in float32 (bf16 off), and rl.device=cuda:1 alone turns bf16 on."""
     from recipe_arena.config import RunConfig
-    from recipe_arena.stages.rlvr import learner_settings
+    from recipe_arena.wiring import learner_settings
 
     base = learner_settings(RunConfig())
     assert (base.device, base.bf16) == ("cpu", False)
@@ -348,13 +407,16 @@ def test_the_rl_stage_passes_strategies_and_sections_through_whole() -> None:
     cfg = RunConfig(
         staleness=SharedQuantParams(), length_control=TokenBudgetParams(), engine=EngineConfig()
     )
-    loop, learner = rlvr.loop_settings(cfg, 0), rlvr.learner_settings(cfg)
-    spec = rlvr.actor_spec(cfg, __import__("pathlib").Path("/x"), 0)
-    assert loop.rl is cfg.rl and loop.advantage is cfg.advantage and loop.seed == cfg.seed
+    loop, learner = wiring.loop_settings(cfg, 0), wiring.learner_settings(cfg)
+    spec = wiring.actor_spec(cfg, __import__("pathlib").Path("/x"), 0)
+    assert loop.rl is cfg.rl and loop.advantages.args[-1] is cfg.advantage  # type: ignore[attr-defined]
+    assert loop.seed == cfg.seed
     assert learner.rl is cfg.rl and learner.loss is cfg.loss and learner.staleness is cfg.staleness
+    assert learner.policy_loss is cfg.policy_loss
     assert spec.engine_cfg is cfg.engine and spec.rewards_cfg is cfg.rewards
     assert spec.settings.length_control is cfg.length_control
-    assert spec.settings.quant_bits == 8 and not math.isnan(spec.settings.temperature)
+    assert spec.settings.staleness is cfg.staleness
+    assert not math.isnan(spec.settings.temperature)
 
 
 # ----------------------------------------------------------------------------- chat judge
@@ -375,12 +437,13 @@ def tournament_scorer() -> Any:
 def test_rubric_tournament_scores_the_rl_actors_groups(tournament_scorer: Any) -> None:
     """An RL actor's chat group of G = 3 is judged as a tournament: all pairs in both
     orders, 3 x 2 = 6 games (the plain judge would play none)."""
-    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.core.actor import ActorTask
+    from recipe_arena.wiring import ActorSettings, make_actor
 
     model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
     row = generate_split("chat", "train", 1, seed=0)[0]
     before = tournament_scorer.counts["chat/tournament_games"]
-    actor = Actor(
+    actor = make_actor(
         0,
         model,
         tok,

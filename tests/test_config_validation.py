@@ -451,3 +451,23 @@ def test_hostile_config_suite(capsys, tmp_path: Path, monkeypatch) -> None:
             f"{len(failed)} failed"
         )
     assert not failed, failed
+
+
+def test_world_keys_belong_to_the_chosen_world() -> None:
+    """``world`` is a union of per-world models told apart by ``name``: world=smol takes
+    smol's keys and refuses the micro model's shape; the micro world refuses olmo3_7b's
+    train_path, which world=olmo3_7b takes; settings that name no world are the micro
+    world's, as a Python caller's dict was before the union."""
+    from recipe_arena.config import RunConfig
+    from recipe_arena.config_world import MicroWorld, Olmo3World, SmolWorld
+
+    smol = load_config(["world=smol", "world.gym_tasks=[products]"]).world
+    assert isinstance(smol, SmolWorld) and smol.gym_tasks == ["products"]
+    with pytest.raises(ConfigError, match="unknown key 'world.model'"):
+        load_config(["world=smol", "world.model.hidden_size=32"])
+    with pytest.raises(ConfigError, match="unknown key 'world.train_path'"):
+        load_config(["world.train_path=/data/train.jsonl"])
+    olmo = load_config(["world=olmo3_7b", "world.train_path=/data/train.jsonl"]).world
+    assert isinstance(olmo, Olmo3World) and olmo.train_path == "/data/train.jsonl"
+    micro = RunConfig.model_validate({"world": {"data_seed": 5}}).world
+    assert isinstance(micro, MicroWorld) and micro.data_seed == 5

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recipe_arena.core.advantages import (
+from recipe_arena.advantages import (
     ADVANTAGES,
     AdvantageInput,
     CenteredParams,
     StandardParams,
     compute_advantages,
 )
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import StrategyParams
 
 SEED_EXAMPLE = [1, 0, 0, 1, 0, 0, 0, 1]
 
@@ -71,6 +71,6 @@ def test_groups_are_centred_separately_and_padding_gets_zero() -> None:
 
 
 def test_registry_is_a_plain_dict_and_unknown_names_fail() -> None:
-    assert isinstance(ADVANTAGES, dict) and set(ADVANTAGES) == {"centered", "distill", "standard"}
+    assert isinstance(ADVANTAGES, dict) and {"centered", "distill", "standard"} <= set(ADVANTAGES)
     with pytest.raises(ValueError, match="not in this registry"):
         compute_advantages(StrategyParams(name="nope"), _inp([1.0, 0.0]))

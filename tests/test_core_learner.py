@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from recipe_arena.config import RLConfig
-from recipe_arena.core.learner import Learner, LearnerSettings, mismatch_metrics
-from recipe_arena.core.loss import LossConfig
+from recipe_arena.core.learner import mismatch_metrics
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.policy_loss import LossConfig
+from recipe_arena.wiring import LearnerSettings, make_learner
 
 
 def _batch(behavior: list[float], versions: list[int]) -> LearnerBatch:
@@ -58,7 +59,7 @@ def test_train_step_raises_logprob_of_positive_advantage_tokens() -> None:
     model, _ = build_micro(
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
-    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
+    learner = make_learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
     batch = _positive_batch()
     from recipe_arena.core.logprobs import sequence_logprobs
 
@@ -87,12 +88,12 @@ def test_epochs_reuse_the_batch_against_a_fixed_pi_old() -> None:
     twin = copy.deepcopy(model)
     batch = _positive_batch()
     settings = LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0, epochs=3))
-    learner = Learner(model, settings)
+    learner = make_learner(model, settings)
     metrics = learner.train_step(batch)
     assert learner.version == 1
     assert metrics["loss/ratio_mean"] > 1.0
 
-    by_hand = Learner(twin, LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)))
+    by_hand = make_learner(twin, LearnerSettings(rl=RLConfig(lr=1e-3, temperature=1.0)))
     with torch.no_grad():
         old_BL = sequence_logprobs(twin, batch.tokens_BL)
     for _ in range(3):
@@ -103,7 +104,7 @@ def test_epochs_reuse_the_batch_against_a_fixed_pi_old() -> None:
         by_hand.optimizer.step()
     for a, b in zip(model.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)  # gradients summed, then / count
-    one = Learner(
+    one = make_learner(
         build_micro(
             TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
         )[0],
@@ -127,7 +128,7 @@ def test_normaliser_count_by_hand() -> None:
     """Mask rows (1,1,1,0), (0,0,0,0), (1,0,0,0) and losses 1 everywhere: token: 4
     trained tokens, numerator 4; sample: 2 rows with a trained token, each mean 1,
     numerator 2; constant: B x L_const = 3 x 5 = 15, numerator 4."""
-    from recipe_arena.core.loss import reduce
+    from recipe_arena.policy_loss.base import reduce
 
     mask = torch.tensor([[1.0, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
     ones = torch.ones(3, 4)
@@ -179,7 +180,7 @@ def test_microbatches_give_the_gradient_of_one_forward(how: str, kl_beta: float)
             rl=RLConfig(lr=1e-2, temperature=1.0, max_new_tokens=8, microbatch_tokens=tokens),
             loss=LossConfig(normalisation=how, kl_beta=kl_beta),
         )
-        metrics = Learner(model, settings).train_step(batch)
+        metrics = make_learner(model, settings).train_step(batch)
         results.append((model, metrics))
     (one, m_one), (split, m_split) = results
     assert m_one["throughput/microbatches"] == 1 and m_split["throughput/microbatches"] == 3
@@ -206,7 +207,9 @@ def test_learner_lr_schedule_by_hand() -> None:
             lr=1e-3, warmup_steps=4, steps=10, lr_schedule=schedule, lr_floor=min(floor, 1.0)
         )
         settings = LearnerSettings(rl=rl)
-        return Learner(model, settings, version=version).train_step(_positive_batch())["loss/lr"]
+        return make_learner(model, settings, version=version).train_step(_positive_batch())[
+            "loss/lr"
+        ]
 
     assert [lr_of(v, 1.0) for v in (0, 1, 4, 50)] == pytest.approx([2.5e-4, 5e-4, 1e-3, 1e-3])
     assert [lr_of(v, 0.1) for v in (7, 10)] == pytest.approx([5.5e-4, 1e-4])
@@ -219,7 +222,7 @@ def test_train_step_sets_the_scheduled_lr_from_the_version() -> None:
     model, _ = build_micro(
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
-    learner = Learner(
+    learner = make_learner(
         model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0, warmup_steps=4)), version=1
     )
     metrics = learner.train_step(_positive_batch())
@@ -250,7 +253,7 @@ def test_masking_strategy_gives_the_same_gradient_in_microbatches(how: str) -> N
             loss=LossConfig(normalisation=how),
             staleness=DeepSeekMaskParams(delta=100.0, max_token_lag=0),
         )
-        metrics = Learner(model, settings, version=1).train_step(batch)
+        metrics = make_learner(model, settings, version=1).train_step(batch)
         results.append((model, metrics))
     (one, m_one), (split, m_split) = results
     assert m_split["throughput/microbatches"] == 3

@@ -6,15 +6,20 @@ from pathlib import Path
 
 import pytest
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.backends import LocalBackend
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
+from recipe_arena.wiring import (
+    ActorSettings,
+    ActorSpec,
+    LearnerSettings,
+    advantage_hook,
+    make_learner,
+)
 
 
 @pytest.mark.slow
@@ -35,7 +40,7 @@ def test_async_olmorl_raises_the_lowercase_reward(tmp_path: Path) -> None:
         if r.ground_truth["instruction_id_list"] == ["change_case:english_lowercase"]
     ]
     model, tok = load_checkpoint(init)
-    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
+    learner = make_learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
     actor = ActorSpec(
         str(init),
         "torch",
@@ -44,7 +49,9 @@ def test_async_olmorl_raises_the_lowercase_reward(tmp_path: Path) -> None:
         ActorSettings(group_size=8, temperature=1.0, max_new_tokens=8, max_groups_in_engine=8),
     )
     rl = RLConfig(steps=15, prompts_per_step=8, max_staleness=1, pipeline_depth=2)
-    s = LoopSettings(rl=rl, advantage=CenteredParams(), seed=0, pad_id=int(tok.pad_token_id))
+    s = LoopSettings(
+        rl=rl, advantages=advantage_hook(CenteredParams()), seed=0, pad_id=int(tok.pad_token_id)
+    )
     recs = train(learner, LocalBackend(actor), PromptSource(rows, {"ifeval": 1.0}, 0), s)
     first = sum(r.metrics["reward/mean"] for r in recs[:3]) / 3
     last = sum(r.metrics["reward/mean"] for r in recs[-3:]) / 3

@@ -21,17 +21,23 @@ from typing import Any
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core import lockstep
-from recipe_arena.core.actor import Actor, ActorSettings
-from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.learner import Learner
 from recipe_arena.core.lockstep import VersionPlan
 from recipe_arena.core.loop import LoopSettings, StepRecord
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
+from recipe_arena.wiring import (
+    ActorSettings,
+    LearnerSettings,
+    advantage_hook,
+    make_actor,
+    make_learner,
+)
 
 SPEC = TinyModelSpec(
     hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64, max_position_embeddings=256
@@ -92,18 +98,20 @@ def _run(
     ``resume``: the learner, source and schedule states of a checkpoint of ``ckpt``."""
     cfg = _rl(steps, lag, update_at, **rl)
     model, tok = load_checkpoint(ckpt)
-    learner = Learner(model, LearnerSettings(rl=cfg))
+    learner = make_learner(model, LearnerSettings(rl=cfg))
     source = PromptSource(rows, {"ifeval": 1.0}, seed=3)
     start = 0
     if resume is not None:
         learner.load_state_dict(resume["learner"])
         source.load_state_dict(resume["source"])
         start = learner.version
-    actor = Actor(
+    actor = make_actor(
         0, ckpt, None, "torch", EngineConfig(max_batch_size=16), REWARDS, ACTOR, version=start
     )
     try:
-        settings = LoopSettings(rl=cfg, advantage=CenteredParams(), seed=3, pad_id=0)
+        settings = LoopSettings(
+            rl=cfg, advantages=advantage_hook(CenteredParams()), seed=3, pad_id=0
+        )
         state = None if resume is None else resume["schedule"]
         records = lockstep.train(learner, actor, source, settings, start, state=state)
     finally:

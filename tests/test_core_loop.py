@@ -7,23 +7,31 @@ and sometimes not, so groups carry reward variance without any training).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
-from recipe_arena.core.actor import Actor, ActorSettings
-from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend, make_backend, threads_per_op
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.backends import LocalBackend, make_backend, threads_per_op
+from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.minimal_loop import minimal_train
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
+from recipe_arena.wiring import (
+    ActorSettings,
+    ActorSpec,
+    LearnerSettings,
+    advantage_hook,
+    make_actor,
+    make_learner,
+)
 
 SPEC = TinyModelSpec(
     hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64, max_position_embeddings=256
@@ -53,12 +61,12 @@ def _settings(steps: int, depth: int, max_staleness: int = 1) -> LoopSettings:
         pipeline_depth=depth,
         max_resample_factor=64,
     )
-    return LoopSettings(rl=rl, advantage=CenteredParams(), seed=3, pad_id=0)
+    return LoopSettings(rl=rl, advantages=advantage_hook(CenteredParams()), seed=3, pad_id=0)
 
 
 def _learner(ckpt: Path) -> Learner:
     model, _ = load_checkpoint(ckpt)
-    return Learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
+    return make_learner(model, LearnerSettings(rl=RLConfig(lr=1e-2, temperature=1.0)))
 
 
 def _spec(ckpt: Path) -> ActorSpec:
@@ -68,17 +76,20 @@ def _spec(ckpt: Path) -> ActorSpec:
 def test_async_loop_trains_with_in_flight_updates(init_ckpt: Path, rows: list[PromptRow]) -> None:
     """Three steps, two batches in flight, max_staleness 1: the version reaches 3, the
     weights change, every batch holds N = 2 prompts, no trained token lags by more than 1,
-    the learner reported each closed batch to the actor (3 collect phases recorded, none
-    negative; 0 when groups that arrived during training already filled the batch), and
-    the stable metric names are present."""
+    the learner reported each closed batch to the actor's on-batch-closed hook (3 reports,
+    each at an engine step count no smaller than the one before), and the stable metric
+    names are present."""
     learner = _learner(init_ckpt)
     before = {k: v.clone() for k, v in learner.model.state_dict().items()}
     source = PromptSource(rows, {"ifeval": 1.0}, seed=3)
     backend = LocalBackend(_spec(init_ckpt))
+    closed: list[int | None] = []  # the hook records what the actor hands it
+    actor = backend.actors[0]
+    actor.hooks = dataclasses.replace(actor.hooks, on_batch_closed=closed.append)
     records = train(learner, backend, source, _settings(3, depth=2))
     assert learner.version == 3 and [r.step for r in records] == [1, 2, 3]
-    collect = backend.actors[0]._collect_steps
-    assert len(collect) == 3 and all(c >= 0 for _, c in collect)
+    steps = [int(c) for c in closed if c is not None]
+    assert len(closed) == 3 and len(steps) == 3 and steps == sorted(steps)
     assert all(len(r.trained) == 2 for r in records)
     assert any(not torch.equal(before[k], v) for k, v in learner.model.state_dict().items())
     for r in records:
@@ -120,7 +131,7 @@ def test_async_loop_and_minimal_loop_give_the_same_loss(
     )[0]
     learner = _learner(init_ckpt)
     model, tok = load_checkpoint(init_ckpt)
-    actor = Actor(
+    actor = make_actor(
         0,
         model,
         tok,

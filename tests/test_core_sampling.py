@@ -6,11 +6,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recipe_arena.core.advantages import CenteredParams
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.sampling import BatchFiller, is_trainable
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import Message, PromptRow
+from recipe_arena.wiring import advantage_hook
 
 
 def _group(
@@ -118,7 +119,7 @@ def test_no_trained_token_older_than_max_staleness(
         if f.offer(g, learner_version) != "kept":
             assert learner_version - min(versions) > max_staleness
             continue
-        batch = build_learner_batch(f.kept, CenteredParams(), pad_id=0)
+        batch = build_learner_batch(f.kept, advantage_hook(CenteredParams()), pad_id=0)
         trained_versions = batch.versions_BL[batch.mask_BL.bool()]
         assert int((learner_version - trained_versions).max()) <= max_staleness
 
@@ -127,7 +128,7 @@ def test_learner_batch_layout_and_advantages() -> None:
     """Group r = (1, 0, 0, 1, 0, 0, 0, 1) of 3-token completions after a 2-token prompt:
     rows are [5, 6, 10, 11, 12], mask on positions 2..4, advantage +0.625 / -0.375 there."""
     g = _group("x", [1, 0, 0, 1, 0, 0, 0, 1])
-    batch = build_learner_batch([g], CenteredParams(), pad_id=0)
+    batch = build_learner_batch([g], advantage_hook(CenteredParams()), pad_id=0)
     assert batch.tokens_BL[0].tolist() == [5, 6, 10, 11, 12]
     assert batch.mask_BL[0].tolist() == [0, 0, 1, 1, 1]
     assert batch.advantages_BL[0, 2:].tolist() == [0.625] * 3

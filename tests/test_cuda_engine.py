@@ -22,11 +22,11 @@ import pytest
 import torch
 
 from recipe_arena.config import EngineConfig, RLConfig
-from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.engines import GenerationRequest, SamplingParams, build_engine
 from recipe_arena.models.factory import build_micro
+from recipe_arena.wiring import LearnerSettings, make_learner
 
 CUDA = torch.cuda.is_available()
 PROMPT = "<|im_start|>user\nwhat is 3*4?<|im_end|>\n<|im_start|>assistant\n"
@@ -177,9 +177,9 @@ def test_learner_logprobs_cpu_fp32_against_gpu(micro):
     on every real position; under bf16 autocast within 0.05 on average."""
     model, _, tok = micro
     batch = _batch(tok, model)
-    cpu = Learner(copy.deepcopy(model), LearnerSettings())
-    gpu = Learner(copy.deepcopy(model), LearnerSettings(device="cuda"))
-    amp = Learner(copy.deepcopy(model), LearnerSettings(device="cuda", bf16=True))
+    cpu = make_learner(copy.deepcopy(model), LearnerSettings())
+    gpu = make_learner(copy.deepcopy(model), LearnerSettings(device="cuda"))
+    amp = make_learner(copy.deepcopy(model), LearnerSettings(device="cuda", bf16=True))
     with torch.no_grad():
         ref = cpu._logprobs(cpu.model, batch)
         fp32 = gpu._logprobs(gpu.model, batch.to("cuda")).cpu()
@@ -199,8 +199,8 @@ def test_one_learner_step_loss_and_grad_norm_cpu_against_gpu(micro):
     model, _, tok = micro
     batch = _batch(tok, model)
     rl = RLConfig(lr=1e-3)
-    cpu = Learner(copy.deepcopy(model), LearnerSettings(rl=rl))
-    gpu = Learner(copy.deepcopy(model), LearnerSettings(rl=rl, device="cuda"))
+    cpu = make_learner(copy.deepcopy(model), LearnerSettings(rl=rl))
+    gpu = make_learner(copy.deepcopy(model), LearnerSettings(rl=rl, device="cuda"))
     m_cpu, m_gpu = cpu.train_step(batch), gpu.train_step(batch)
     for key in ("loss/policy", "loss/grad_norm"):
         if key in m_cpu:
@@ -210,7 +210,7 @@ def test_one_learner_step_loss_and_grad_norm_cpu_against_gpu(micro):
     assert all(w_gpu[k].is_cuda for k in w_gpu)
     assert max(float((w_gpu[k].cpu() - w_cpu[k]).abs().max()) for k in w_cpu) < 1e-5
     assert cpu.version == gpu.version == 1
-    amp = Learner(copy.deepcopy(model), LearnerSettings(rl=rl, device="cuda", bf16=True))
+    amp = make_learner(copy.deepcopy(model), LearnerSettings(rl=rl, device="cuda", bf16=True))
     amp.train_step(batch)
     state = next(iter(amp.optimizer.state.values()))
     assert next(amp.model.parameters()).dtype == torch.float32

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recipe_arena.core.advantages import ADVANTAGES, AdvantageInput, compute_advantages
-from recipe_arena.core.advantages.distill import DistillParams
+from recipe_arena.advantages import ADVANTAGES, AdvantageInput, compute_advantages
+from recipe_arena.advantages.distill import DistillParams
 
 
 def _inp(teacher: list[list[float]] | None, names: tuple[str, ...] | None) -> AdvantageInput:

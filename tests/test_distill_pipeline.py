@@ -11,15 +11,15 @@ import torch
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config_checks import check_paths, check_stages
 from recipe_arena.data.schema import Message, PromptRow
-from recipe_arena.distill.stages import (
+from recipe_arena.distill.teachers import TeacherPool, route_for, routed_rows, teacher_name
+from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
+from recipe_arena.stages.distill import (
     distill_config,
     roles,
     rows_of,
     specialist_config,
     specialist_stage,
 )
-from recipe_arena.distill.teachers import TeacherPool, route_for, routed_rows, teacher_name
-from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 
 
 def _row(domain: str, effort: str | None, i: int = 0) -> PromptRow:

@@ -360,3 +360,34 @@ def test_sampling_temperature_reaches_the_weak_model() -> None:
         engine.close()
     assert out[0.01, 0] == out[0.01, 1]
     assert out[1.0, 0] != out[1.0, 1]
+
+
+def test_optimiser_settings_reach_the_dpo_step(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """dpo.adam_betas and dpo.weight_decay are the AdamW settings of ``train_size``: the
+    defaults, (0.9, 0.95) and 0.01, train bitwise the same weights as the same values
+    given explicitly; betas (0.5, 0.6) change AdamW's moments from the second step on, and
+    a weight decay of 0.5 shrinks every weight by (1 - lr * 0.5) each step, so either
+    gives other weights after 3 steps."""
+    from recipe_arena.stages.dpo import train_size
+
+    pairs = [
+        PreferencePair(f"p{i}", "math", (5, 6 + i), (20 + i, 30, 31), (40 + i, 50, 51))
+        for i in range(4)
+    ]
+
+    def trained(**dpo: object) -> dict[str, torch.Tensor]:
+        model, _ = build_micro(
+            TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64),
+            seed=0,
+        )
+        cfg = _cfg(batch_size=2, epochs=1.5, lr=0.01, warmup_steps=0, eval_every=10, **dpo)
+        init = {k: v.clone() for k, v in model.state_dict().items()}
+        ref = reference_logps(model, pairs, pad_id=0)
+        train_size(cfg, model, init, pairs, ref, lambda m: (0.0, {}), None, pad_id=0)
+        return {k: v.clone() for k, v in model.state_dict().items()}
+
+    default = trained()
+    explicit = trained(adam_betas=(0.9, 0.95), weight_decay=0.01)
+    assert all(torch.equal(default[k], explicit[k]) for k in default)
+    for changed in (trained(adam_betas=(0.5, 0.6)), trained(weight_decay=0.5)):
+        assert any(not torch.equal(default[k], changed[k]) for k in default)

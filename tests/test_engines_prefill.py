@@ -115,3 +115,46 @@ def test_arrivals_join_the_decode_forward(micro):
             torch.tensor([p]), max_new_tokens=c, do_sample=False, eos_token_id=None
         )
         assert got[f"p{i}"].tokens == tuple(ref[0, len(p) :].tolist())
+
+
+def test_fp16_engine_and_fp32_head(micro):
+    """dtype=float16 keeps 10 mantissa bits against bfloat16's 7 (relative rounding 2^-11
+    against 2^-8), so its behaviour logprobs sit several times closer to the fp32
+    trainer's: here under half of bf16's error. ``lm_head_fp32`` keeps a float32 copy of
+    the head's weight, equal to the model's, and an update refreshes it (the micro model
+    ties the head to the embedding, so the embedding's key alone updates it)."""
+    model, tok = micro
+    prompt = tuple(tok("The quick brown fox")["input_ids"])
+    errs = {}
+    for dtype in ("bfloat16", "float16"):
+        eng = build_engine("torch", model, tok, EngineConfig(dtype=dtype))
+        try:
+            c = eng.generate(
+                [GenerationRequest("s", prompt, SamplingParams(max_new_tokens=40, seed=1))]
+            )[0]
+        finally:
+            eng.close()
+        with torch.no_grad():
+            ref = sequence_logprobs(model, torch.tensor([list(prompt) + list(c.tokens)]))
+        ref_T = ref[0, len(prompt) :].tolist()
+        errs[dtype] = sum(abs(a - b) for a, b in zip(c.logprobs, ref_T, strict=True)) / len(ref_T)
+    assert 0 < errs["float16"] < errs["bfloat16"] / 2
+    eng = build_engine("torch", model, tok, EngineConfig(dtype="float16", lm_head_fp32=True))
+    try:
+        head = eng.runner.head_fp32
+        assert head is not None and head.dtype == torch.float32
+        assert torch.equal(head, model.lm_head.weight.detach())
+        moved = model.model.embed_tokens.weight.detach() + 1e-3
+        eng.update_weights({"model.embed_tokens.weight": moved}, version=1)
+        assert torch.equal(eng.runner.head_fp32, moved)
+        c = eng.generate(
+            [GenerationRequest("h", prompt, SamplingParams(max_new_tokens=8, seed=1))]
+        )[0]
+        assert len(c.tokens) == 8
+    finally:
+        eng.close()
+    plain = build_engine("torch", model, tok, EngineConfig(dtype="bfloat16"))
+    try:
+        assert plain.runner.head_fp32 is None
+    finally:
+        plain.close()

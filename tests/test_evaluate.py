@@ -25,8 +25,7 @@ from recipe_arena.eval.evaluate import (
 from recipe_arena.eval.final import eval_rows, evaluate_checkpoint
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards import build_scorer
-from recipe_arena.stages.common import train_steps
-from recipe_arena.stages.sft import assistant_mask, sft_batches
+from recipe_arena.supervised import assistant_mask, sft_batches, train_steps
 
 PAIRS = {
     "What is 2+3?": "<think>2+3 = 5</think>\\boxed{5}",

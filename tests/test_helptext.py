@@ -80,17 +80,56 @@ def _field(key: str) -> FieldInfo:
 
 def _group_blocks(text: str) -> dict[str, list[str]]:
     """group -> the option names listed under it (4-space indented lines after a
-    2-space indented group line, inside the 'config groups' section)."""
+    2-space indented group line, inside the 'config groups' section; a strategy's
+    parameters, 6-space indented, are ``_option_params``')."""
     section = text.split("config groups (", 1)[1].split("\nkeys (", 1)[0]
     blocks: dict[str, list[str]] = {}
     current = ""
     for line in section.splitlines()[1:]:
+        if line.startswith("      "):
+            continue
         if line.startswith("    "):
             blocks[current].append(line.split()[0])
         elif line.startswith("  "):
             current = line.split()[0]
             blocks[current] = []
     return blocks
+
+
+def _option_params(text: str) -> dict[tuple[str, str], dict[str, str]]:
+    """(group, option) -> {key: default as printed} of the parameter lines under it."""
+    section = text.split("config groups (", 1)[1].split("\nkeys (", 1)[0]
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    group = option = ""
+    for line in section.splitlines()[1:]:
+        if line.startswith("      "):
+            key, default = line.split()[0].split("=", 1)
+            out[(group, option)][key] = default
+        elif line.startswith("    "):
+            option = line.split()[0]
+            out[(group, option)] = {}
+        elif line.startswith("  "):
+            group = line.split()[0]
+    return out
+
+
+def test_run_help_lists_every_strategy_with_its_parameters() -> None:
+    """Under each option of a strategy axis (each registry entry with a YAML file),
+    every parameter of its model but ``name``, as axis.key=its default: tis lists
+    staleness.cap=2.0 (TISParams().cap), deepseek_mask its three, none nothing."""
+    from recipe_arena.compose import union_members
+
+    text = _cli("run", "--help").stdout
+    listed = _option_params(text)
+    for axis in ("advantage", "staleness", "length_control", "policy_loss"):
+        for option, model in union_members(RunConfig.model_fields[axis].annotation).items():
+            if (axis, option) not in listed:  # an entry no recipe file selects
+                continue
+            expected = {f"{axis}.{k}" for k in _leaf_keys(model) if k != "name"}
+            assert set(listed[(axis, option)]) == expected, (axis, option)
+    assert listed[("staleness", "tis")] == {"staleness.cap": "2.0"}
+    assert len(listed[("staleness", "deepseek_mask")]) == 3
+    assert listed[("staleness", "none")] == {} and ("policy_loss", "olmo") in listed
 
 
 def test_top_level_help_names_every_verb() -> None:

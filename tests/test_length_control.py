@@ -3,17 +3,19 @@ discard-early-short rule, the no-op; and the actor applying them to a real group
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
 from recipe_arena.length_control import (
     LENGTH_CONTROL,
     DiscardEarlyShortParams,
-    LengthInput,
     NoLengthControlParams,
     TokenBudgetParams,
     apply_length_control,
 )
+from recipe_arena.length_control.discard_early_short import WindowedInput
 
 
 def _inp(
@@ -27,9 +29,11 @@ def _inp(
     collect: float | None = None,
     phases: list[int] | None = None,
     in_quota: bool | None = None,
-) -> LengthInput:
+) -> WindowedInput:
+    """A group of len(lengths) rollouts placed in its generation window (the input of
+    discard-early-short; the other strategies read its ``LengthInput`` fields)."""
     g = len(lengths)
-    return LengthInput(
+    return WindowedInput(
         rewards_G=torch.tensor([1.0, 0.0, 1.0, 0.0][:g]),
         lengths_G=torch.tensor(lengths),
         row_budget=row_budget,
@@ -143,7 +147,7 @@ def test_window_quota_by_hand() -> None:
     < 2); B finishing trainable frees nothing, so E is out (3 - 1). The batch closes: F
     is out. A weight update opens window 1: G is in; a window-0 group that finishes
     untrainable now does not count toward window 1 (H in, I out: 2 - 0)."""
-    from recipe_arena.core.actor import WindowQuota
+    from recipe_arena.length_control.discard_early_short import WindowQuota
 
     q = WindowQuota(need=2)
     a, b, c = q.start(), q.start(), q.start()
@@ -164,7 +168,7 @@ def test_window_quota_by_hand() -> None:
 def test_none_and_the_registry() -> None:
     out = apply_length_control(NoLengthControlParams(), _inp([500, 10]))
     assert out.rewards_G.tolist() == [1.0, 0.0] and out.keep_G.all()
-    assert set(LENGTH_CONTROL) == {"none", "token_budget", "discard_early_short"}
+    assert {"none", "token_budget", "discard_early_short"} <= set(LENGTH_CONTROL)
 
 
 @pytest.mark.parametrize("k", [1])
@@ -175,9 +179,10 @@ def test_actor_discards_groups_that_start_too_late(k: int) -> None:
     its sampled lengths and the discard count kept. Before any update (no window
     closed) the same task is kept."""
     from recipe_arena.config import EngineConfig, RewardsConfig
-    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.core.actor import ActorTask
     from recipe_arena.data.micro import generate_split
     from recipe_arena.models.factory import TinyModelSpec, build_micro
+    from recipe_arena.wiring import ActorSettings, make_actor
 
     model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
     settings = ActorSettings(
@@ -187,7 +192,7 @@ def test_actor_discards_groups_that_start_too_late(k: int) -> None:
         length_control=DiscardEarlyShortParams(),
         max_staleness=k,
     )
-    actor = Actor(
+    actor = make_actor(
         0, model, tok, "torch", EngineConfig(max_batch_size=4), RewardsConfig(workers=1), settings
     )
     row = generate_split("math", "train", 1, seed=0)[0]
@@ -211,9 +216,10 @@ def test_actor_measures_the_collect_phase_from_closed_batches() -> None:
     Then W = (S1 + (S3 - S1)) / 2 (the median of two windows) and the next group's
     logged horizon is k W + C with k = 1."""
     from recipe_arena.config import EngineConfig, RewardsConfig
-    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.core.actor import ActorTask
     from recipe_arena.data.micro import generate_split
     from recipe_arena.models.factory import TinyModelSpec, build_micro
+    from recipe_arena.wiring import ActorSettings, make_actor
 
     model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
     settings = ActorSettings(
@@ -223,7 +229,7 @@ def test_actor_measures_the_collect_phase_from_closed_batches() -> None:
         length_control=DiscardEarlyShortParams(full_length=1),
         max_staleness=1,
     )
-    actor = Actor(
+    actor = make_actor(
         0, model, tok, "torch", EngineConfig(max_batch_size=4), RewardsConfig(workers=1), settings
     )
     rows = generate_split("math", "train", 3, seed=0)
@@ -264,14 +270,15 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
     random tokens hold no right answer), so after one such group a second one, started
     after it finished, is in quota too; without refilling it is not."""
     from recipe_arena.config import EngineConfig, RewardsConfig
-    from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+    from recipe_arena.core.actor import ActorTask
     from recipe_arena.data.micro import generate_split
     from recipe_arena.models.factory import TinyModelSpec, build_micro
+    from recipe_arena.wiring import ActorSettings, make_actor
 
     model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
     rows = generate_split("math", "train", 2, seed=0)
 
-    def actor(rule: object, refill: bool = False) -> Actor:
+    def actor(rule: object, refill: bool = False) -> Any:
         settings = ActorSettings(
             group_size=3,
             temperature=1.0,
@@ -282,7 +289,7 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
             refill_equal_rewards=refill,
         )
         cfg = EngineConfig(max_batch_size=8)
-        return Actor(0, model, tok, "torch", cfg, RewardsConfig(workers=1), settings)
+        return make_actor(0, model, tok, "torch", cfg, RewardsConfig(workers=1), settings)
 
     a = actor(DiscardEarlyShortParams())
     try:
@@ -321,7 +328,7 @@ def test_the_window_is_read_as_of_the_groups_first_start() -> None:
     are one of 100 steps (0 -> 100), median 100; the batches closed by then, one of 30.
     The windows and batches that came later (a long rollout would still be running) do
     not enter. A rollout with an unknown start makes the whole group unknown."""
-    from recipe_arena.core.actor import window_as_of_start
+    from recipe_arena.length_control.discard_early_short import window_as_of_start
 
     opens, closes = [0, 100, 200, 300], [(130, 30), (250, 50), (330, 30)]
     phases, window, collect = window_as_of_start([150, 160], opens, closes)

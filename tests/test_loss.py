@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
 
-from recipe_arena.core.loss import LossConfig, PolicyLossInput, policy_loss
+from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossInput, apply_policy_loss
+
+policy_loss = partial(apply_policy_loss, OlmoParams())
+"""The default policy loss (OlmoRL's), as the learner applies it."""
 
 
 def _two_lengths(normalisation: str) -> torch.Tensor:
@@ -153,7 +157,7 @@ def test_bad_normalisation_is_named() -> None:
     """The config refuses an unknown rule; the reduction names the allowed ones."""
     from pydantic import ValidationError
 
-    from recipe_arena.core.loss import reduce
+    from recipe_arena.policy_loss.base import reduce
 
     with pytest.raises(ValidationError, match="token"):
         LossConfig(normalisation="x")  # type: ignore[arg-type]

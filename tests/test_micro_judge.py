@@ -21,7 +21,7 @@ from recipe_arena.data.micro_verdicts import (
 )
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import Judge, judge_prompt, template
-from recipe_arena.stages.micro_judge import (
+from recipe_arena.rewards.micro_judge import (
     _JUDGE_DATA_SEED,
     game_agreement,
     game_chat,
@@ -220,7 +220,7 @@ def test_paired_setting_decides_the_training_examples() -> None:
     it; without it they are the unpaired draw. An odd batch size is refused when paired
     (a pair would be split across batches) and accepted otherwise."""
     from recipe_arena.data.micro_verdicts import paired_verdicts
-    from recipe_arena.stages.sft import assistant_mask
+    from recipe_arena.supervised import assistant_mask
 
     tok = judge_tokenizer()
     cfg = MicroJudgeConfig(examples=20, paired=True, kind_repeats={}, games_per_verdict=0)
@@ -249,7 +249,7 @@ def test_kind_repeats_add_each_kinds_units_again_in_draw_order() -> None:
     pairs. Unpaired, single verdicts repeat. ``judge_examples`` encodes this draw, and
     an unknown kind or a count below 1 is refused."""
     from recipe_arena.data.micro_verdicts import question_kind
-    from recipe_arena.stages.micro_judge import training_verdicts
+    from recipe_arena.rewards.micro_judge import training_verdicts
 
     base_cfg = MicroJudgeConfig(examples=60, kind_repeats={}, games_per_verdict=0)
     drawn = training_verdicts(base_cfg)
@@ -385,9 +385,9 @@ def test_training_examples_hold_games_and_rubrics() -> None:
     then the games, then the rubrics, an odd last one left out of the pairs (64). A
     rubric example's prompt is the tournament's for that row (``rubric_prompt``,
     'auto' choosing the reference), its reply the rubric the games show."""
+    from recipe_arena.rewards.micro_judge import training_games, training_verdicts
     from recipe_arena.rewards.rubric import rubric_prompt
-    from recipe_arena.stages.micro_judge import training_games, training_verdicts
-    from recipe_arena.stages.sft import assistant_mask
+    from recipe_arena.supervised import assistant_mask
 
     cfg = MicroJudgeConfig(examples=40, games_per_verdict=0.5, kind_repeats={})
     tok = judge_tokenizer()
@@ -412,8 +412,8 @@ def test_length_split_keeps_the_padded_batchs_loss_and_gradient() -> None:
     import torch
 
     from recipe_arena.models.factory import build_tiny_model
-    from recipe_arena.stages.micro_judge import LengthSplit
-    from recipe_arena.stages.sft import sft_batches
+    from recipe_arena.rewards.micro_judge import LengthSplit
+    from recipe_arena.supervised import sft_batches
 
     cfg = MicroJudgeConfig(examples=64, games_per_verdict=1.0)
     tok = judge_tokenizer()
@@ -481,7 +481,7 @@ def test_verdict_inputs_are_the_training_conversation_up_to_the_score() -> None:
     of ``verdict_chat``), so generation is asked what training taught; the input decodes
     to end in the reply's two words (and a number reply's marks) and ``Score: ``; the
     token is the score's first digit, ``1`` (of 10) or ``0``."""
-    from recipe_arena.stages.sft import assistant_mask
+    from recipe_arena.supervised import assistant_mask
 
     tok = judge_tokenizer()
     drawn = generate_verdicts("heldout", 60, seed=5)
@@ -516,7 +516,7 @@ def test_default_micro_judge_agrees_with_the_labels(tmp_path: Path, monkeypatch)
     (``paired_games``, each problem's answers in both orders, its own rubrics): at least
     90% of the games between a right and a wrong answer won by the right one, under 5%
     unparsable."""
-    from recipe_arena.rewards.judge import build_judge
+    from recipe_arena.rewards.judge_model import build_judge
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path))
     judge = build_judge(RewardsConfig())

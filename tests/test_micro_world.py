@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from recipe_arena.config import WorldConfig
+from recipe_arena.config_world import MicroWorld
 from recipe_arena.data.micro import (
     HELDOUT_FRACTION,
     build_world,
@@ -111,7 +111,7 @@ def test_effort_and_token_budget() -> None:
 
 
 def test_build_world_shape_and_bad_input() -> None:
-    world = build_world(WorldConfig(train_per_domain=30, heldout_per_domain=10, data_seed=5))
+    world = build_world(MicroWorld(train_per_domain=30, heldout_per_domain=10, data_seed=5))
     assert set(world) == {"train", "heldout"}
     assert {d: len(world["heldout"][d]) for d in DOMAINS} == dict.fromkeys(DOMAINS, 10)
     assert all(len(world["train"][d]) == 30 for d in DOMAINS)

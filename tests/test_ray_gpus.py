@@ -51,7 +51,7 @@ def test_ray_backend_places_fractional_gpus(tmp_path: Path) -> None:
     from recipe_arena.config import RunConfig
     from recipe_arena.core.backends import RayBackend
     from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
-    from recipe_arena.stages.rlvr import actor_spec
+    from recipe_arena.wiring import actor_spec
 
     spec = TinyModelSpec(
         hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64, max_position_embeddings=64

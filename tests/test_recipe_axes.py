@@ -12,10 +12,17 @@ from typing import Any
 import pytest
 
 from recipe_arena.compose import load_config
+from recipe_arena.helptext import axis_options
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
-AXES = ("advantage", "staleness", "length_control")
+REGISTRIES = axis_options()
+"""Strategy axis (the config field, and its folder of recipes/) -> its registry's
+entries: advantage, staleness, length_control, policy_loss."""
+AXES = tuple(REGISTRIES)
 OPTIONS = [(axis, p.stem) for axis in AXES for p in sorted((RECIPES / axis).glob("*.yaml"))]
+NO_RECIPE_FILE = {("advantage", "distill")}
+"""Registry entries no recipe file selects: the distillation stages set the distill
+advantage for their own RL stages (a plain RL stage has no teacher's logprobs)."""
 
 
 def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -34,20 +41,19 @@ def _diff(overrides: list[str], base: list[str]) -> set[str]:
 
 
 def test_every_axis_has_its_options() -> None:
-    """Every registry entry has its YAML file: staleness (5), length control (3), advantage (2)."""
-    assert {o for a, o in OPTIONS if a == "staleness"} == {
-        "none",
-        "tis",
-        "kimi_regularizer",
-        "shared_quant",
-        "deepseek_mask",
-    }
-    assert {o for a, o in OPTIONS if a == "length_control"} == {
-        "none",
-        "token_budget",
-        "discard_early_short",
-    }
-    assert {o for a, o in OPTIONS if a == "advantage"} == {"centered", "standard"}
+    """Every registry entry has its YAML file under recipes/<axis>/ and every file there
+    names an entry (its file name is the entry's name), derived from the registries;
+    the shipped ones are among them (staleness 5, length control 3)."""
+    assert set(AXES) >= {"advantage", "staleness", "length_control", "policy_loss"}
+    for axis, names in REGISTRIES.items():
+        files = {o for a, o in OPTIONS if a == axis}
+        assert files == set(names) - {o for a, o in NO_RECIPE_FILE if a == axis}, axis
+        for option in files:
+            assert load_config([f"{axis}={option}"]).model_dump()[axis]["name"] == option
+    assert {"none", "tis", "kimi_regularizer", "shared_quant", "deepseek_mask"} <= set(
+        REGISTRIES["staleness"]
+    )
+    assert {"none", "token_budget", "discard_early_short"} <= set(REGISTRIES["length_control"])
 
 
 @pytest.mark.parametrize("recipe", ["olmo3_think", "kimi_k3", "deepseek_v4_flash"])
@@ -89,13 +95,21 @@ def test_recipes_differ_from_olmo3_only_in_their_strategies(
     assert {a: getattr(resolved, a).name for a in axes} == axes
 
 
-# The metric each option's run must log (its strategy ran in the RL stage).
+# The metric each shipped option's run must log (its strategy ran in the RL stage); an
+# option not listed is run and its config checked.
 SIGNATURE = {
     ("staleness", "none"): None,
     ("staleness", "tis"): "staleness/tis_weight_mean",
     ("staleness", "kimi_regularizer"): "staleness/kimi_regularizer",
     ("staleness", "shared_quant"): "staleness/quant_error",
     ("staleness", "deepseek_mask"): "staleness/masked_token_frac",
+    ("staleness", "icepop"): "staleness/icepop_high_frac",
+    ("staleness", "seq_mask_tis"): "staleness/seq_masked_frac",
+    ("staleness", "m2po"): "staleness/m2po_masked_frac",
+    ("policy_loss", "olmo"): "loss/clip_high_frac",
+    ("policy_loss", "gspo"): "loss/clip_high_frac",
+    ("policy_loss", "cispo"): "loss/clip_high_frac",
+    ("policy_loss", "gmpo"): "loss/clip_frac",
     ("length_control", "none"): None,
     ("length_control", "token_budget"): "length/budget_violations",
     ("length_control", "discard_early_short"): "length/discarded_short",
@@ -136,6 +150,6 @@ def test_every_axis_option_runs_through_the_cli(axis: str, option: str, tmp_path
     steps = [r for r in records if r["stage"] == "rlvr" and "loss/policy" in r]
     assert steps
     assert f"name: {option}" in (run / "config.yaml").read_text()
-    metric = SIGNATURE[(axis, option)]
+    metric = SIGNATURE.get((axis, option))
     if metric is not None:
         assert any(metric in r for r in steps), metric

@@ -2,11 +2,12 @@
 
 Each runs `recipe-arena run recipe=NAME budget=smoke` as a user would, then checks that
 every configured stage ran in order, that the RL stage changed the parameters it started
-from, and that the run directory holds what DESIGN.md promises. Recipes with a pipeline
-of their own are checked against it: OLMo 3 Think is SFT -> DPO -> RLVR with RL starting
-from the DPO checkpoint; RL-Zero starts RL from the base model with the simple template;
-Kimi K3 trains its specialists and distils them into the SFT checkpoint (MOPD);
-DeepSeek-V4.1-Flash distils its RL checkpoint into the SFT checkpoint (OPD).
+from, and that the run directory holds its files (config, metrics, stages.json, held-out
+scores, reports). Recipes with a pipeline of their own are checked against it: OLMo 3
+Think is SFT -> DPO -> RLVR with RL starting from the DPO checkpoint; RL-Zero starts RL
+from the base model with the simple template; Kimi K3 trains its specialists and distils
+them into the SFT checkpoint (MOPD); DeepSeek-V4.1-Flash distils its RL checkpoint into
+the SFT checkpoint (OPD).
 """
 
 from __future__ import annotations

@@ -8,10 +8,9 @@ import copy
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RLConfig
-from recipe_arena.core.advantages import CenteredParams
 from recipe_arena.core.batch import build_learner_batch
-from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.core.types import Rollout, RolloutGroup
 from recipe_arena.data.schema import Message, PromptRow
@@ -19,7 +18,8 @@ from recipe_arena.engines import GenerationRequest, SamplingParams, build_engine
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.models.moe import moe_routers
 from recipe_arena.staleness import DeepSeekMaskParams
-from recipe_arena.staleness.routing_replay import replay_routing
+from recipe_arena.staleness.deepseek_mask import replay_routing
+from recipe_arena.wiring import LearnerSettings, advantage_hook, make_learner
 
 PROMPT = (5, 17, 23, 42, 8, 9, 31)
 
@@ -161,10 +161,14 @@ def test_learner_replays_routes_under_deepseek_mask(replay: bool) -> None:
     large without (deepseek_mask's routing_replay switch)."""
     model, tok = _moe(k=1)
     row = PromptRow(id="p", messages=[Message(role="user", content="x")], domain="math")
-    batch = build_learner_batch([_group(_sample(model, tok), row)], CenteredParams(), 0)
+    batch = build_learner_batch(
+        [_group(_sample(model, tok), row)], advantage_hook(CenteredParams()), 0
+    )
     assert batch.expert_ids_BLNK is not None and batch.expert_ids_BLNK.shape[2:] == (2, 1)
     staleness = DeepSeekMaskParams(routing_replay=replay)
-    learner = Learner(_router_update(model), LearnerSettings(rl=RLConfig(), staleness=staleness))
+    learner = make_learner(
+        _router_update(model), LearnerSettings(rl=RLConfig(), staleness=staleness)
+    )
     _, metrics = learner.compute_loss(batch)
     gap = metrics["staleness/logprob_diff_max"]
     assert gap < 1e-4 if replay else gap > 0.1

@@ -43,7 +43,7 @@ from tests.sandbox_attacks import (
 )
 
 FULL = isolation_mode() == "bwrap"
-# In CI (root, after `make setup`) the full mode is what the README documents: there a
+# In CI (root, after `make setup`) the full mode is what docs/where.md documents: there a
 # missing bubblewrap fails these tests instead of skipping them.
 IN_CI = os.environ.get("CI") == "true"
 needs_full = pytest.mark.skipif(not FULL and not IN_CI, reason="needs root and bubblewrap")

@@ -6,18 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from recipe_arena.config import RunConfig
-from recipe_arena.models.factory import build_micro, save_checkpoint
+from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.models.tokenizer import build_char_tokenizer
 from recipe_arena.rundir import RunDir, read_metrics
-from recipe_arena.stages.sft import (
-    assistant_mask,
-    run_sft,
-    sft_batches,
-    sft_conversations,
-    sft_examples_per_domain,
-)
+from recipe_arena.stages.sft import run_sft, sft_conversations, sft_examples_per_domain
+from recipe_arena.supervised import assistant_mask, sft_batches
 
 TWO_TURNS = [
     {"role": "user", "content": "hi"},
@@ -199,3 +195,27 @@ def test_careful_fraction_sets_the_share_of_step_by_step_math_targets() -> None:
     assert careful["high"] and not any(careful["high"])
     medium = careful["medium"]
     assert abs(sum(medium) / len(medium) - 0.5) < 4 * (0.25 / len(medium)) ** 0.5
+
+
+def test_optimiser_settings_reach_the_sft_step(tmp_path: Path) -> None:
+    """sft.adam_betas and sft.weight_decay are the AdamW settings of the SFT stage: the
+    defaults, (0.9, 0.95) and 0.01, train bitwise the same checkpoint as the same values
+    given explicitly; betas (0.5, 0.6) (other moments from the second step on) or a weight
+    decay of 0.5 (every weight times 1 - lr * 0.5 per step) give another after 3 steps."""
+    from safetensors.torch import load_file
+
+    model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1))
+    init = save_checkpoint(model, tok, tmp_path / "init")
+
+    def trained(name: str, **sft: object) -> dict[str, torch.Tensor]:
+        settings = {"steps": 3, "batch_size": 4, "examples_per_domain": 20, "evaluate": False}
+        cfg = RunConfig.model_validate({"sft": {**settings, **sft}, "out_dir": str(tmp_path)})
+        out = run_sft(cfg, RunDir(cfg, tmp_path / name), init)
+        return load_file(str(out / "model.safetensors"))
+
+    default = trained("default")
+    explicit = trained("explicit", adam_betas=(0.9, 0.95), weight_decay=0.01)
+    assert all(torch.equal(default[k], explicit[k]) for k in default)
+    for name, changed in (("betas", {"adam_betas": (0.5, 0.6)}), ("wd", {"weight_decay": 0.5})):
+        weights = trained(name, **changed)
+        assert any(not torch.equal(default[k], weights[k]) for k in default)

@@ -8,14 +8,20 @@ from __future__ import annotations
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
-from recipe_arena.core.advantages import CenteredParams
+from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.batch import build_learner_batch
-from recipe_arena.core.learner import Learner, LearnerSettings
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.staleness import NoCorrectionParams, SharedQuantParams
+from recipe_arena.wiring import (
+    ActorSettings,
+    LearnerSettings,
+    advantage_hook,
+    make_actor,
+    make_learner,
+)
 
 
 def _sharp_model() -> tuple[torch.nn.Module, object]:
@@ -34,20 +40,25 @@ def _sharp_model() -> tuple[torch.nn.Module, object]:
 def quantised_rollouts() -> tuple[torch.nn.Module, object, object]:
     model, tok = _sharp_model()
     row = generate_split("math", "train", 1, seed=0)[0]
-    actor = Actor(
+    actor = make_actor(
         0,
         model,
         tok,
         "torch",
         EngineConfig(max_batch_size=8),
         RewardsConfig(workers=1),
-        ActorSettings(group_size=4, temperature=1.0, max_new_tokens=24, quant_bits=8),
+        ActorSettings(
+            group_size=4,
+            temperature=1.0,
+            max_new_tokens=24,
+            staleness=SharedQuantParams(quant_bits=8),
+        ),
     )
     try:
         groups = actor.rollouts([ActorTask(row, seed=5, tag="q")])
     finally:
         actor.close()
-    batch = build_learner_batch(groups, CenteredParams(), int(tok.pad_token_id))
+    batch = build_learner_batch(groups, advantage_hook(CenteredParams()), int(tok.pad_token_id))
     return model, tok, batch
 
 
@@ -61,7 +72,7 @@ def test_gap_is_large_with_only_the_engine_quantised_and_vanishes_when_shared(
     model, _, batch = quantised_rollouts
     gaps = {}
     for name, staleness in (("engine_only", NoCorrectionParams()), ("both", SharedQuantParams())):
-        learner = Learner(model, LearnerSettings(rl=RLConfig(), staleness=staleness))
+        learner = make_learner(model, LearnerSettings(rl=RLConfig(), staleness=staleness))
         _, metrics = learner.compute_loss(batch)
         gaps[name] = metrics["staleness/logprob_diff_mean"]
     assert gaps["both"] < 1e-4
@@ -79,7 +90,9 @@ def test_straight_through_trains_the_full_precision_weights(
     model, _, batch = quantised_rollouts
     model = copy.deepcopy(model)
     before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
-    learner = Learner(model, LearnerSettings(rl=RLConfig(lr=1e-3), staleness=SharedQuantParams()))
+    learner = make_learner(
+        model, LearnerSettings(rl=RLConfig(lr=1e-3), staleness=SharedQuantParams())
+    )
     metrics = learner.train_step(batch)
     assert not torch.equal(before, model.model.layers[0].self_attn.q_proj.weight)
     assert 0.0 < metrics["staleness/quant_error"] < 0.01

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from recipe_arena.config import WorldConfig
+from recipe_arena.config_world import Olmo3World, SmolWorld
 from recipe_arena.data.packaged import PACKAGED, humaneval_tests, load_packaged, package_file
 
 needs = pytest.mark.skipif(
@@ -105,7 +105,7 @@ def test_smol_world_train_rows_are_seeded_and_cover_the_tasks():
     gym_tasks narrows the tasks drawn; the held-out split follows heldout_sets."""
     from recipe_arena.data.smol import build_world
 
-    cfg = WorldConfig(name="smol", train_per_domain=10, heldout_per_domain=3)
+    cfg = SmolWorld(train_per_domain=10, heldout_per_domain=3)
     a = build_world(cfg)
     assert len(a["train"]["math"]) == 10 and len(a["train"]["ifeval"]) == 10
     tasks = {r.id.split("-")[1] for r in a["train"]["math"]}
@@ -153,7 +153,7 @@ def test_file_world_reads_prompt_rows_from_its_paths(tmp_path):
         for i, d in enumerate(["math", "math", "code"])
     ]  # fmt: skip
     write_rows(tmp_path / "train.jsonl", rows)
-    world = build_world(WorldConfig(name="olmo3_7b", train_path=str(tmp_path / "train.jsonl")))
+    world = build_world(Olmo3World(train_path=str(tmp_path / "train.jsonl")))
     assert {d: [r.id for r in v] for d, v in world["train"].items()} == {
         "math": ["r0", "r1"],
         "code": ["r2"],

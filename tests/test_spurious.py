@@ -12,13 +12,14 @@ import torch
 
 from recipe_arena.cli import main
 from recipe_arena.config import EngineConfig, RewardsConfig
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.metrics import group_metrics
 from recipe_arena.data.micro import generate_split
 from recipe_arena.eval.spurious import check, rl_eval_curves, write_spurious_check
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.spurious import spurious_rewards
+from recipe_arena.wiring import ActorSettings, make_actor
 
 SPEC = TinyModelSpec(
     hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64, max_position_embeddings=256
@@ -50,7 +51,7 @@ def _actor(seed: int, spurious_p: float | None, scorer) -> Actor:  # type: ignor
     settings = ActorSettings(
         group_size=4, temperature=1.0, max_new_tokens=10, spurious_p=spurious_p
     )
-    return Actor(
+    return make_actor(
         0,
         model,
         tok,

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.hooks import RunFacts
 from recipe_arena.staleness import (
     STALENESS,
     DeepSeekMaskParams,
@@ -18,10 +18,9 @@ from recipe_arena.staleness import (
     StalenessInput,
     TISParams,
     apply_staleness,
-    replays_routing,
-    shared_quant_bits,
 )
-from recipe_arena.staleness.quant import fake_quant, is_quantised, quantise_state_dict
+from recipe_arena.staleness.shared_quant import fake_quant, is_quantised, quantise_state_dict
+from recipe_arena.strategy import StrategyParams
 
 
 def _inp(
@@ -109,10 +108,18 @@ def test_shared_quant_adds_kimi_regularizer_unless_null() -> None:
     assert with_reg.extra_loss_BL.sum() > 0
     alone = apply_staleness(SharedQuantParams(regularizer=None), inp)
     assert torch.equal(alone.extra_loss_BL, torch.zeros(1, 2))
-    assert shared_quant_bits(SharedQuantParams()) == 8
-    assert shared_quant_bits(SharedQuantParams(quant_bits=4)) == 4
-    assert shared_quant_bits(TISParams()) is None
-    assert shared_quant_bits(KimiRegularizerParams()) is None
+    w = {"layers.0.q_proj.weight": torch.tensor([[1.0, -0.5, 0.25]])}
+    facts = RunFacts(max_new_tokens=8, max_staleness=1)
+    engine = STALENESS["shared_quant"].actor_hooks(SharedQuantParams(), facts).engine_weights
+    assert torch.equal(
+        engine(w)["layers.0.q_proj.weight"], quantise_state_dict(w, 8)["layers.0.q_proj.weight"]
+    )
+    four = STALENESS["shared_quant"].actor_hooks(SharedQuantParams(quant_bits=4), facts)
+    assert torch.equal(
+        four.engine_weights(w)["layers.0.q_proj.weight"], fake_quant(w["layers.0.q_proj.weight"], 4)
+    )
+    others = [e for name, e in STALENESS.items() if name != "shared_quant"]
+    assert all(e.actor_hooks is None for e in others)
 
 
 def test_fake_quant_by_hand() -> None:
@@ -179,12 +186,14 @@ def test_deepseek_stale_token_mask() -> None:
     assert out.metrics["staleness/stale_token_frac"] == pytest.approx(1 / 6)
     strict = apply_staleness(DeepSeekMaskParams(delta=1.0, max_token_lag=0), _deepseek_batch())
     assert strict.mask_BL.tolist() == [[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
-    assert replays_routing(DeepSeekMaskParams()) and not replays_routing(TISParams())
-    assert not replays_routing(DeepSeekMaskParams(routing_replay=False))
+    replay = STALENESS["deepseek_mask"].learner_hooks
+    assert len(replay(DeepSeekMaskParams()).forward) == 1
+    assert replay(DeepSeekMaskParams(routing_replay=False)).forward == ()
+    assert STALENESS["tis"].learner_hooks is None
 
 
 def test_registry_is_a_plain_dict_and_unknown_names_fail() -> None:
     assert isinstance(STALENESS, dict)
-    assert set(STALENESS) == {"none", "tis", "kimi_regularizer", "shared_quant", "deepseek_mask"}
+    assert {"none", "tis", "kimi_regularizer", "shared_quant", "deepseek_mask"} <= set(STALENESS)
     with pytest.raises(ValueError, match="not in this registry"):
         apply_staleness(StrategyParams(name="kimi_regularizerx"), _inp([-1.0], [-1.0]))

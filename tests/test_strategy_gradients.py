@@ -13,11 +13,11 @@ import math
 import pytest
 import torch
 
-from recipe_arena.core.learner import strategy_loss
-from recipe_arena.core.loss import LossConfig
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch
+from recipe_arena.policy_loss import LossConfig
 from recipe_arena.staleness import KimiRegularizerParams, SharedQuantParams, TISParams
+from recipe_arena.strategy import StrategyParams
+from recipe_arena.wiring import strategy_loss
 
 
 def _loss_and_grad(

@@ -14,14 +14,15 @@ from recipe_arena.config import (
     RewardsConfig,
     RunConfig,
 )
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
+from recipe_arena.core.actor import ActorTask
+from recipe_arena.data.chat import encode_prompt
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.data.templates import SIMPLE_TEMPLATE, encode_messages
 from recipe_arena.eval.final import evaluate_checkpoint
-from recipe_arena.models.chat import encode_prompt
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.models.tokenizer import SPECIAL_TOKENS, build_char_tokenizer
+from recipe_arena.wiring import ActorSettings, make_actor
 
 SPEC = TinyModelSpec(
     hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64, max_position_embeddings=256
@@ -42,7 +43,7 @@ ROW = PromptRow(
 def test_simple_template_is_plain_text_without_special_tokens() -> None:
     """simple: 'Be brief.\\n\\nUser: 2+3?\\nAssistant: 5\\nUser: 1+1?\\nAssistant:\\n', no
     special token id; chat: ChatML with <|im_start|> markers. (The actors, the prompt
-    filter and the evaluation all encode through this one function, models.chat.)"""
+    filter and the evaluation all encode through this one function, data.chat.)"""
     tok = build_char_tokenizer()
     special = {tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     simple = encode_prompt(tok, ROW, "simple")
@@ -64,7 +65,7 @@ def test_actor_writes_prompts_with_its_template() -> None:
     settings = ActorSettings(
         group_size=2, temperature=1.0, max_new_tokens=4, prompt_template="simple"
     )
-    actor = Actor(
+    actor = make_actor(
         0,
         model,
         tok,

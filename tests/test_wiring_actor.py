@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.compose import load_config
 from recipe_arena.config import DPOConfig, EngineConfig, RewardsConfig, RunConfig
-from recipe_arena.core.actor import Actor, ActorSettings, ActorTask
-from recipe_arena.core.advantages import CenteredParams
+from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.logprobs import sequence_logprobs
 from recipe_arena.data.micro import generate_split
@@ -26,8 +26,9 @@ from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.spurious import spurious_rewards
 from recipe_arena.stages.dpo_pairs import build_pairs, prompt_ids
-from recipe_arena.stages.rlvr import actor_spec
-from recipe_arena.staleness.quant import quantise_state_dict
+from recipe_arena.staleness import SharedQuantParams
+from recipe_arena.staleness.shared_quant import quantise_state_dict
+from recipe_arena.wiring import ActorSettings, actor_spec, advantage_hook, make_actor
 
 SPEC = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1)
 
@@ -39,7 +40,7 @@ def scorer():  # type: ignore[no-untyped-def]
 
 
 def _actor(model, tok, settings: ActorSettings, scorer) -> Actor:  # type: ignore[no-untyped-def]
-    return Actor(
+    return make_actor(
         0,
         model,
         tok,
@@ -73,7 +74,9 @@ def test_engine_runs_the_quantised_new_weights_after_an_update(scorer) -> None: 
     old, tok = _sharp(0)
     new, _ = _sharp(1)
     new_weights = {k: v.clone() for k, v in new.state_dict().items()}
-    settings = ActorSettings(group_size=2, temperature=1.0, max_new_tokens=4, quant_bits=8)
+    settings = ActorSettings(
+        group_size=2, temperature=1.0, max_new_tokens=4, staleness=SharedQuantParams(quant_bits=8)
+    )
     prompt = tuple(tok("What is 3+4?", add_special_tokens=False)["input_ids"])
     completion = tuple(tok("<think></think>7", add_special_tokens=False)["input_ids"])
     tokens = torch.tensor([prompt + completion])
@@ -132,7 +135,7 @@ def test_over_budget_rewards_reach_the_learner_batch(scorer) -> None:  # type: i
     assert group.rewards_G.tolist() == want and 0.0 in want and -1.0 in want
     k = want.count(-1.0)
     assert group.metrics["length/budget_violations"] == k
-    batch = build_learner_batch([group], CenteredParams(), int(tok.pad_token_id))
+    batch = build_learner_batch([group], advantage_hook(CenteredParams()), int(tok.pad_token_id))
     assert batch.rewards_B is not None and batch.rewards_B.tolist() == want
     adv_B = (batch.advantages_BL * batch.mask_BL).sum(-1) / batch.mask_BL.sum(-1)
     g = len(want)
@@ -171,7 +174,7 @@ def test_spurious_reward_setting_reaches_the_rewards_the_learner_sees(
     finally:
         actor.engine.close()
     g = cfg.rl.group_size
-    batch = build_learner_batch(groups, cfg.advantage, int(tok.pad_token_id))
+    batch = build_learner_batch(groups, advantage_hook(cfg.advantage), int(tok.pad_token_id))
     assert batch.rewards_B is not None
     if not enabled:
         want = [0.0] * (2 * g)

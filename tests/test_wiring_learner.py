@@ -16,12 +16,12 @@ import pytest
 import torch
 
 from recipe_arena.config import RLConfig
-from recipe_arena.core.learner import Learner, LearnerSettings, strategy_loss
 from recipe_arena.core.logprobs import sequence_logprobs
-from recipe_arena.core.loss import LossConfig
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.models.factory import TinyModelSpec, build_micro
+from recipe_arena.policy_loss import LossConfig
 from recipe_arena.staleness import DeepSeekMaskParams
+from recipe_arena.wiring import LearnerSettings, make_learner, strategy_loss
 
 SPEC = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64)
 
@@ -73,10 +73,10 @@ def test_a_dropped_row_contributes_no_gradient_to_the_step() -> None:
     share."""
     full, alone = _model(), _model()
     batch = _rows([-1.0, 1.0], [1.0, 0.0], full)
-    learner = Learner(full, _settings())
+    learner = make_learner(full, _settings())
     metrics = learner.train_step(batch)
     assert metrics["staleness/masked_seq_frac"] == 0.5
-    ref = Learner(alone, _settings())
+    ref = make_learner(alone, _settings())
     ref.train_step(batch.select([1]))
     for g, h in zip(_grads(full), _grads(alone), strict=True):
         torch.testing.assert_close(g, h, rtol=1e-5, atol=1e-8)
@@ -96,7 +96,7 @@ def test_second_epoch_bounds_the_kl_of_the_current_not_the_old_policy() -> None:
     still read 0.04 and keep training the row. With epochs 1 the same row is kept."""
     model = _model()
     batch = _rows([-1.0], [0.04], model)
-    learner = Learner(model, _settings(epochs=2, lr=1e-2))
+    learner = make_learner(model, _settings(epochs=2, lr=1e-2))
     metrics = learner.train_step(batch)
     assert metrics["staleness/offpolicy_kl_mean"] > 0.05  # the policy moved
     assert metrics["loss/ratio_mean"] < 1.0
@@ -104,7 +104,9 @@ def test_second_epoch_bounds_the_kl_of_the_current_not_the_old_policy() -> None:
     assert all(bool((g == 0).all()) for g in _grads(model))
 
     once = _model()
-    metrics = Learner(once, _settings(epochs=1, lr=1e-2)).train_step(_rows([-1.0], [0.04], once))
+    metrics = make_learner(once, _settings(epochs=1, lr=1e-2)).train_step(
+        _rows([-1.0], [0.04], once)
+    )
     assert metrics["staleness/masked_seq_frac"] == 0.0
     assert metrics["staleness/offpolicy_kl_mean"] == pytest.approx(0.04, abs=1e-6)
     assert any(bool(g.abs().sum() > 0) for g in _grads(once))
@@ -116,11 +118,11 @@ def test_epochs_train_against_pi_old_and_differ_from_one_epoch() -> None:
     the weights differ from those after one update; the version still goes up by one."""
     two, one = _model(), _model()
     batch = _rows([1.0], [0.0], two)
-    learner = Learner(two, _settings(epochs=2, lr=1e-2))
+    learner = make_learner(two, _settings(epochs=2, lr=1e-2))
     m = learner.train_step(batch)
     assert learner.version == 1 and m["loss/ratio_mean"] > 1.0
     assert m["staleness/masked_seq_frac"] == 0.0
-    Learner(one, _settings(epochs=1, lr=1e-2)).train_step(copy.deepcopy(batch))
+    make_learner(one, _settings(epochs=1, lr=1e-2)).train_step(copy.deepcopy(batch))
     assert any(
         not torch.equal(p, q) for p, q in zip(two.parameters(), one.parameters(), strict=True)
     )

@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
 
-from recipe_arena.core.loss import LossConfig, PolicyLossInput, policy_loss
+from recipe_arena.policy_loss import LossConfig, OlmoParams, PolicyLossInput, apply_policy_loss
+
+policy_loss = partial(apply_policy_loss, OlmoParams())
+"""The default policy loss (OlmoRL's), as the learner applies it."""
 
 
 def _inp(mask: list[float]) -> PolicyLossInput:

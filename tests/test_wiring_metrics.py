@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from recipe_arena.advantages import CenteredParams
 from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.advantages import CenteredParams
-from recipe_arena.core.backends import ActorSpec, LocalBackend
-from recipe_arena.core.learner import Learner, LearnerSettings
+from recipe_arena.core.backends import LocalBackend
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.metrics import group_counters, group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
@@ -22,6 +20,13 @@ from recipe_arena.data.micro import generate_split
 from recipe_arena.length_control import TokenBudgetParams
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
 from recipe_arena.summary import run_summary, unparsable_warnings
+from recipe_arena.wiring import (
+    ActorSettings,
+    ActorSpec,
+    LearnerSettings,
+    advantage_hook,
+    make_learner,
+)
 
 
 def _group(metrics: dict[str, float], g: int = 4) -> RolloutGroup:
@@ -85,8 +90,8 @@ def test_loop_logs_budget_fraction_and_scorer_counters(tmp_path: Path) -> None:
         for r in generate_split("ifeval", "train", 20, seed=0)
     ]
     rl = RLConfig(steps=2, prompts_per_step=2, max_resample_factor=4)
-    learner = Learner(load_checkpoint(ckpt)[0], LearnerSettings(rl=rl))
-    settings = LoopSettings(rl=rl, advantage=CenteredParams(), seed=3, pad_id=0)
+    learner = make_learner(load_checkpoint(ckpt)[0], LearnerSettings(rl=rl))
+    settings = LoopSettings(rl=rl, advantages=advantage_hook(CenteredParams()), seed=3, pad_id=0)
     records = train(learner, LocalBackend(spec), PromptSource(rows, {"ifeval": 1.0}, 3), settings)
     for rec in records:
         m = rec.metrics

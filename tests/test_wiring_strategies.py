@@ -15,14 +15,13 @@ import warnings
 import pytest
 import torch
 
-from recipe_arena.core.learner import strategy_loss
-from recipe_arena.core.loss import LossConfig
 from recipe_arena.core.types import LearnerBatch
 from recipe_arena.length_control import (
     DiscardEarlyShortParams,
-    LengthInput,
     apply_length_control,
 )
+from recipe_arena.length_control.discard_early_short import WindowedInput
+from recipe_arena.policy_loss import LossConfig
 from recipe_arena.staleness import (
     KimiRegularizerParams,
     NoCorrectionParams,
@@ -30,6 +29,7 @@ from recipe_arena.staleness import (
     TISParams,
     apply_staleness,
 )
+from recipe_arena.wiring import strategy_loss
 
 MASK = [[0.0, 1.0, 1.0, 1.0]]
 """Position 0 is the prompt, positions 1-3 are trained completion tokens."""
@@ -186,7 +186,7 @@ def test_discard_early_short_keeps_a_group_with_an_uncounted_phase() -> None:
     did not count decode steps, so the group's latest start is unknown and it is kept,
     logging no horizon. Deciding on the known phase alone would discard it
     (150 + 96 = 246 > 200)."""
-    inp = LengthInput(
+    inp = WindowedInput(
         rewards_G=torch.tensor([1.0, 0.0]),
         lengths_G=torch.tensor([5, 5]),
         row_budget=None,

@@ -18,11 +18,6 @@ def _inp(effort: str | None, row_budget: int | None = None) -> LengthInput:
         start_versions_G=torch.zeros(2, dtype=torch.long),
         end_versions_G=torch.zeros(2, dtype=torch.long),
         engine_version=0,
-        phase_steps_G=torch.zeros(2, dtype=torch.long),
-        window_steps=None,
-        collect_steps=None,
-        response_cap=16,
-        max_staleness=1,
     )
 
 

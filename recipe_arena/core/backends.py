@@ -1,37 +1,31 @@
 """Where actors run: ``local`` (threads in this process, the default) or ``ray``.
 
 Both give the loop the same four things: a prompt channel, a result channel, a weight
-broadcast, and a health check. The Actor class is the same plain class in both; Ray
-wraps it with ``ray.remote`` here, where it is built.
+broadcast, and a health check. The Actor class is the same plain class in both, built by
+the caller's ``ActorFactory`` (``recipe_arena.wiring.ActorSpec``) in the process that
+runs it; Ray hosts it in a ``ray.remote`` actor here.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
-from recipe_arena.config import EngineConfig, RewardsConfig
-from recipe_arena.core.actor import Actor, ActorSettings
+from recipe_arena.core.actor import Actor
 from recipe_arena.core.channels import Channel, LocalChannel, RayChannel
 from recipe_arena.core.placement import RoleGPUs
 
 
-@dataclass(frozen=True)
-class ActorSpec:
-    """Everything an actor needs to build itself, in this process or another."""
+class ActorFactory(Protocol):
+    """Builds one actor with its engine, scorer and hooks; picklable, so that a Ray
+    actor process builds its own (``recipe_arena.wiring.ActorSpec``)."""
 
-    checkpoint: str
-    """Model checkpoint directory each actor loads (its starting weights)."""
-    engine_name: str
-    engine_cfg: EngineConfig
-    rewards_cfg: RewardsConfig
-    settings: ActorSettings
-    version: int = 0
+    def build(self, actor_id: int, scorer: Any = None) -> Actor:
+        """Actor ``actor_id``; ``scorer``: one to share instead of building its own."""
+        ...
 
 
 class Backend(Protocol):
@@ -55,18 +49,30 @@ class Backend(Protocol):
     def shutdown(self) -> None: ...
 
 
-def _build(spec: ActorSpec, actor_id: int, scorer: Any = None) -> Actor:
-    return Actor(
-        actor_id,
-        spec.checkpoint,
-        None,
-        spec.engine_name,
-        spec.engine_cfg,
-        spec.rewards_cfg,
-        spec.settings,
-        version=spec.version,
-        scorer=scorer,
-    )
+class RayActorHost:
+    """A Ray actor process's Actor, built there by the factory; forwards the calls the
+    backend makes."""
+
+    def __init__(self, spec: ActorFactory, actor_id: int) -> None:
+        self.actor = spec.build(actor_id)
+
+    def run(self, prompts: Channel, results: Channel) -> dict[str, float]:
+        return self.actor.run(prompts, results)
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        self.actor.update_weights(state_dict, version)
+
+    def batch_closed(self, version: int) -> None:
+        self.actor.batch_closed(version)
+
+    def stats(self) -> dict[str, float]:
+        return self.actor.stats()
+
+    def stop(self) -> None:
+        self.actor.stop()
+
+    def close(self) -> None:
+        self.actor.close()
 
 
 def threads_per_op(cores: int, num_actors: int) -> int:
@@ -74,8 +80,7 @@ def threads_per_op(cores: int, num_actors: int) -> int:
     learner trains at once in one process: the ``cores`` torch would give one op,
     shared between them (at least 1). Each would otherwise start a team of ``cores``
     threads, twice as many threads as cores for one actor, and a tiny model's ops
-    then wait on each other: on 2 cores a micro-world RL stage took 191 s at 2 threads
-    an op and 156 s at 1 (docs/results.md)."""
+    then wait on each other."""
     return max(1, cores // (num_actors + 1))
 
 
@@ -90,7 +95,7 @@ class LocalBackend:
     that set the threads themselves."""
 
     def __init__(
-        self, spec: ActorSpec, num_actors: int = 1, scorer: Any = None, share_cores: bool = True
+        self, spec: ActorFactory, num_actors: int = 1, scorer: Any = None, share_cores: bool = True
     ) -> None:
         self.prompts: Channel = LocalChannel()
         self.results: Channel = LocalChannel()
@@ -99,7 +104,7 @@ class LocalBackend:
         if share_cores:
             torch.set_num_threads(threads_per_op(self._torch_threads, num_actors))
         try:
-            self.actors = [_build(spec, i, scorer if i == 0 else None) for i in range(num_actors)]
+            self.actors = [spec.build(i, scorer if i == 0 else None) for i in range(num_actors)]
         except BaseException:
             torch.set_num_threads(self._torch_threads)
             raise
@@ -156,7 +161,7 @@ class RayBackend:
 
     def __init__(
         self,
-        spec: ActorSpec,
+        spec: ActorFactory,
         num_actors: int = 1,
         address: str | None = None,
         num_cpus: int | None = None,
@@ -184,19 +189,10 @@ class RayBackend:
         # num_cpus=0: an actor's compute is bounded by its torch threads, and reserving a
         # whole CPU per actor would stop two actors from starting on a 2-core machine.
         # max_concurrency=4: update_weights and stop must run while run() is looping.
-        remote_actor = ray.remote(Actor)
+        remote_actor = ray.remote(RayActorHost)
         # Ray's handle types do not follow Actor's methods; the handles are used untyped.
         self.actors: list[Any] = [
-            remote_actor.options(num_cpus=0, num_gpus=gpus.actor, max_concurrency=4).remote(
-                i,
-                str(Path(spec.checkpoint).resolve()),
-                None,
-                spec.engine_name,
-                spec.engine_cfg,
-                spec.rewards_cfg,
-                spec.settings,
-                spec.version,
-            )
+            remote_actor.options(num_cpus=0, num_gpus=gpus.actor, max_concurrency=4).remote(spec, i)
             for i in range(num_actors)
         ]
         self._runs: list[Any] = []
@@ -245,7 +241,7 @@ class RayBackend:
 
 def make_backend(
     name: str,
-    spec: ActorSpec,
+    spec: ActorFactory,
     num_actors: int,
     address: str | None = None,
     num_cpus: int | None = None,

@@ -1,5 +1,5 @@
 """From scored RolloutGroups to the padded tensors of one optimiser step, advantages
-included (the advantage strategy sees the whole batch: ``core.advantages``)."""
+included (the advantage hook sees the whole batch: ``core.hooks.AdvantageFn``)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ from collections.abc import Sequence
 
 import torch
 
-from recipe_arena.core.advantages import AdvantageInput, compute_advantages
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.hooks import AdvantageFn, AdvantageInput
 from recipe_arena.core.types import LearnerBatch, Rollout, RolloutGroup
 
 
 def build_learner_batch(
-    groups: Sequence[RolloutGroup], advantage: StrategyParams, pad_id: int
+    groups: Sequence[RolloutGroup], advantages: AdvantageFn, pad_id: int
 ) -> LearnerBatch:
     """Row b = prompt + completion, right-padded; mask 1 on completion tokens; per-token
-    advantages from the strategy ``advantage``.
+    advantages from the hook ``advantages`` (the configured advantage strategy).
 
     Position l of every per-token tensor refers to token l (its logprob scores token l
     given tokens < l), so completion token j of a prompt of length P sits at P + j.
@@ -42,8 +41,7 @@ def build_learner_batch(
             behavior_BL[i, p : p + t] = torch.tensor(r.behavior_logprobs)
             versions_BL[i, p : p + t] = torch.tensor(r.token_versions, dtype=torch.long)
     rewards_B = torch.tensor([r.reward for _, r in rows], dtype=torch.float32)
-    adv = compute_advantages(
-        advantage,
+    adv = advantages(
         AdvantageInput(
             rewards_B=rewards_B,
             group_B=torch.tensor([gi for gi, _ in rows], dtype=torch.long),
@@ -51,7 +49,7 @@ def build_learner_batch(
             behavior_logprobs_BL=behavior_BL,
             teacher_logprobs_BL=_teacher_logprobs([r for _, r in rows], length),
             teacher_B=_teachers([r for _, r in rows]),
-        ),
+        )
     )
     return LearnerBatch(
         tokens_BL=tokens_BL,

@@ -3,14 +3,11 @@
 The strategy modules (advantages, loss, staleness, length control) hold the parameter
 models of the run config next to the functions that use them. Every command reads that
 config (``--help``, ``--cfg job``, ``--dry-run``, a config error, ``verify``), and
-importing torch costs about 2.5 s of CPU on 2 cores, though only the functions, which
-run in training, need it. Those modules therefore bind ``torch`` to ``LazyModule("torch")``
-(and to the real module for type checkers)::
+importing torch costs seconds of CPU, though only the functions, which run in training,
+need it. Those modules therefore import ``torch`` from here: ``LazyModule("torch")`` at
+run time, the real module for type checkers::
 
-    if TYPE_CHECKING:
-        import torch
-    else:
-        from recipe_arena.core.lazy import torch
+    from recipe_arena.core.lazy import torch
 
 Only attribute access at call time may use it: a module-level ``torch.x`` outside an
 annotation would import torch at once (``tests/test_config.py`` checks that reading a
@@ -20,7 +17,7 @@ config imports no torch).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class LazyModule:
@@ -41,4 +38,7 @@ class LazyModule:
         return f"<lazy module {self._name!r}>"
 
 
-torch = LazyModule("torch")
+if TYPE_CHECKING:
+    import torch as torch
+else:
+    torch = LazyModule("torch")

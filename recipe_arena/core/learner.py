@@ -1,8 +1,10 @@
 """The learner: one optimiser step per LearnerBatch, then a new policy version.
 
-The step, named in order: trainer logprobs (with gradient) -> staleness strategy (TIS
-weights, extra loss, masks) -> OlmoRL policy loss -> backward, clip, step -> version + 1.
-A plain class (the loop calls it in its own thread or process).
+The step, named in order: trainer logprobs (with gradient, inside the forward wrappers)
+-> loss hook (the staleness strategy's weights, extra loss and mask, then the policy
+loss) -> backward, clip, step -> after-update hook -> version + 1. The hooks are the
+strategies' (``core.hooks``), built from the config by ``recipe_arena.wiring``. A plain
+class (the loop calls it in its own thread or process).
 
 With ``epochs = 1`` (OLMo 3's setting: one minibatch, one epoch per batch) pi_old is
 the trainer's own forward in value, so the PPO ratio is 1 and TIS carries the
@@ -11,47 +13,43 @@ K times (PPO's sample reuse): pi_old is the trainer's logprobs before the first 
 the ratio departs from 1 from the second update on and the clip binds. The policy
 version still goes up by one per batch: the version counts the weights actors see.
 
-Two strategies change the trainer's forward itself: shared quantisation runs it on the
-same fake-quantised weights as the engine (straight-through gradient), and routing
-replay sends each token of a mixture-of-experts model to the experts the engine chose.
+Strategies that change the trainer's forward itself do so through forward wrappers:
+shared quantisation runs it on the same fake-quantised weights as the engine
+(straight-through gradient, ``staleness.shared_quant``), and routing replay sends each
+token of a mixture-of-experts model to the experts the engine chose
+(``staleness.deepseek_mask``).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import Any
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from recipe_arena.config import RLConfig, RunConfig
-from recipe_arena.core.logprobs import sequence_logprobs
-from recipe_arena.core.loss import LossConfig, PolicyLossInput, PolicyLossResult, policy_loss
+from recipe_arena.core.hooks import LearnerHooks, LossArgs, LossTerms
+from recipe_arena.core.logprobs import fp32_head, sequence_logprobs
 from recipe_arena.core.schedule import lr_at
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch, length_buckets
-from recipe_arena.staleness import (
-    StalenessInput,
-    apply_staleness,
-    replays_routing,
-    shared_quant_bits,
-)
-from recipe_arena.staleness.quant import quant_error, straight_through
-from recipe_arena.staleness.routing_replay import replay_routing
+
+if TYPE_CHECKING:  # annotations only: the core reads the section it is given
+    from recipe_arena.config import RLConfig
 
 
 @dataclass(frozen=True)
 class LearnerSettings:
     """What the learner reads: the RL section (lr and its schedule, AdamW, gradient
-    clip, epochs, micro-batching, temperature, response cap), the policy loss and the
-    staleness strategy, each exactly as configured."""
+    clip, epochs, micro-batching, temperature), the hooks the strategies provide, and
+    where it runs. Built from the config by ``recipe_arena.wiring``."""
 
-    rl: RLConfig = field(default_factory=RLConfig)
-    loss: LossConfig = field(default_factory=LossConfig)
-    staleness: StrategyParams = field(
-        default_factory=lambda: RunConfig.model_fields["staleness"].get_default()
-    )
+    rl: RLConfig
+    hooks: LearnerHooks
+    """The loss terms, forward wrappers and after-update metrics (``core.hooks``)."""
+    reference: bool = False
+    """Keep a frozen reference model and hand its logprobs to the loss (a KL term)."""
     device: str = "cpu"
     """torch device of the model, its reference and the optimiser state; batches are
     moved there (``rl.device``)."""
@@ -76,22 +74,31 @@ class Learner:
         self.optimizer = torch.optim.AdamW(
             model.parameters(), lr=rl.lr, weight_decay=rl.weight_decay, betas=rl.adam_betas
         )
-        self.quant_bits = shared_quant_bits(settings.staleness)
-        self.replay = replays_routing(settings.staleness)
+        self.hooks = settings.hooks
+        self.autocast = settings.bf16 or rl.fp16
+        self.autocast_dtype = torch.float16 if rl.fp16 else torch.bfloat16
+        self.scaler = torch.amp.GradScaler(self.device.type, init_scale=2.0**10, enabled=rl.fp16)
+        """float16 (``rl.fp16``): the loss scaled so small gradients do not underflow; a step
+        whose gradients overflow is skipped and the scale halved. Starts at 2^10, not
+        torch's 2^16, which overflows on the first steps and loses them in a short run."""
         self.ref_model: nn.Module | None = None
-        if settings.loss.kl_beta > 0:  # the reference: the given model, else the starting policy
+        if settings.reference:  # the reference: the given model, else the starting policy
             ref = ref_model if ref_model is not None else copy.deepcopy(model)
             self.ref_model = ref.to(self.device).eval().requires_grad_(False)
 
     def _logprobs(self, model: nn.Module, batch: LearnerBatch) -> torch.Tensor:
-        """The trainer's forward, as the staleness strategy shapes it (module docstring)."""
-        params = None
-        if self.quant_bits is not None:
-            params = straight_through(model.named_parameters(), self.quant_bits)
-        with (
-            replay_routing(model, batch.expert_ids_BLNK if self.replay else None),
-            torch.autocast(self.device.type, torch.bfloat16, enabled=self.settings.bf16),
-        ):
+        """The trainer's forward inside the strategies' forward wrappers (module
+        docstring); a wrapper may replace parameters for the forward."""
+        with ExitStack() as stack:
+            params: dict[str, torch.Tensor] | None = None
+            for wrap in self.hooks.forward:
+                replaced = stack.enter_context(wrap(model, batch))
+                if replaced is not None:
+                    params = {**(params or {}), **replaced}
+            stack.enter_context(
+                torch.autocast(self.device.type, self.autocast_dtype, enabled=self.autocast)
+            )
+            stack.enter_context(fp32_head(model, self.settings.rl.lm_head_fp32))
             return sequence_logprobs(
                 model, batch.tokens_BL, batch.attention_BL, self.settings.rl.temperature, params
             )
@@ -108,12 +115,9 @@ class Learner:
         logp_BL: torch.Tensor,
         old_BL: torch.Tensor,
         ref_BL: torch.Tensor | None,
-    ) -> tuple[PolicyLossResult, dict[str, float]]:
-        """``strategy_loss`` under this learner's settings and version."""
-        s = self.settings
-        return strategy_loss(
-            s.staleness, s.loss, s.rl.max_new_tokens, self.version, batch, logp_BL, old_BL, ref_BL
-        )
+    ) -> LossTerms:
+        """The loss hook at this learner's version."""
+        return self.hooks.loss(LossArgs(batch, logp_BL, old_BL, ref_BL, self.version))
 
     def compute_loss(
         self, batch: LearnerBatch, old_logprobs_BL: torch.Tensor | None = None
@@ -127,8 +131,8 @@ class Learner:
         if old_logprobs_BL is not None:
             old_logprobs_BL = old_logprobs_BL.to(self.device)
         old_BL = logp_BL.detach() if old_logprobs_BL is None else old_logprobs_BL
-        out, metrics = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
-        return out.loss, {**metrics, **mismatch_metrics(old_BL, batch, self.version)}
+        out = self._loss(batch, logp_BL, old_BL, self._ref_logprobs(batch))
+        return out.loss, {**out.metrics, **mismatch_metrics(old_BL, batch, self.version)}
 
     def train_step(self, batch: LearnerBatch) -> dict[str, float]:
         """``epochs`` optimiser updates on ``batch``; the policy version goes up by one.
@@ -136,7 +140,7 @@ class Learner:
         Each update accumulates gradients over length-bucketed row micro-batches
         (``rl.microbatch_tokens``): micro-batch m back-propagates its loss numerator and
         the summed gradient is divided by the whole batch's count under the mask the
-        staleness strategy returned (``core.loss``), so the gradient is the one of a
+        staleness strategy returned (``policy_loss.base``), so the gradient is the one of a
         single forward over the padded batch, without computing on its padding.
         Metrics are those of the last update, computed on the whole batch (its ratio
         and clip fractions show how far the reuse moved the policy)."""
@@ -162,25 +166,27 @@ class Learner:
             for i, part in enumerate(parts):
                 logp_BL = self._logprobs(self.model, part)
                 old_BL = logp_BL.detach() if olds is None else olds[i]
-                out, _ = self._loss(part, logp_BL, old_BL, None if refs is None else refs[i])
-                out.numerator.backward()  # type: ignore[no-untyped-call]
+                out = self._loss(part, logp_BL, old_BL, None if refs is None else refs[i])
+                self.scaler.scale(out.numerator).backward()  # type: ignore[no-untyped-call]
                 count += out.count
                 logps.append(logp_BL.detach())
             _divide_gradients(self.model, max(count, 1.0))
+            self.scaler.unscale_(self.optimizer)
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip)
-            self.optimizer.step()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         with torch.no_grad():  # the whole batch's metrics, from the last update's forwards
             logp_BL = _unbucket(logps, buckets, batch.tokens_BL.shape)
             old_BL = logp_BL if olds is None else _unbucket(olds, buckets, logp_BL.shape)
             ref_BL = None if refs is None else _unbucket(refs, buckets, logp_BL.shape)
-            _, metrics = self._loss(batch, logp_BL, old_BL, ref_BL)
+            metrics = dict(self._loss(batch, logp_BL, old_BL, ref_BL).metrics)
         metrics.update(batch.metrics)
         metrics.update(mismatch_metrics(old_BL, batch, self.version))
-        if self.quant_bits is not None:
-            metrics["staleness/quant_error"] = quant_error(
-                self.model.named_parameters(), self.quant_bits
-            )
+        if self.hooks.on_update is not None:
+            metrics.update(self.hooks.on_update(self.model))
         metrics["loss/grad_norm"] = float(norm)
+        if self.scaler.is_enabled():
+            metrics["loss/grad_scale"] = float(self.scaler.get_scale())
         metrics["loss/lr"] = lr
         metrics["throughput/microbatches"] = float(len(parts))
         self.version += 1
@@ -198,47 +204,6 @@ class Learner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
-
-
-def strategy_loss(
-    staleness: StrategyParams,
-    loss: LossConfig,
-    constant_len: int,
-    learner_version: int,
-    batch: LearnerBatch,
-    logp_BL: torch.Tensor,
-    old_BL: torch.Tensor,
-    ref_BL: torch.Tensor | None,
-) -> tuple[PolicyLossResult, dict[str, float]]:
-    """The staleness strategy, then the policy loss over the mask it returned, from
-    logprobs already computed (the engine-vs-trainer metrics are the caller's: once per
-    batch, not per micro-batch)."""
-    st = apply_staleness(
-        staleness,
-        StalenessInput(
-            logprobs_BL=logp_BL,
-            old_logprobs_BL=old_BL,
-            behavior_logprobs_BL=batch.behavior_logprobs_BL,
-            advantages_BL=batch.advantages_BL,
-            mask_BL=batch.mask_BL,
-            versions_BL=batch.versions_BL,
-            learner_version=learner_version,
-        ),
-    )
-    out = policy_loss(
-        PolicyLossInput(
-            logprobs_BL=logp_BL,
-            old_logprobs_BL=old_BL,
-            advantages_BL=batch.advantages_BL,
-            mask_BL=st.mask_BL,
-            cfg=loss,
-            constant_len=constant_len,
-            token_weights_BL=st.token_weights_BL,
-            extra_loss_BL=st.extra_loss_BL,
-            ref_logprobs_BL=ref_BL,
-        )
-    )
-    return out, {**out.metrics, **st.metrics}
 
 
 def _divide_gradients(model: nn.Module, count: float) -> None:

@@ -28,7 +28,7 @@ whole run is a function of the configuration and the seed.
 Bitwise reproducibility then holds on the same machine type with the same software and
 the same torch thread count (float sums are reduced in an order that depends on the
 number of threads and on the CPU's kernels); machine load changes only the wall time.
-The cost: generation and training no longer overlap (docs/results.md).
+The cost: generation and training no longer overlap (docs/results.md, "Deterministic scheduling").
 """
 
 from __future__ import annotations
@@ -36,11 +36,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from recipe_arena.config import RLConfig
 from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import (
@@ -54,6 +53,9 @@ from recipe_arena.core.loop import (
 from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.core.types import RolloutGroup
+
+if TYPE_CHECKING:  # annotations only: the core reads the section it is given
+    from recipe_arena.config import RLConfig
 
 
 @dataclass(frozen=True)

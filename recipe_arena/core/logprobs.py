@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
@@ -40,3 +42,27 @@ def sequence_logprobs(
     logp_BL = torch.log_softmax(logits_BLV, dim=-1).gather(-1, targets_BL.unsqueeze(-1)).squeeze(-1)
     zeros_B1 = torch.zeros_like(logp_BL[:, :1])
     return torch.cat([zeros_B1, logp_BL], dim=1) * attention_mask_BL.to(logp_BL.dtype)
+
+
+@contextmanager
+def fp32_head(model: nn.Module, enabled: bool = True) -> Iterator[None]:
+    """Inside the block the model's LM head runs in float32 (float32 input and weight,
+    autocast off), whatever autocast the rest of the forward runs under: the logits of
+    a bfloat16 or float16 forward come from an unrounded matmul (``rl.lm_head_fp32``).
+    The head's current weight is read at each call, so a ``params`` substitution
+    (``sequence_logprobs``) still applies."""
+    head = model.get_output_embeddings() if enabled else None
+    if head is None:
+        yield
+        return
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        bias = None if head.bias is None else head.bias.float()
+        with torch.autocast(x.device.type, enabled=False):
+            return F.linear(x.float(), head.weight.float(), bias)
+
+    head.forward = forward
+    try:
+        yield
+    finally:
+        del head.forward

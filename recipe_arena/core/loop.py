@@ -1,17 +1,74 @@
-"""The asynchronous RL loop, read top to bottom: sample, score, filter, advantage,
-staleness, loss, step, sync.
+"""The asynchronous RL loop: one RL step, read top to bottom, and how it departs from
+textbook GRPO.
 
-Actors generate continuously; the learner pulls scored groups, trains, and broadcasts
-the new weights in flight (actors swap them in between two decode steps and keep
-going). Two knobs, stated once:
+One step (``train`` below; ``core.lockstep`` runs the same stages on a logical clock,
+``core.minimal_loop`` synchronously):
+
+    top_up_prompts   keep pipeline_depth * N prompts queued for the actors
+    collect_groups   actors sample G completions per prompt (continuous batching), score
+                     them as a group, apply the group-finished hook (length control);
+                     the learner takes groups until N are kept: stale ones dropped and
+                     requeued, zero-variance ones dropped and replaced
+    batch_closed     tell the actors the batch is closed (on-batch-closed hook)
+    learn            advantages (advantage hook) -> padded batch -> Learner.train_step:
+                     trainer logprobs inside the forward wrappers -> staleness weights,
+                     extra loss and mask -> policy loss -> backward, clip, AdamW step
+    sync_weights     broadcast the new weights; actors swap them in between two decode
+                     steps and keep going
+
+Textbook GRPO (Shao et al. 2024, DeepSeekMath, arXiv:2402.03300) samples G responses per
+prompt from the current policy, waits for all of them, normalises the rewards by the
+group's mean and standard deviation, and minimises the PPO clipped surrogate at
+ratio bounds [1 - eps, 1 + eps] averaged per sample, plus beta * KL(pi || pi_ref),
+over several epochs. The default recipe (OLMo 3's OlmoRL, arXiv:2512.13961, seed sec.
+9.4) departs from it, in the order a step meets each departure:
+
+ 1. Offline prompt filtering, before RL: prompts the starting policy already solves in
+    more than 62.5% of 8 rollouts are dropped (``stages.prompt_filter``,
+    ``prompt_filter.*``).
+ 2. Asynchronous generation: actors keep pipeline_depth * N prompts in flight while the
+    learner trains (``top_up_prompts``; ``core.actor``, ``core.backends``,
+    ``rl.pipeline_depth``), with continuous batching in the engine (finished sequences'
+    slots refilled at once; ``engines.torch_engine``, ``engine.mode``).
+ 3. In-flight weight updates: new weights land between two decode steps of running
+    sequences, which keep their KV cache (``sync_weights``, ``Actor.update_weights``,
+    ``engine.keep_kv_on_update``); one rollout's tokens can come from several policy
+    versions (``Rollout.token_versions``).
+ 4. A staleness bound: a group whose oldest token lags the learner by more than
+    ``rl.max_staleness`` versions is dropped and its prompt requeued
+    (``core.sampling``).
+ 5. Zero-gradient filtering: a group whose rewards are all equal has A = 0 everywhere
+    and is dropped (DAPO's dynamic sampling; ``core.sampling``,
+    ``rl.zero_gradient_filter``).
+ 6. Active sampling: dropped groups are replaced by new draws until the batch holds N
+    prompts with reward variance (``core.sampling.BatchFiller``, ``rl.active_sampling``).
+ 7. No standard-deviation normalisation: A_i = r_i - mean(r_group) (Dr.GRPO;
+    ``advantages.centered``, ``advantage=centered``).
+ 8. Truncated importance sampling: each token's policy-gradient term is weighted by
+    min(pi_trainer / pi_engine, 2), correcting the engine/trainer mismatch and the
+    in-flight staleness (``staleness.tis``, ``staleness=tis``).
+ 9. Clip-higher: ratio bounds [0.8, 1.272] instead of [0.8, 1.2] (DAPO;
+    ``policy_loss.olmo``, ``loss.clip_low``, ``loss.clip_high``).
+10. Token-level normalisation: the loss sums over every trained token of the batch and
+    divides by their count, so long responses are not down-weighted (DAPO;
+    ``policy_loss.base``, ``loss.normalisation``), exact under micro-batching
+    (``Learner.train_step``, ``rl.microbatch_tokens``).
+11. No KL term: beta = 0, no reference model (``loss.kl_beta``).
+12. One minibatch, one epoch per batch: pi_old is the trainer's own forward, the ratio
+    is 1 in value and the clip binds only when ``rl.epochs`` > 1 (``core.learner``).
+
+The strategy axes swap steps 7 to 10 (``advantage=``, ``staleness=``,
+``length_control=``, ``policy_loss=``: Kimi K3's and DeepSeek's rows of Table 9.2); the
+core calls them through its hooks (``core.hooks``), built from the config by
+``recipe_arena.wiring``.
+
+Two knobs bound what is in flight, stated once:
 
     in flight:   prompts drawn but not yet trained or dropped  <=  pipeline_depth * N
     trainable:   learner_version - min(token_versions of the group)  <=  max_staleness
 
-A stale group is dropped, counted, and its prompt requeued; a zero-variance group is
-dropped and replaced (active sampling). Sampling (actors) and scoring (the actors'
-process pool) happen off the learner's thread; the learner's idle time is the time it
-waits for groups.
+Sampling (actors) and scoring (the actors' process pool) happen off the learner's
+thread; the learner's idle time is the time it waits for groups.
 """
 
 from __future__ import annotations
@@ -20,28 +77,31 @@ import collections
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recipe_arena.config import RLConfig
 from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.backends import Backend
 from recipe_arena.core.batch import build_learner_batch
+from recipe_arena.core.hooks import AdvantageFn
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.metrics import group_metrics, length_metrics
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.core.sampling import BatchFiller
-from recipe_arena.core.strategy import StrategyParams
 from recipe_arena.core.types import LearnerBatch, RolloutGroup
+
+if TYPE_CHECKING:  # annotations only: the core reads the section it is given
+    from recipe_arena.config import RLConfig
 
 
 @dataclass(frozen=True)
 class LoopSettings:
     """What the loop reads: the RL section as configured (steps, N, max_staleness,
-    pipeline_depth, filtering), the advantage strategy, the run seed, the pad token."""
+    pipeline_depth, filtering), the advantage hook, the run seed, the pad token."""
 
     rl: RLConfig
-    advantage: StrategyParams
-    """The advantage strategy's parameters (``core.advantages``)."""
+    advantages: AdvantageFn
+    """The advantage hook: the configured advantage strategy bound to its parameters
+    (``recipe_arena.wiring.advantage_hook``)."""
     seed: int
     pad_id: int
     stall_timeout_s: float = 600.0
@@ -160,8 +220,8 @@ def collect_groups(
 
 
 def advantage_batch(groups: Sequence[RolloutGroup], s: LoopSettings) -> LearnerBatch:
-    """Advantage stage: the padded batch with per-token advantages (``core.advantages``)."""
-    return build_learner_batch(groups, s.advantage, s.pad_id)
+    """Advantage stage: the padded batch with per-token advantages (``advantages``)."""
+    return build_learner_batch(groups, s.advantages, s.pad_id)
 
 
 def learn(learner: Learner, kept: Sequence[RolloutGroup], s: LoopSettings) -> dict[str, float]:

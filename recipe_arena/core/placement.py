@@ -11,8 +11,10 @@ actor. Requests of 1 or more are whole GPUs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from recipe_arena.config import ClusterConfig
+if TYPE_CHECKING:  # annotations only: the core reads the section it is given
+    from recipe_arena.config import ClusterConfig
 
 
 @dataclass(frozen=True)

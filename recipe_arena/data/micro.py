@@ -18,9 +18,8 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from recipe_arena.config import WorldConfig
 from recipe_arena.data.micro_chat import sample_chat
 from recipe_arena.data.micro_code import sample_code
 from recipe_arena.data.micro_ifeval import sample_ifeval
@@ -115,10 +114,9 @@ def generate_split(domain: Domain, split: Split, n: int, seed: int) -> list[Prom
     return [e.row for e in generate_examples(domain, split, n, seed)]
 
 
-def build_world(world_cfg: WorldConfig) -> dict[str, dict[str, list[PromptRow]]]:
-    """split -> domain -> rows, sized by ``world_cfg`` and seeded by its ``data_seed``."""
-    if world_cfg.name != "micro":
-        raise ValueError(f"world.name={world_cfg.name!r}: build_world builds only 'micro'")
+def build_world(world_cfg: Any) -> dict[str, dict[str, list[PromptRow]]]:
+    """split -> domain -> rows, sized by ``world_cfg`` (``config_world.MicroWorld``) and
+    seeded by its ``data_seed``."""
     sizes = {"train": world_cfg.train_per_domain, "heldout": world_cfg.heldout_per_domain}
     return {
         split: {d: generate_split(d, split, sizes[split], world_cfg.data_seed) for d in DOMAINS}

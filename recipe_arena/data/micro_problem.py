@@ -18,7 +18,7 @@ class Problem:
     prompt: str
     """The user message."""
     ground_truth: Any
-    """What the domain's verifier checks (DESIGN.md 'Data that flows')."""
+    """What the domain's verifier checks (``PromptRow.ground_truth``, data/schema.py)."""
     answer: str
     """The reference final answer, the text a verifier reads after ``</think>``."""
     thought: str

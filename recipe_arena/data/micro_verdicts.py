@@ -64,13 +64,10 @@ class Verdict:
         """The judge's reply: the answer's final word and the right word side by side,
         a mark, ``=`` where they agree and ``x`` where they differ, then the verdict
         (``cold / cold =. Score: 10``). Writing the two words first puts them next to
-        each other, so the mark compares neighbours, and the score reads the mark: the
-        score of a judge trained without the mark sometimes followed the question rather
-        than the two words (``green / green. Score: 0``). Two whole numbers are written
-        zero-padded to one width, then one mark per digit (``0941 / 0939 ==xx. Score:
-        0``): the judge reads numbers digit by digit, and each mark compares two digits a
-        fixed distance back, where comparing two numbers at once was not learned
-        (docs/results.md, the micro judge)."""
+        each other, so the mark compares neighbours, and the score reads the mark rather
+        than the question. Two whole numbers are written zero-padded to one width, then
+        one mark per digit (``0941 / 0939 ==xx. Score: 0``): the judge reads numbers digit
+        by digit, and each mark compares two digits a fixed distance back."""
         word = final_word(self.answer) or "none"
         reference = str(self.row.ground_truth).lower()
         verdict = RIGHT_REPLY if self.right else WRONG_REPLY

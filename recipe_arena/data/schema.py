@@ -13,12 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Domain = Literal["math", "code", "ifeval", "chat"]
-DOMAINS: tuple[Domain, ...] = ("math", "code", "ifeval", "chat")
+from recipe_arena.domains import DOMAINS as DOMAINS
+
+if TYPE_CHECKING:
+    Domain = str
+else:
+    Domain = Literal[DOMAINS]
+"""A domain name: a key of ``domains.VERIFIERS``."""
 Effort = Literal["low", "medium", "high"]
 VerdictKind = Literal["opposite", "colour", "plural", "number", "letters"]
 """The kinds of micro chat question (``data.micro_verdicts.question_kind``)."""

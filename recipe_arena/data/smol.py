@@ -12,15 +12,17 @@ through SFT and DPO.
 
 from __future__ import annotations
 
-from recipe_arena.config import WorldConfig
+from pathlib import Path
+from typing import Any
+
 from recipe_arena.data.gym import gym_rows
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.packaged import load_packaged
 from recipe_arena.data.schema import PromptRow
 
 
-def build_world(world_cfg: WorldConfig) -> dict[str, dict[str, list[PromptRow]]]:
-    """split -> domain -> rows. Train: ``train_per_domain`` math rows from
+def build_world(world_cfg: Any) -> dict[str, dict[str, list[PromptRow]]]:
+    """split -> domain -> rows of ``world_cfg`` (``config_world.SmolWorld``). Train: ``train_per_domain`` math rows from
     ``world_cfg.gym_tasks`` and as many ifeval rows, seeded by ``data_seed``; held-out:
     the first ``heldout_per_domain`` rows of each of ``world_cfg.heldout_sets``."""
     n, seed = world_cfg.train_per_domain, world_cfg.data_seed
@@ -33,3 +35,12 @@ def build_world(world_cfg: WorldConfig) -> dict[str, dict[str, list[PromptRow]]]
         rows = load_packaged(name, world_cfg.heldout_per_domain)
         heldout.setdefault(rows[0].domain, []).extend(rows)
     return {"train": train, "heldout": heldout}
+
+
+def start_checkpoint(world_cfg: Any) -> Path:
+    """The converted SmolLM2-135M-Instruct checkpoint (converted on first use, cached
+    under ``world.cache_dir``)."""
+    from recipe_arena.models.smol import smol_checkpoint
+
+    root = Path(world_cfg.cache_dir).expanduser() if world_cfg.cache_dir else None
+    return smol_checkpoint(root)

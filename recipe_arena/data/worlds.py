@@ -1,35 +1,39 @@
-"""Worlds by name: where a run's training and held-out rows and its starting model come from.
-
-A plain dict registry (``WORLDS``); each entry builds split -> domain -> prompt rows from
-a ``WorldConfig``. ``start_checkpoint`` is the checkpoint a world starts from when
-``world.checkpoint`` is not set (None: an earlier stage builds one, as the micro world's
-base stage does).
-"""
+"""A world's prompt rows and starting checkpoint, through the functions its settings model
+names (``config_world``: ``rows``, ``start``), and the rows of the worlds that read
+JSONL files (``rows_from_files``). The settings are passed in, never imported: the
+data layer sits below the config."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+import importlib
+from typing import Any
 
-from recipe_arena.config import WorldConfig
 from recipe_arena.data.schema import PromptRow, read_rows
 
 Splits = dict[str, dict[str, list[PromptRow]]]
 
 
-def _micro(cfg: WorldConfig) -> Splits:
-    from recipe_arena.data.micro import build_world
-
-    return build_world(cfg)
-
-
-def _smol(cfg: WorldConfig) -> Splits:
-    from recipe_arena.data.smol import build_world
-
-    return build_world(cfg)
+def _resolve(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def _from_files(cfg: WorldConfig) -> Splits:
+def build_world(cfg: Any) -> Splits:
+    """split ('train', 'heldout') -> domain -> rows of the world ``cfg`` (a
+    ``config_world`` model) names."""
+    splits: Splits = _resolve(cfg.rows)(cfg)
+    return splits
+
+
+def start_checkpoint(cfg: Any) -> str | None:
+    """``world.checkpoint`` if set, else the checkpoint the world brings (converted on
+    first use), else None: an earlier stage builds one."""
+    if cfg.checkpoint:
+        return cfg.checkpoint
+    return str(_resolve(cfg.start)(cfg)) if cfg.start else None
+
+
+def rows_from_files(cfg: Any) -> Splits:
     """Rows from JSONL files of prompt rows (``world.train_path``, ``world.heldout_path``)."""
     out: Splits = {}
     for split, path in (("train", cfg.train_path), ("heldout", cfg.heldout_path)):
@@ -38,28 +42,3 @@ def _from_files(cfg: WorldConfig) -> Splits:
             by_domain.setdefault(row.domain, []).append(row)
         out[split] = by_domain
     return out
-
-
-WORLDS: dict[str, Callable[[WorldConfig], Splits]] = {
-    "micro": _micro,
-    "smol": _smol,
-    "olmo3_7b": _from_files,
-}
-
-
-def build_world(cfg: WorldConfig) -> Splits:
-    """split ('train', 'heldout') -> domain -> rows of the world ``cfg.name``."""
-    return WORLDS[cfg.name](cfg)
-
-
-def start_checkpoint(cfg: WorldConfig) -> str | None:
-    """``world.checkpoint`` if set; for smol the converted SmolLM2 checkpoint (converted
-    on first use); otherwise None."""
-    if cfg.checkpoint:
-        return cfg.checkpoint
-    if cfg.name == "smol":
-        from recipe_arena.models.smol import smol_checkpoint
-
-        root = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
-        return str(smol_checkpoint(root))
-    return None

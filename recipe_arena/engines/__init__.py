@@ -1,17 +1,16 @@
-"""Generation engines behind one protocol (``base.Engine``), chosen by name.
+"""Generation engines behind one protocol (``core.engine.Engine``), chosen by name.
 
-``torch``: the embedded default, continuous batching with a KV cache and in-flight
-weight updates. ``hf``: ``transformers`` ``generate`` in static batches (the baseline).
-``vllm``: vLLM's async engine (optional extra; imported only when asked for).
+The engines by name are in ``engine_registry``; an engine's module is imported only
+when it is built (vLLM is an optional extra).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from typing import Any
 
 from recipe_arena.config import EngineConfig
-from recipe_arena.engines.base import (
+from recipe_arena.core.engine import (
     Completion,
     Engine,
     EngineError,
@@ -19,27 +18,7 @@ from recipe_arena.engines.base import (
     GenerationRequest,
     SamplingParams,
 )
-
-
-def _torch(model: Any, tokenizer: Any, cfg: EngineConfig | None, **kw: Any) -> Engine:
-    from recipe_arena.engines.torch_engine import TorchEngine
-
-    return TorchEngine(model, tokenizer, cfg, **kw)
-
-
-def _hf(model: Any, tokenizer: Any, cfg: EngineConfig | None, **kw: Any) -> Engine:
-    from recipe_arena.engines.hf_engine import HFEngine
-
-    return HFEngine(model, tokenizer, cfg, **kw)
-
-
-def _vllm(model: Any, tokenizer: Any, cfg: EngineConfig | None, **kw: Any) -> Engine:
-    from recipe_arena.engines.vllm_engine import VLLMEngine
-
-    return VLLMEngine(model, tokenizer, cfg, **kw)
-
-
-ENGINES: dict[str, Callable[..., Engine]] = {"torch": _torch, "hf": _hf, "vllm": _vllm}
+from recipe_arena.engine_registry import ENGINES
 
 
 def build_engine(
@@ -49,7 +28,9 @@ def build_engine(
     torch and hf engines; vLLM loads its own copy) with ``cfg`` (defaults if None)."""
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
-    return ENGINES[name](model, tokenizer, cfg, **kw)
+    module, _, cls = ENGINES[name].partition(":")
+    engine: Engine = getattr(importlib.import_module(module), cls)(model, tokenizer, cfg, **kw)
+    return engine
 
 
 __all__ = [

@@ -44,7 +44,7 @@ from recipe_arena.engines.common import HFCausalLM
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
 REFINE_TOP = 64
-"""Logits per row recomputed in float32 when the engine runs in bfloat16."""
+"""Logits per row recomputed in float32 when the engine runs in bfloat16 or float16."""
 GRAPH_MIN_BATCH = 8
 """Smallest batch bucket of a captured decode graph (buckets double up to the slots)."""
 GRAPH_T_QUANTUM = 128
@@ -135,6 +135,9 @@ class SlotKVRunner:
         )
         """Whether ``decode_graphed`` may be used (CUDA, dense model, asked for)."""
         self._pool: Any = None
+        self.head_fp32: torch.Tensor | None = None
+        """A float32 copy of the LM head's weight (``engine.lm_head_fp32``), kept current by
+        the engine's weight loads; None: the head runs in the engine's dtype."""
         self.graph_captures = 0
         """Decode graphs captured so far (one per bucket first used)."""
 
@@ -171,7 +174,8 @@ class SlotKVRunner:
         return mlp.down_proj(mlp.act_fn(gate) * up)
 
     def _logits(self, x_BD: torch.Tensor) -> torch.Tensor:
-        """logits_BV from the last residual states (float32). In bfloat16 the logits
+        """logits_BV from the last residual states (float32). With ``head_fp32`` the head
+        is one float32 matmul over the whole vocabulary. Otherwise, in bfloat16 the logits
         themselves are rounded (a spacing of 0.125 between 16 and 32): the
         ``REFINE_TOP`` largest of each row, where nearly all the probability lies, are
         recomputed in float32 from the float32 normed state, and tokens are sampled
@@ -181,6 +185,8 @@ class SlotKVRunner:
             return self.model.lm_head(self._norm(norm, x_BD))
         eps = getattr(norm, "variance_epsilon", None) or norm.eps
         h_BD = F.rms_norm(x_BD, (x_BD.shape[-1],), weight=norm.weight.float(), eps=eps)
+        if self.head_fp32 is not None:  # every logit in float32, from float32 weights
+            return F.linear(h_BD.float(), self.head_fp32)
         logits_BV = self.model.lm_head(h_BD.to(self.dtype)).float()
         top_BK = logits_BV.topk(min(REFINE_TOP, logits_BV.shape[-1]), dim=-1).indices
         w_BKD = self.model.lm_head.weight[top_BK].float()
@@ -438,7 +444,7 @@ class SlotKVRunner:
         """Cache rows the decode tokens write and the additive mask they attend with."""
         B = pos_B.shape[0]
         # Flat row of (slot b, head h, position pos_b) in a cache viewed as (S*H*cap, D):
-        # index_copy_ there is ~1000x faster on CPU than advanced-index assignment.
+        # index_copy_ there is far faster on CPU than advanced-index assignment.
         heads_H = torch.arange(self.n_kv, device=self.device)
         rows_BH = (
             torch.arange(B, device=self.device)[:, None] * self.n_kv + heads_H

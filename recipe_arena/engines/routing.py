@@ -1,5 +1,5 @@
 """Recording a mixture-of-experts model's routing in the torch engine, for routing replay
-in the trainer (``staleness.routing_replay``).
+in the trainer (``staleness.deepseek_mask``).
 
 Forward hooks on every MoE router keep the top-k expert ids each forward sends its
 tokens to, in layer order; only forwards run by the engine's own decode thread are

@@ -122,6 +122,10 @@ class TorchEngine:
         )
         # after the runner: it re-points parameters into fused matrices
         self._params = self.model.state_dict()
+        if self.cfg.lm_head_fp32 and dtype != torch.float32:
+            self.runner.head_fp32 = torch.zeros(
+                self.model.lm_head.weight.shape, dtype=torch.float32, device=self.cfg.device
+            )
         self.load_weights(model.state_dict())
         self.version = version
         self._rng = random.Random(seed)
@@ -175,6 +179,13 @@ class TorchEngine:
         with torch.no_grad():
             for k, t in state_dict.items():
                 self._params[k].copy_(t)
+            head = self.runner.head_fp32
+            if head is not None:  # engine.lm_head_fp32: the head's float32 copy
+                src = state_dict.get("lm_head.weight")
+                if src is None and getattr(self.model.config, "tie_word_embeddings", False):
+                    src = state_dict.get("model.embed_tokens.weight")
+                if src is not None:
+                    head.copy_(src)
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Copy ``state_dict`` (a subset of the model's keys is allowed) into the engine's

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from recipe_arena.config import EvalConfig
+from recipe_arena.data.chat import decode_response, encode_prompt
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines.base import Engine, GenerationRequest, SamplingParams
-from recipe_arena.models.chat import decode_response, encode_prompt
 
 
 def samples_per_row(eval_cfg: EvalConfig) -> int:

@@ -6,7 +6,7 @@ held-out sets as local lm-eval tasks scored by our verifiers.
   HF model class, so every lm-eval task type (log-likelihood and generation) runs on
   it. lm-eval's plug-in interface is a base class, hence the one subclass here; it
   changes one thing: generated text keeps special tokens (then cut at the end-of-turn
-  marker) as ``models.chat.decode_response`` does, because the verifiers look for the answer after ``</think>``, which the
+  marker) as ``data.chat.decode_response`` does, because the verifiers look for the answer after ``</think>``, which the
   micro tokenizer holds as a special token.
 - ``write_tasks``: one task per domain of the world's held-out evaluation rows (the
   same rows as the run's own evaluation, ``eval.final.eval_rows``), written as a
@@ -69,7 +69,7 @@ def _lm_class() -> type:
             )
 
         def tok_decode(self, tokens: Any, skip_special_tokens: bool = False) -> str:
-            # special tokens kept, padding dropped: what models.chat.decode_response returns (the
+            # special tokens kept, padding dropped: what data.chat.decode_response returns (the
             # end-of-turn marker is one of lm-eval's stop strings and cut there)
             text = str(self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens))
             pad = self.tokenizer.pad_token

@@ -61,8 +61,7 @@ def _plot(stage: str, metrics: dict[str, list[tuple[int, float]]], path: Path) -
         ax.tick_params(labelsize=7)
         ax.locator_params(nbins=4)
     # Fixed margins in inches rather than tight_layout, which measures every label of
-    # every panel and took about 2 s of a smoke run's RL figure (about 50 panels): the
-    # stage's name 0.1 in from the top, the first row's titles below it.
+    # every panel: the stage's name 0.1 in from the top, the first row's titles below it.
     height = 2.5 * rows
     fig.suptitle(stage, fontsize=9, y=1 - 0.1 / height, va="top")
     fig.subplots_adjust(

@@ -59,9 +59,7 @@ POWER = 0.8
 CURVE_MAX_EVALS = 300
 """Evaluations of the model a compute-curve fit may spend before it counts as not
 converged: scipy's own default for three parameters (100 per parameter). A fit that
-needs more wanders along a flat ridge (a flat curve leaves B and C_mid unidentified).
-Raising it to 5000 changed no interval bound by more than 0.001 on simulated arms,
-but took a flat arm's 200-replicate bootstrap from 20 s to 232 s (docs/results.md)."""
+needs more wanders along a flat ridge (a flat curve leaves B and C_mid unidentified)."""
 CURVE_JACOBIAN = True
 """Whether a compute-curve fit uses the curve's derivatives in closed form
 (``_curve_jacobian``); False estimates them by finite differences, scipy's default,
@@ -147,7 +145,7 @@ def paired_bootstrap(
     answers the same questions, so a nested draw (other questions per seed) would
     treat the question effect as independent across seeds and understate it.
     With 2 to 4 seeds the seed draw has few distinct outcomes and the interval
-    undercovers (docs/results.md, benchmarks/stats_coverage.py); the reports print
+    undercovers (benchmarks/stats_coverage.py); the reports print
     ``paired_test``'s interval instead."""
     d = _paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_bootstrap")
     return bootstrap_mean(d, n_boot=n_boot, seed=seed, level=level)
@@ -164,8 +162,8 @@ def two_way_interval(
     sqrt(t_{S-1}^2 MS_S + t_{Q-1}^2 max(0, MS_Q - MS_E)) / sqrt(SQ) (the modified
     large-sample method's form): exact when either part dominates, a little wide
     between. ``satterthwaite=True`` instead uses one t on Satterthwaite's degrees of
-    freedom, which undercovers with 2 seeds when the seed part is large (88% where
-    seeds spread by 6 points; docs/results.md). One seed: questions only, on Q - 1.
+    freedom, which undercovers with 2 seeds when the seed part is large
+    (benchmarks/stats_coverage.py). One seed: questions only, on Q - 1.
     The comparison report prints it: the crossed bootstrap (``bootstrap_mean``)
     undercovers with 2 to 4 seeds (benchmarks/stats_coverage.py)."""
     y = _check_matrix(scores_SQ, "two_way_interval")
@@ -270,8 +268,7 @@ def variance_components(d_SQ: np.ndarray) -> tuple[float, float, float, float, f
     never dropped for looking small: with 2 or 3 seeds it often does by chance, and a
     test that then trusts the questions alone flags noise far more often than its
     level. The degrees of freedom are the seed term's, S - 1, which is slightly more
-    conservative than Satterthwaite's; both rates are in docs/results.md
-    (benchmarks/stats_calibration.py)."""
+    conservative than Satterthwaite's (benchmarks/stats_calibration.py measures both)."""
     s, q = d_SQ.shape
     ms_s, ms_q, ms_e = _mean_squares(d_SQ)
     if s == 1:

@@ -1,45 +1,22 @@
 """Length-control strategies: what happens to a group's rewards and rollouts given their
-lengths. One registry, a plain dict literal; the config holds ``LengthControlConfig``,
-the union of the strategies' parameter models (``core.strategy``)."""
+lengths. The registry holds the ``STRATEGY`` of each module of this package; the config
+holds the union of the strategies' parameter models (``axes.LengthControlConfig``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
 
-from recipe_arena.core.strategy import Strategy, StrategyParams, params_union, run_strategy
-from recipe_arena.length_control.base import LengthFn, LengthInput, LengthResult
+from recipe_arena.length_control.base import LengthFn as LengthFn
+from recipe_arena.length_control.base import LengthInput as LengthInput
+from recipe_arena.length_control.base import LengthResult as LengthResult
 from recipe_arena.length_control.discard_early_short import (
-    DiscardEarlyShortParams,
-    discard_early_short,
+    DiscardEarlyShortParams as DiscardEarlyShortParams,
 )
-from recipe_arena.length_control.none import NoLengthControlParams, no_length_control
-from recipe_arena.length_control.token_budget import TokenBudgetParams, token_budget
+from recipe_arena.length_control.none import NoLengthControlParams as NoLengthControlParams
+from recipe_arena.length_control.token_budget import TokenBudgetParams as TokenBudgetParams
+from recipe_arena.strategy import Strategy, collect, run_strategy
 
-LENGTH_CONTROL: dict[str, Strategy[LengthInput, LengthResult]] = {
-    "none": Strategy(NoLengthControlParams, no_length_control),
-    "token_budget": Strategy(TokenBudgetParams, token_budget),
-    "discard_early_short": Strategy(DiscardEarlyShortParams, discard_early_short),
-}
-
-if TYPE_CHECKING:
-    LengthControlConfig = StrategyParams
-else:
-    LengthControlConfig = params_union(LENGTH_CONTROL)
-
-
-def apply_length_control(params: StrategyParams, inp: LengthInput) -> LengthResult:
-    """The length strategy ``params`` names, applied to one group."""
-    return run_strategy(LENGTH_CONTROL, params, inp)
-
-
-__all__ = [
-    "LENGTH_CONTROL",
-    "DiscardEarlyShortParams",
-    "LengthControlConfig",
-    "LengthFn",
-    "LengthInput",
-    "LengthResult",
-    "NoLengthControlParams",
-    "TokenBudgetParams",
-    "apply_length_control",
-]
+LENGTH_CONTROL: dict[str, Strategy[LengthInput, LengthResult]] = collect(__name__)
+apply_length_control = partial(run_strategy, LENGTH_CONTROL)
+"""``apply_length_control(params, inp)``: the strategy ``params`` names, applied to one
+group."""

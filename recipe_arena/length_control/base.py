@@ -2,23 +2,24 @@
 
 In: the group's rewards and response lengths, the row's token budget and effort level,
 and when each rollout was generated (seconds, the policy versions of its first and last
-token, where its first token fell in the engine's generation window, the engine's
-version when the group was finished). Out: possibly changed rewards, which rollouts to
-keep, metrics. Kimi's token budget changes rewards;
-DeepSeek's discard-early-short drops rollouts. A group whose rollouts are all dropped
+token, the engine's version when the group was finished). Out: possibly changed
+rewards, which rollouts to keep, metrics. Kimi's token budget changes rewards;
+DeepSeek's discard-early-short drops rollouts (and reads more: its module keeps the
+generation windows through actor hooks). A group whose rollouts are all dropped
 reaches the learner empty and is counted and replaced (``core.sampling``).
+
+The actor applies the strategy through its group-finished hook (``core.hooks``);
+``length_input`` is what it hands a strategy that keeps no state of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.core.hooks import FinishedGroup, GroupVerdict
+from recipe_arena.core.lazy import torch
 
 
 @dataclass(frozen=True)
@@ -39,36 +40,25 @@ class LengthInput:
     """int64, policy version of each rollout's last token (-1 for an empty rollout)."""
     engine_version: int
     """The engine's policy version when the group was finished."""
-    phase_steps_G: torch.Tensor
-    """int64, decode steps from the opening of the generation window in which the
-    group's first rollout started (the engine's last weight update before that token) to
-    each rollout's first token; -1 where the engine does not count decode steps."""
-    window_steps: float | None
-    """Median decode steps of the actor's recent generation windows (between two weight
-    updates); None before a window has closed."""
-    collect_steps: float | None
-    """Decode steps from a window's opening to the moment the learner closed its batch
-    in that window (after which a group of the window's version can only be trained if
-    max_staleness allows), the median over the actor's recent windows; None when the
-    learner has not reported a closed batch yet (or a caller runs without a learner)."""
-    response_cap: int
-    """rl.max_new_tokens: the decode steps a full-length response takes."""
-    max_staleness: int
-    """rl.max_staleness: the learner drops a group whose oldest token lags more."""
-    in_quota: bool | None = None
-    """At max_staleness 0: whether the group started while its window's batch still
-    needed groups (``core.actor.WindowQuota``: fewer than N of the window's groups that
-    could still be trained had started, and the batch had not closed); such a group is
-    trained whatever its length, since the batch waits for it. None at max_staleness > 0
-    or where no quota is kept."""
 
 
-@dataclass(frozen=True)
-class LengthResult:
-    rewards_G: torch.Tensor
-    keep_G: torch.Tensor
-    """bool, rollouts that go on to the learner."""
-    metrics: dict[str, float]
+LengthResult = GroupVerdict
+"""rewards_G (possibly changed), keep_G (bool, rollouts that go on), metrics: what the
+actor's group-finished hook returns (``core.hooks.GroupVerdict``)."""
 
 
 LengthFn = Callable[[LengthInput, Any], LengthResult]
+
+
+def length_input(group: FinishedGroup) -> LengthInput:
+    """The strategy's view of a finished group."""
+    return LengthInput(
+        rewards_G=group.rewards_G,
+        lengths_G=group.lengths_G,
+        row_budget=group.row.token_budget,
+        effort=group.row.effort,
+        finish_seconds_G=group.finish_seconds_G,
+        start_versions_G=group.start_versions_G,
+        end_versions_G=group.end_versions_G,
+        engine_version=group.engine_version,
+    )

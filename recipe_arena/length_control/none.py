@@ -3,15 +3,11 @@ arXiv:2512.13961, seed Table 9.2, row "Length control")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.length_control.base import LengthInput, LengthResult
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class NoLengthControlParams(StrategyParams):
@@ -26,3 +22,6 @@ def no_length_control(inp: LengthInput, params: NoLengthControlParams) -> Length
         keep_G=torch.ones_like(inp.rewards_G, dtype=torch.bool),
         metrics={},
     )
+
+
+STRATEGY = Strategy(NoLengthControlParams, no_length_control)

@@ -12,28 +12,27 @@ effort a problem asks for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.data.schema import Effort
 from recipe_arena.length_control.base import LengthInput, LengthResult
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class TokenBudgetParams(StrategyParams):
     name: Literal["token_budget"] = "token_budget"
-    penalty: float = -1.0
+    penalty: float = Field(-1.0, examples=[-0.5])
     """Reward of a response over its budget (reward units; -1 in Kimi K3)."""
     source: Literal["row", "effort"] = "row"
     """row: the row's own token_budget, falling back to the effort level's; effort: the
     effort level's budget always (one budget per level, as the report derives it)."""
-    budget_by_effort: dict[Effort, int] = Field(default={"low": 64, "medium": 96, "high": 160})
+    budget_by_effort: dict[Effort, int] = Field(
+        default={"low": 64, "medium": 96, "high": 160},
+        examples=[{"low": 64, "medium": 40, "high": 160}],
+    )
     """Tokens allowed per effort level (>= 1). The micro world's reference responses
     (think block and answer, characters = tokens) run about 30-60 tokens at low effort,
     40-80 at medium and 60-150 at high."""
@@ -65,3 +64,6 @@ def token_budget(inp: LengthInput, params: TokenBudgetParams) -> LengthResult:
             "length/budget_missing": 0.0,
         },
     )
+
+
+STRATEGY = Strategy(TokenBudgetParams, token_budget)

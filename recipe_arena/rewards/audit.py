@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.domains import DOMAINS
 
 OVERLONG_CHARS = 200_000
 
@@ -65,7 +66,7 @@ class Hack:
     quarantine: bool = True
 
 
-ALL = ("math", "code", "ifeval", "chat")
+ALL = DOMAINS
 # A plain registry: name -> hack. Each builds a response from the task alone.
 HACKS: dict[str, Hack] = {
     h.name: h

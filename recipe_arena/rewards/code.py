@@ -153,3 +153,20 @@ def check_code(
     score = float(passed == total) if all_pass else passed / total
     tail = f"; {note}" if note and passed < total else ""
     return score, f"passed {passed}/{total}{tail}"
+
+
+def code_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float]:
+    """``check_code``'s arguments for ``response`` to ``row`` (a PromptRow) under ``cfg``
+    (RewardsConfig), and its deadline, seconds: ``rewards.code_wall_s`` per test (a
+    stdin/stdout row runs one program per pair, within one budget for the row,
+    ``row_io_s``) plus 5 s for the harness."""
+    limits = Limits(
+        wall_s=cfg.code_wall_s,
+        cpu_s=cfg.code_cpu_s,
+        memory_mb=cfg.code_memory_mb,
+        allow_weak=cfg.allow_weak_sandbox,
+    )
+    tests = row.ground_truth
+    runs = max(1, len(tests) if isinstance(tests, list) else 1)
+    timeout_s = min(cfg.code_wall_s * runs, row_io_s(Limits(wall_s=cfg.code_wall_s))) + 5.0
+    return (tests, response, cfg.code_reward == "all_pass", limits), timeout_s

@@ -57,8 +57,7 @@ _NLTK_EXTRAS = ("scipy", "sklearn")
 """Packages that ``import nltk`` loads only for features the checkers never use (a
 Fisher exact test in ``nltk.metrics.association``, scikit-learn classifiers in
 ``nltk.classify.scikitlearn``), each behind ``try: ... except ImportError`` there.
-Hidden while NLTK loads, they cost every verifier worker about 1.6 s of start-up less
-on 2 cores (docs/results.md, the test suite's time)."""
+Hidden while NLTK loads, so every verifier worker starts without them."""
 
 _CHECKERS = "lm_eval.tasks.ifeval.instructions_registry"
 """The module of lm-eval's IFEval checkers (lm-eval 0.4.13, pinned in pyproject.toml)."""
@@ -143,3 +142,12 @@ def check_ifeval(
         f"; failed: {', '.join(failed)}" if failed else ""
     )
     return score, reason
+
+
+def ifeval_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float]:
+    """``check_ifeval``'s arguments for ``response`` to ``row`` (a PromptRow) under ``cfg``
+    (RewardsConfig), and its deadline: ``rewards.timeout_s``."""
+    return (
+        (row.ground_truth, response, cfg.ifeval_partial_credit, row.prompt_text),
+        cfg.timeout_s,
+    )

@@ -3,7 +3,8 @@
 The judge model sits behind a small ``TextGenerator`` protocol with two
 implementations: ``EngineGenerator`` (any project engine + its tokenizer) and
 ``HTTPGenerator`` (any OpenAI-compatible ``/v1/chat/completions`` endpoint, such as
-``vllm serve``). Prompts are template files in ``rewards/templates/``. The judge
+``vllm serve``); which model judges is ``rewards/judge_model.py``'s part. Prompts are
+template files in ``rewards/templates/``. The judge
 answers "Score: N" with N in 0..10; the reward is N / 10. Timeouts, failed requests
 and unparsable verdicts score 0 and are counted (``chat/judge_failed``,
 ``chat/judge_unparsable``) so a weak or broken judge shows up in the metrics.
@@ -11,7 +12,6 @@ and unparsable verdicts score 0 and are counted (``chat/judge_failed``,
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import threading
@@ -237,59 +237,3 @@ class Judge:
 
     def close(self) -> None:
         self.gen.close()
-
-
-def build_generator(cfg: Any) -> TextGenerator:
-    """The configured judge model: 'micro', 'smol', a local checkpoint directory, or an
-    http URL."""
-    name = cfg.judge_model
-    if name.startswith(("http://", "https://")):
-        return HTTPGenerator(
-            name,
-            max_new_tokens=cfg.judge_max_new_tokens,
-            timeout_s=cfg.judge_timeout_s,
-            retries=cfg.judge_retries,
-        )
-    from recipe_arena.engines import build_engine
-
-    if name == "smol":
-        from recipe_arena.models.smol import load_smol
-
-        model, tok = load_smol()
-    elif name == "micro":
-        from recipe_arena.models.factory import load_checkpoint
-
-        # The micro judge is trained by a stage; looked up by name so that the rewards
-        # package does not import the stages package (which imports it back).
-        micro_judge = importlib.import_module("recipe_arena.stages.micro_judge")
-        model, tok = load_checkpoint(micro_judge.micro_judge_checkpoint(cfg.micro_judge))
-        model.eval()  # type: ignore[no-untyped-call]
-    else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        if not Path(name).is_dir():
-            raise ValueError(
-                f"judge_model {name!r}: use 'micro', 'smol', a checkpoint directory or an "
-                "http(s) URL"
-            )
-        model = AutoModelForCausalLM.from_pretrained(name).eval()  # type: ignore[no-untyped-call]
-        tok = AutoTokenizer.from_pretrained(name)
-    return EngineGenerator(
-        build_engine(judge_engine(model), model, tok), tok, cfg.judge_max_new_tokens
-    )
-
-
-def judge_engine(model: Any) -> str:
-    """The project's fastest engine that runs ``model``: ``torch`` (continuous batching)
-    for the Llama-family models it supports, else ``hf``."""
-    from recipe_arena.engines.kv_runner import check_supported
-
-    try:
-        check_supported(model)
-    except ValueError:
-        return "hf"
-    return "torch"
-
-
-def build_judge(cfg: Any) -> Judge:
-    return Judge(build_generator(cfg), cfg.judge_mode)

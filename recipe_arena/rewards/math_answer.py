@@ -166,3 +166,9 @@ def check_math(
     short = " ".join(pred.split())
     short = short if len(short) <= 40 else short[:37] + "..."
     return (1.0, f"correct ({how}: {short})") if ok else (0.0, f"wrong ({how}: {short})")
+
+
+def math_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float]:
+    """``check_math``'s arguments for ``response`` to ``row`` (a PromptRow) under ``cfg``
+    (RewardsConfig), and its deadline: ``rewards.timeout_s``."""
+    return (row.ground_truth, response, tuple(cfg.math_extractors)), cfg.timeout_s

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from recipe_arena.domains import POOLED_DOMAINS
 from recipe_arena.rewards.zygote import Zygote
 
 START_DEATHS = 5
@@ -147,9 +148,7 @@ class WorkerPool:
     so a batch of slow or hostile inputs never stalls another caller's batch.
     """
 
-    def __init__(
-        self, n: int, preload: Sequence[str] = ("math", "code", "ifeval"), spares: int = 1
-    ) -> None:
+    def __init__(self, n: int, preload: Sequence[str] = POOLED_DOMAINS, spares: int = 1) -> None:
         if n < 1 or spares < 0:
             raise ValueError(f"WorkerPool needs n >= 1 and spares >= 0, got n={n}, spares={spares}")
         self._preload = tuple(preload)

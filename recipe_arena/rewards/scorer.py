@@ -10,6 +10,7 @@ reason; it never fails the batch.
 from __future__ import annotations
 
 import atexit
+import importlib
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -17,43 +18,29 @@ from typing import Any
 
 from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.code import row_io_s
+from recipe_arena.domains import POOLED_DOMAINS, VERIFIERS
 from recipe_arena.rewards.pool import Task, WorkerPool
-from recipe_arena.rewards.sandbox import Limits
 from recipe_arena.rewards.text import RewardResult
 
-# Pooled domains: row + response -> Task. A plain dict registry (chat is not pooled).
-POOLED: dict[str, Callable[[PromptRow, str, RewardsConfig], Task]] = {
-    "math": lambda row, resp, cfg: Task(
-        "math", (row.ground_truth, resp, tuple(cfg.math_extractors)), cfg.timeout_s
-    ),
-    "code": lambda row, resp, cfg: Task(
-        "code",
-        (
-            row.ground_truth,
-            resp,
-            cfg.code_reward == "all_pass",
-            Limits(
-                wall_s=cfg.code_wall_s,
-                cpu_s=cfg.code_cpu_s,
-                memory_mb=cfg.code_memory_mb,
-                allow_weak=cfg.allow_weak_sandbox,
-            ),
-        ),
-        # stdin/stdout rows run one program per pair, within one budget for the row.
-        min(
-            cfg.code_wall_s
-            * max(1, len(row.ground_truth) if isinstance(row.ground_truth, list) else 1),
-            row_io_s(Limits(wall_s=cfg.code_wall_s)),
-        )
-        + 5.0,
-    ),
-    "ifeval": lambda row, resp, cfg: Task(
-        "ifeval",
-        (row.ground_truth, resp, cfg.ifeval_partial_credit, row.prompt_text),
-        cfg.timeout_s,
-    ),
-}
+TaskFn = Callable[[PromptRow, str, RewardsConfig], Task]
+
+
+def _task_fn(domain: str, ref: str) -> TaskFn:
+    """The pool task of ``domain`` for one response, from the verifier's ``task`` function
+    (``domains.Verifier.task``: row, response, config -> args, deadline)."""
+    mod, _, name = ref.partition(":")
+    make = getattr(importlib.import_module(mod), name)
+
+    def task(row: PromptRow, response: str, cfg: RewardsConfig) -> Task:
+        args, timeout_s = make(row, response, cfg)
+        return Task(domain, args, timeout_s)
+
+    return task
+
+
+POOLED: dict[str, TaskFn] = {d: _task_fn(d, str(VERIFIERS[d].task)) for d in POOLED_DOMAINS}
+"""Pooled domain -> its task builder (``domains.VERIFIERS``); the other domains (chat)
+are scored by the judge in this process."""
 
 
 # ----------------------------------------------------------------------------- shared parts
@@ -119,7 +106,7 @@ class Scorer:
     @property
     def judge(self) -> Any:
         if self._judge is None:
-            from recipe_arena.rewards.judge import build_judge
+            from recipe_arena.rewards.judge_model import build_judge
 
             if self.shared:
                 self._judge = _shared(_judge_key(self.cfg), lambda: build_judge(self.cfg))
@@ -171,7 +158,7 @@ class Scorer:
                     out[i] = RewardResult(0.0, f"error: bad row ({type(e).__name__}: {e})"[:200])
                     continue
                 where.append(i)
-            elif row.domain == "chat":
+            elif row.domain in VERIFIERS:
                 chat.append(i)
             else:
                 out[i] = RewardResult(0.0, f"error: no verifier for domain {row.domain!r}")

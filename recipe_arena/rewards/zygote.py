@@ -38,20 +38,16 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-# Task name -> "module:function" run inside a worker. A plain dict: the worker
-# resolves the function itself, so nothing has to be pickled but the arguments.
-# A worker also runs the task's WARM function at start-up (before it says ready),
-# so slow first-call initialisation is never charged to a call's deadline.
-WARM: dict[str, str] = {
-    "math": "recipe_arena.rewards.math_answer:warm",
-    "ifeval": "recipe_arena.rewards.ifeval:registry",
-}
-TASKS: dict[str, str] = {
-    "math": "recipe_arena.rewards.math_answer:check_math",
-    "code": "recipe_arena.rewards.code:check_code",
-    "ifeval": "recipe_arena.rewards.ifeval:check_ifeval",
-    "sleep": "recipe_arena.rewards.zygote:_sleep",  # for tests of the pool itself
-}
+from recipe_arena.domains import POOLED_DOMAINS, VERIFIERS
+
+# Task name -> "module:function" run inside a worker: each pooled domain's check
+# (``domains.VERIFIERS``) and a test task. A plain dict: the worker resolves the function
+# itself, so nothing has to be pickled but the arguments. A worker also runs the task's
+# WARM function at start-up (before it says ready), so slow first-call initialisation is
+# never charged to a call's deadline.
+TASKS: dict[str, str] = {d: str(VERIFIERS[d].check) for d in POOLED_DOMAINS}
+TASKS["sleep"] = "recipe_arena.rewards.zygote:_sleep"  # for tests of the pool itself
+WARM: dict[str, str] = {d: v.warm for d, v in VERIFIERS.items() if v.warm}
 
 
 def _sleep(seconds: float) -> float:
@@ -60,10 +56,10 @@ def _sleep(seconds: float) -> float:
     return seconds
 
 
-TASK_MEMORY_MB: dict[str, int] = {"math": 1024}
-"""Address-space limit (RLIMIT_AS soft limit, MiB) while a task of that name runs: a
-math check that builds a huge number fails with MemoryError instead of taking the
-machine's memory. A warmed worker (SymPy loaded) maps about 0.2 GiB."""
+TASK_MEMORY_MB: dict[str, int] = {d: v.memory_mb for d, v in VERIFIERS.items() if v.memory_mb}
+"""Address-space limit (RLIMIT_AS soft limit, MiB) while a task of that name runs
+(``Verifier.memory_mb``): a math check that builds a huge number fails with MemoryError
+instead of taking the machine's memory. A warmed worker (SymPy loaded) maps about 0.2 GiB."""
 
 
 def die_with_parent(parent: int) -> None:

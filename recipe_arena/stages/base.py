@@ -45,20 +45,21 @@ from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.cache import entry_ready
 from recipe_arena.config import RunConfig
+from recipe_arena.config_world import MicroWorld
 from recipe_arena.data.micro import generate_examples
 from recipe_arena.data.schema import DOMAINS, Domain
 from recipe_arena.data.templates import prompt_text
 from recipe_arena.models.factory import build_micro
+from recipe_arena.models.spec import TinyModelSpec
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.common import (
-    Batch,
     build_cached,
     cache_key,
     cache_root,
     heldout_eval,
     render,
-    train_steps,
 )
+from recipe_arena.supervised import Batch, train_steps
 
 _BASE_DATA_SEED_OFFSET = 1_000_003
 """The base corpus uses data_seed + this, so it is a different draw from the RL train rows
@@ -68,6 +69,17 @@ _BASE_DATA_SEED_OFFSET = 1_000_003
 _TOKENS_PER_DOC = 100
 """Rough mean length of a rendered base document in tokens (math ~85, code ~150,
 ifeval ~200, chat ~90); only sizes the corpus of short runs."""
+
+
+def micro_model(cfg: RunConfig) -> TinyModelSpec:
+    """The shape of the model the base stage builds: the micro world's
+    (``world.model``); other worlds bring a trained model."""
+    if not isinstance(cfg.world, MicroWorld):
+        raise ValueError(
+            f"stage 'base' trains the micro world's model; world {cfg.world.name!r} brings "
+            "its own: drop 'base' from pipeline.stages"
+        )
+    return cfg.world.model
 
 
 def base_cache_entry(cfg: RunConfig) -> Path:
@@ -80,7 +92,7 @@ def base_cache_entry(cfg: RunConfig) -> Path:
         {
             "stage": "base",
             "base": cfg.base.model_dump(mode="json", exclude=unkeyed),
-            "model": cfg.world.model.model_dump(mode="json"),
+            "model": micro_model(cfg).model_dump(mode="json"),
             "data_seed": cfg.world.data_seed,
             "world": cfg.world.name,
         }
@@ -157,7 +169,7 @@ def packed_batches(
 
 
 def _train(cfg: RunConfig, run: RunDir | None, out: Path) -> None:
-    model, tok = build_micro(cfg.world.model, seed=cfg.base.seed)
+    model, tok = build_micro(micro_model(cfg), seed=cfg.base.seed)
     t0 = time.time()
     stream_N = base_corpus(cfg, tok)
     torch.manual_seed(cfg.base.seed)
@@ -201,11 +213,11 @@ def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
 
 def _evaluated_domains(cfg: RunConfig) -> list[Domain]:
     """The domains the base stage evaluates: all four, less chat while its micro judge
-    is still training in the background (``stages.micro_judge.train_in_background``,
+    is still training in the background (``rewards.micro_judge.train_in_background``,
     started with the run on a machine that has not cached it). Waiting for the judge
     here would hold the base stage for minutes, for one figure that only this first run
     lacks; SFT's evaluation, which needs the judge, waits for it."""
-    from recipe_arena.stages.micro_judge import training_in_background
+    from recipe_arena.rewards.micro_judge import training_in_background
 
     pending = training_in_background(cfg.rewards.micro_judge)
     if pending:

@@ -1,20 +1,15 @@
-"""Shared pieces of the supervised stages (base training, SFT): the optimiser and its
-schedule, the step loop with a progress bar, rendering conversations, and the held-out
-evaluation of a checkpoint. The cache helpers live in ``recipe_arena.cache`` (re-exported
-here for the stages that import them from this module).
-
-The schedule (``core.schedule``) is linear warm-up then cosine decay to 10% of the peak,
-the usual shape for short pretraining and SFT runs; AdamW with betas (0.9, 0.95) and
-gradient clipping at 1.0 as in most open pretraining recipes (OLMo, nanoGPT).
+"""Shared pieces of the supervised stages (base training, SFT): rendering conversations
+and the held-out evaluation of a checkpoint. The step loop is ``supervised.train_steps``;
+the cache helpers live in ``recipe_arena.cache`` (re-exported here for the stages that
+import them from this module).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from recipe_arena.cache import (  # noqa: F401 - re-exported for the stages
     CODE_VERSION,
@@ -25,60 +20,7 @@ from recipe_arena.cache import (  # noqa: F401 - re-exported for the stages
     write_json_atomic,
 )
 from recipe_arena.config import RunConfig
-from recipe_arena.core.schedule import lr_at
 from recipe_arena.data.schema import DOMAINS, Domain
-from recipe_arena.progress import StageBar
-from recipe_arena.rundir import RunDir
-
-Batch = tuple[torch.Tensor, torch.Tensor]
-"""(input_ids_BT, labels_BT); labels are -100 where no loss is taken."""
-
-
-def train_steps(
-    model: PreTrainedModel,
-    batches: Iterator[Batch],
-    *,
-    steps: int,
-    lr: float,
-    warmup: int,
-    stage: str,
-    run: RunDir | None,
-    log_every: int = 10,
-    device: str = "cpu",
-) -> list[float]:
-    """Run ``steps`` optimiser steps of next-token cross-entropy on ``batches``; log
-    ``loss/train`` and ``lr`` under ``stage``; return the per-step losses. The model,
-    and each batch as it is drawn, go to ``device``; the model stays there."""
-    model.to(device)
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
-    losses: list[float] = []
-    bar = StageBar(stage, steps)
-    for step in range(steps):
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, steps, warmup, lr)
-        input_ids_BT, labels_BT = (t.to(device) for t in next(batches))
-        loss = model(input_ids=input_ids_BT, labels=labels_BT).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        bar.update(1, f"loss {losses[-1]:.3f}")
-        if run is not None and (step % log_every == 0 or step == steps - 1):
-            window = losses[-log_every:]
-            run.log(
-                stage,
-                step,
-                {
-                    "loss/train": sum(window) / len(window),
-                    "lr": opt.param_groups[0]["lr"],
-                    "grad_norm": float(grad_norm),
-                },
-            )
-    bar.close()
-    model.train(False)
-    return losses
 
 
 def render(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -> str:

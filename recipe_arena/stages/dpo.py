@@ -203,7 +203,9 @@ def train_size(
     model.load_state_dict(init_state)
     steps = math.ceil(len(pairs) * d.epochs / d.batch_size)
     order = batch_order(len(pairs), steps, d.batch_size, cfg.seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=d.lr, betas=(0.9, 0.95), weight_decay=0.01)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=d.lr, betas=d.adam_betas, weight_decay=d.weight_decay
+    )
     result = SizeResult(size=len(pairs), patience=d.patience)
     bar = StageBar("dpo", steps)
     for step in range(steps):

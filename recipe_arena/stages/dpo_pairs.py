@@ -37,11 +37,11 @@ from typing import Any
 import torch
 
 from recipe_arena.config import RunConfig
+from recipe_arena.data.chat import conversation
 from recipe_arena.data.micro import generate_examples, generate_split
 from recipe_arena.data.schema import Domain, PromptRow
 from recipe_arena.data.templates import encode_messages
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
-from recipe_arena.models.chat import conversation
 from recipe_arena.stages.prompt_filter import domain_quotas
 
 PAIR_SEED_OFFSET = 3_000_017
@@ -218,7 +218,7 @@ def build_pairs(
     """Pairs, in candidate order, until ``target`` survive the length cap or
     ``CANDIDATE_FACTOR * target`` prompts were tried; pairs longer than
     ``context_limit`` tokens are skipped (counted as ``too_long``)."""
-    from recipe_arena.models.chat import decode_response
+    from recipe_arena.data.chat import decode_response
 
     cands = pair_candidates(cfg, CANDIDATE_FACTOR * target)
     out = PairSet([], [], [], {}, collections.Counter())

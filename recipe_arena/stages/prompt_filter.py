@@ -17,9 +17,9 @@ from pathlib import Path
 
 from recipe_arena.config import RunConfig
 from recipe_arena.core.metrics import PASS_THRESHOLD
+from recipe_arena.data.chat import decode_response, encode_prompt
 from recipe_arena.data.schema import PromptRow, write_rows
 from recipe_arena.engines.base import GenerationRequest, SamplingParams
-from recipe_arena.models.chat import decode_response, encode_prompt
 from recipe_arena.progress import StageBar
 from recipe_arena.rundir import RunDir
 

@@ -1,7 +1,8 @@
 """The RLVR stage: OlmoRL on the async actor-learner core, with checkpoints and evals.
 
 ``run_rlvr`` builds the learner from the starting checkpoint, the actors (local threads
-or Ray actors, ``cluster.backend``), the prompt source over the (filtered) training
+or Ray actors, ``cluster.backend``; their settings, hooks and factories come from the
+config through ``recipe_arena.wiring``), the prompt source over the (filtered) training
 rows with the domain mixture, and runs ``core.loop.train``. After every step it logs
 the metrics (``rlvr`` stage of metrics.jsonl), appends the step's prompt ids to the
 ledger, and every ``rl.checkpoint_every`` steps saves the full training state; every
@@ -21,8 +22,7 @@ import torch
 
 from recipe_arena.config import RunConfig
 from recipe_arena.core import lockstep
-from recipe_arena.core.actor import ActorSettings
-from recipe_arena.core.backends import ActorSpec, LocalBackend, make_backend
+from recipe_arena.core.backends import LocalBackend, make_backend
 from recipe_arena.core.checkpoint import (
     Ledger,
     latest_training_state,
@@ -31,8 +31,7 @@ from recipe_arena.core.checkpoint import (
     save_training_state,
     set_rng_state,
 )
-from recipe_arena.core.learner import Learner, LearnerSettings
-from recipe_arena.core.loop import InFlight, LoopSettings, StepRecord, train
+from recipe_arena.core.loop import InFlight, StepRecord, train
 from recipe_arena.core.placement import role_gpus
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.schema import PromptRow
@@ -42,57 +41,12 @@ from recipe_arena.eval.scores import log_eval_scores
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.progress import StageBar, heldout_text, rl_postfix
 from recipe_arena.rundir import RunDir
-from recipe_arena.staleness import shared_quant_bits
-
-
-def loop_settings(cfg: RunConfig, pad_id: int) -> LoopSettings:
-    """The loop reads the RL section and the advantage strategy as configured."""
-    return LoopSettings(rl=cfg.rl, advantage=cfg.advantage, seed=cfg.seed, pad_id=pad_id)
-
-
-def learner_settings(cfg: RunConfig) -> LearnerSettings:
-    """The learner reads the RL section, the loss and the staleness strategy as configured."""
-    device = cfg.device_for("learner")
-    bf16 = cfg.rl.bf16 if cfg.rl.bf16 is not None else torch.device(device).type == "cuda"
-    return LearnerSettings(
-        rl=cfg.rl, loss=cfg.loss, staleness=cfg.staleness, device=device, bf16=bf16
-    )
-
-
-def actor_settings(cfg: RunConfig, teachers: dict[str, str] | None = None) -> ActorSettings:
-    """The actors' settings; ``teachers`` (route -> checkpoint) makes them score every
-    group with its prompt's teacher (on-policy distillation, ``distill.teachers``)."""
-    rl = cfg.rl
-    return ActorSettings(
-        group_size=rl.group_size,
-        temperature=rl.temperature,
-        max_new_tokens=rl.max_new_tokens,
-        # enough groups to fill the engine's batch: max_batch_size // G (at least one)
-        max_groups_in_engine=max(1, cfg.engine.max_batch_size // rl.group_size),
-        length_control=cfg.length_control,
-        quant_bits=shared_quant_bits(cfg.staleness),
-        max_staleness=rl.max_staleness,
-        # at max_staleness 0 each actor's share of the batch, counted as groups start
-        window_quota=-(-rl.prompts_per_step // rl.num_actors) if rl.max_staleness == 0 else None,
-        refill_equal_rewards=rl.zero_gradient_filter and rl.active_sampling,
-        prompt_template=cfg.prompt_template,
-        spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
-        teachers=teachers,
-    )
-
-
-def actor_spec(
-    cfg: RunConfig, checkpoint: Path, version: int, teachers: dict[str, str] | None = None
-) -> ActorSpec:
-    """What each actor builds itself from."""
-    return ActorSpec(
-        checkpoint=str(checkpoint),
-        engine_name=cfg.engine.name,
-        engine_cfg=cfg.engine,
-        rewards_cfg=cfg.rewards,
-        settings=actor_settings(cfg, teachers),
-        version=version,
-    )
+from recipe_arena.wiring import (
+    actor_spec,
+    learner_settings,
+    loop_settings,
+    make_learner,
+)
 
 
 def prompt_source(cfg: RunConfig, train_rows: Sequence[PromptRow]) -> PromptSource:
@@ -123,7 +77,7 @@ def run_rlvr(
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
     ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
-    learner = Learner(model, learner_settings(cfg), ref_model=ref)
+    learner = make_learner(model, learner_settings(cfg), ref_model=ref)
     source = prompt_source(cfg, train_rows)
     start_step = 0
     schedule_state = None

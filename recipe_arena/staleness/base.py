@@ -5,23 +5,20 @@ before the step (``old``, no gradient), the engine's behaviour logprobs, advanta
 the trained-token mask and each token's policy version. It returns per-token weights
 multiplying the policy-gradient term, an extra per-token loss added to it, and the mask
 of tokens that stay trained (a sequence mask is a token mask constant along a row). The
-loss then normalises over the returned mask (``core.loss``).
+loss then normalises over the returned mask (``policy_loss``).
 
-Two strategy properties change the forward passes rather than the loss; a strategy's
-parameter model opts in by carrying the field (``SharesQuantisation``,
-``ReplaysRouting``), and the actor and the learner ask for them by these protocols.
+A strategy that changes the forward passes rather than the loss (shared quantisation,
+routing replay) provides hooks besides its function (``strategy.Strategy``:
+``actor_hooks``, ``learner_hooks``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.core.lazy import torch
 
 
 @dataclass(frozen=True)
@@ -52,24 +49,6 @@ class StalenessResult:
 
 
 StalenessFn = Callable[[StalenessInput, Any], StalenessResult]
-
-
-@runtime_checkable
-class SharesQuantisation(Protocol):
-    """Parameters of a strategy under which the rollout engine and the trainer's forward
-    both run the same fake-quantised linear weights (``staleness.quant``)."""
-
-    @property
-    def quant_bits(self) -> int: ...
-
-
-@runtime_checkable
-class ReplaysRouting(Protocol):
-    """Parameters of a strategy under which the trainer's forward replays the experts
-    the engine routed each token to (MoE models; ``staleness.routing_replay``)."""
-
-    @property
-    def routing_replay(self) -> bool: ...
 
 
 def masked_mean(x_BL: torch.Tensor, mask_BL: torch.Tensor) -> float:

@@ -10,36 +10,49 @@ pushing down tokens the policy no longer produces teaches little and destabilise
 The token mask zeroes the loss on tokens sampled too many versions ago, so a long
 rollout that spans several in-flight updates still trains its recent tokens. The loss
 normalises over what is left. With ``routing_replay`` the trainer's forward on a
-mixture-of-experts model replays the experts the engine chose
-(``staleness.routing_replay``); the engine keeps its KV cache across updates
+mixture-of-experts model replays the experts the engine chose (below); the engine keeps its KV cache across updates
 (``engine.keep_kv_on_update``).
+
+Routing replay: the (DeepSeek-V3.2's "keep routing") experts each token was routed to
+when the engine sampled it are recorded (``engines.routing``) and replayed here, with
+gate weights recomputed from the live router scores, so the router still learns:
+
+    e_t = experts the engine chose for token t,   g_t,e = softmax(W_router h_t)_e / sum_{e' in e_t} softmax(W_router h_t)_e'
+
+Without replay a weight update (or a numerical difference between the two sides) can
+send a token to other experts in the trainer than in the engine, and its log-probability
+then differs for a reason that has nothing to do with the policy's change.
 
 Deviation: the report gives no values of delta and of the lag; ours are below.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.hooks import ForwardHooks
+from recipe_arena.core.lazy import torch
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
+from recipe_arena.strategy import Strategy, StrategyParams
 
 if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+    from torch import nn
+
+    from recipe_arena.core.types import LearnerBatch
 
 
 class DeepSeekMaskParams(StrategyParams):
     name: Literal["deepseek_mask"] = "deepseek_mask"
-    delta: float = Field(0.05, ge=0)
+    delta: float = Field(0.05, ge=0, examples=[1.0])
     """Off-policy bound (nats per token, >= 0): a negative-advantage sequence whose mean
     logp_behavior - logp_theta exceeds it is dropped. Ours; small because the micro
     model's engine and trainer agree to ~1e-6 and one in-flight update moves a token by
     a few hundredths of a nat."""
-    max_token_lag: int = Field(1, ge=0)
+    max_token_lag: int = Field(1, ge=0, examples=[2])
     """Tokens sampled more than this many policy versions before the learner's are
     masked (versions, >= 0). Binds only when it is below ``rl.max_staleness``."""
     routing_replay: bool = True
@@ -71,3 +84,64 @@ def deepseek_mask(inp: StalenessInput, params: DeepSeekMaskParams) -> StalenessR
             "staleness/offpolicy_kl_mean": float((kl_B * has_B).sum()) / n_seq,
         },
     )
+
+
+@contextmanager
+def replay_routing(model: nn.Module, expert_ids_BLNK: torch.Tensor | None) -> Iterator[None]:
+    """Within the block, every forward of ``model`` over a (B, L) batch routes token
+    (b, l) at MoE layer n to ``expert_ids_BLNK[b, l, n]`` where those ids are >= 0 (the
+    engine's choice) and to the live top-k elsewhere (padding, positions never fed to
+    the engine). ``None`` or a dense model: no change."""
+    from recipe_arena.models.moe import moe_routers
+
+    routers = moe_routers(model)
+    if expert_ids_BLNK is None or not routers:
+        yield
+        return
+    if expert_ids_BLNK.shape[2] != len(routers):
+        raise ValueError(
+            f"routing replay: ids for {expert_ids_BLNK.shape[2]} MoE layers, model has {len(routers)}"
+        )
+    handles = [
+        router.register_forward_hook(_replay_hook(expert_ids_BLNK[:, :, n]))
+        for n, router in enumerate(routers)
+    ]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _replay_hook(ids_BLK: torch.Tensor) -> Any:
+    flat_ids = ids_BLK.reshape(-1, ids_BLK.shape[-1]).long()
+
+    def hook(
+        module: nn.Module, args: Any, output: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        logits, weights, live = output
+        if live.shape != flat_ids.shape:
+            raise ValueError(
+                f"routing replay: router saw {tuple(live.shape)} token slots, ids give {tuple(flat_ids.shape)}"
+            )
+        ids = torch.where(flat_ids >= 0, flat_ids.to(live.device), live)
+        probs = torch.softmax(logits.float(), dim=-1)
+        gate = probs.gather(-1, ids)
+        gate = gate / gate.sum(-1, keepdim=True)
+        return logits, gate.to(weights.dtype), ids
+
+    return hook
+
+
+def routing_hooks(params: DeepSeekMaskParams) -> ForwardHooks:
+    """With ``routing_replay``: every trainer forward replays the engine's routing."""
+    if not params.routing_replay:
+        return ForwardHooks()
+
+    def replay(model: nn.Module, batch: LearnerBatch) -> AbstractContextManager[None]:
+        return replay_routing(model, batch.expert_ids_BLNK)
+
+    return ForwardHooks(forward=(replay,))
+
+
+STRATEGY = Strategy(DeepSeekMaskParams, deepseek_mask, learner_hooks=routing_hooks)

@@ -14,22 +14,18 @@ about as much as one token's policy term at a log-ratio of 1).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class KimiRegularizerParams(StrategyParams):
     name: Literal["kimi_regularizer"] = "kimi_regularizer"
-    tau: float = Field(0.1, ge=0)
+    tau: float = Field(0.1, ge=0, examples=[0.5])
     """Weight of the quadratic penalty (per token, in nats^-2 of log-ratio; >= 0). Not
     published for Kimi K3; 0 turns the penalty off."""
 
@@ -44,3 +40,6 @@ def kimi_regularizer(inp: StalenessInput, params: KimiRegularizerParams) -> Stal
         mask_BL=inp.mask_BL,
         metrics={"staleness/kimi_regularizer": masked_mean(extra_BL.detach(), inp.mask_BL)},
     )
+
+
+STRATEGY = Strategy(KimiRegularizerParams, kimi_regularizer)

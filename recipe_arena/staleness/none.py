@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.staleness.base import StalenessInput, StalenessResult
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class NoCorrectionParams(StrategyParams):
@@ -28,3 +24,6 @@ def no_correction(inp: StalenessInput, params: NoCorrectionParams) -> StalenessR
         mask_BL=inp.mask_BL,
         metrics={},
     )
+
+
+STRATEGY = Strategy(NoCorrectionParams, no_correction)

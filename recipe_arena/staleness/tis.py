@@ -9,22 +9,18 @@ dominates; it multiplies the token's policy-gradient term and carries no gradien
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.core.lazy import torch
 from recipe_arena.staleness.base import StalenessInput, StalenessResult, masked_mean
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class TISParams(StrategyParams):
     name: Literal["tis"] = "tis"
-    cap: float = Field(2.0, gt=0)
+    cap: float = Field(2.0, gt=0, examples=[1.5])
     """Upper bound of rho_t (unitless, > 0). 2.0 in OLMo 3's runs; a lower cap trades
     bias for variance when the engine and the trainer disagree."""
 
@@ -43,3 +39,6 @@ def truncated_importance_sampling(inp: StalenessInput, params: TISParams) -> Sta
             "staleness/tis_weight_mean": masked_mean(weights_BL, inp.mask_BL),
         },
     )
+
+
+STRATEGY = Strategy(TISParams, truncated_importance_sampling)

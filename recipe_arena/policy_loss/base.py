@@ -1,49 +1,39 @@
-"""OlmoRL's policy loss as one pure function (seed 'GRPO' and 'OLMoRL').
+"""What every policy loss shares: its input and result, the settings every loss reads
+(``LossConfig``: the normalisation rule, the clip range, the KL weight), and the
+reductions.
 
-Per token t of sequence b, with ratio r = exp(logp_theta - logp_old):
-    l_bt = -w_bt * min(r * A_bt, clip(r, 1 - eps_low, 1 + eps_high) * A_bt)
-           + beta * k3_bt + extra_bt
-    k3_bt = exp(logp_ref - logp_theta) - (logp_ref - logp_theta) - 1   (Schulman's k3)
-then reduced over the trained tokens m_bt (the mask the staleness strategy returns) as
-numerator / count:
+A policy loss is a pure function ``fn(inp, params) -> PolicyLossResult`` of the batch's
+trainer logprobs (with gradient), pi_old's, the advantages, the trained-token mask and
+the staleness strategy's token weights and extra loss. It returns the loss as a
+numerator and a count under the normalisation rule, reduced over the trained tokens
+m_bt (the mask the staleness strategy returns):
     token:    sum_bt m l / sum_bt m                                  (DAPO, OLMo 3)
     sample:   sum_b [sum_t m l / sum_t m] / #{b : sum_t m > 0}       (GRPO)
     constant: sum_bt m l / (B * L_const)                             (Dr.GRPO)
-``w`` and ``extra`` come from the staleness strategy (TIS weights; Kimi's regulariser);
-w multiplies the policy-gradient term only, never the KL.
 
 Every rule's numerator is a sum over rows and its count a sum over rows, so a batch
 split into row micro-batches has loss = sum_m numerator_m / sum_m count_m: the learner
 back-propagates each micro-batch's numerator and divides the gradient by the whole
 batch's count, which is the gradient of one forward over the batch whatever mask the
 strategy returned.
-
-Notes:
-- With one minibatch and one epoch per batch, logp_old equals logp_theta in value, so
-  r = 1 and the clip never binds; the gradient is still the policy gradient because r
-  carries the gradient of logp_theta. The clip binds once a batch is reused.
-- Clip fractions count trained tokens where the clipped branch is the active one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from recipe_arena.core.strategy import STRICT_CONFIG
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.core.hooks import LossTerms
+from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import STRICT_CONFIG
 
 NORMALISATIONS = ("token", "sample", "constant")
 
 
 class LossConfig(BaseModel):
-    """OlmoRL's GRPO variant; defaults are OLMo 3's (DESIGN.md 'Policy loss')."""
+    """Settings every policy loss reads (``loss.*``); defaults are OLMo 3's."""
 
     model_config = STRICT_CONFIG
     normalisation: Literal["token", "sample", "constant"] = "token"
@@ -75,15 +65,10 @@ class PolicyLossInput:
     ref_logprobs_BL: torch.Tensor | None = None
 
 
-@dataclass(frozen=True)
-class PolicyLossResult:
-    loss: torch.Tensor
-    """numerator / max(count, 1): the loss of this batch alone."""
-    numerator: torch.Tensor
-    """Sum over rows of the normalisation rule's numerator (module docstring)."""
-    count: float
-    """The rule's count over this batch's rows."""
-    metrics: dict[str, float]
+PolicyLossResult = LossTerms
+"""loss (numerator / max(count, 1): the loss of this batch alone), numerator and count
+(sums over rows, module docstring), metrics: what the learner's loss hook returns
+(``core.hooks.LossTerms``)."""
 
 
 def reduce(
@@ -117,20 +102,16 @@ def k3_kl(logprobs_BL: torch.Tensor, ref_logprobs_BL: torch.Tensor) -> torch.Ten
     return torch.exp(d_BL) - d_BL - 1.0
 
 
-def policy_loss(inp: PolicyLossInput) -> PolicyLossResult:
-    """OlmoRL token loss (module docstring), with clip fractions and KL in the metrics."""
+def finish_loss(
+    pg_BL: torch.Tensor, inp: PolicyLossInput, metrics: dict[str, float]
+) -> PolicyLossResult:
+    """The shared tail of a loss: to each token's policy term ``pg_BL`` (the staleness
+    weight already applied) add beta * k3 to the reference policy (``loss.kl_beta``) and
+    the staleness strategy's extra loss, and reduce under ``loss.normalisation``.
+    ``metrics`` gains ``loss/kl_ref`` (when beta > 0), ``loss/policy`` and ``loss/total``."""
     cfg = inp.cfg
     mask_BL = inp.mask_BL.float()
-    adv_BL = inp.advantages_BL
-    ratio_BL = torch.exp(inp.logprobs_BL - inp.old_logprobs_BL.detach())
-    lo, hi = 1.0 - cfg.clip_low, 1.0 + cfg.clip_high
-    unclipped_BL = ratio_BL * adv_BL
-    clipped_BL = torch.clamp(ratio_BL, lo, hi) * adv_BL
-    pg_BL = -torch.minimum(unclipped_BL, clipped_BL)
-    if inp.token_weights_BL is not None:
-        pg_BL = pg_BL * inp.token_weights_BL.detach()
     loss_BL = pg_BL
-    metrics: dict[str, float] = {}
     if cfg.kl_beta > 0:
         if inp.ref_logprobs_BL is None:
             raise ValueError("kl_beta > 0 needs ref_logprobs_BL (a reference model's logprobs)")
@@ -141,14 +122,7 @@ def policy_loss(inp: PolicyLossInput) -> PolicyLossResult:
         loss_BL = loss_BL + inp.extra_loss_BL
     numerator, count = reduce(loss_BL, mask_BL, cfg.normalisation, inp.constant_len)
     loss = numerator / max(count, 1.0)
-
-    n = mask_BL.sum().clamp(min=1.0)
     with torch.no_grad():
-        clip_low_BL = (adv_BL < 0) & (ratio_BL < lo)
-        clip_high_BL = (adv_BL > 0) & (ratio_BL > hi)
-        metrics["loss/clip_low_frac"] = float((clip_low_BL.float() * mask_BL).sum() / n)
-        metrics["loss/clip_high_frac"] = float((clip_high_BL.float() * mask_BL).sum() / n)
-        metrics["loss/ratio_mean"] = float((ratio_BL * mask_BL).sum() / n)
         metrics["loss/policy"] = float(
             normalise(pg_BL.detach(), mask_BL, cfg.normalisation, inp.constant_len)
         )

@@ -6,45 +6,22 @@ distillation), the teacher's logprobs of the sampled tokens. Out: per-token adva
 ``advantages_BL`` (0 off the mask) and metrics. Group-relative RLVR advantages broadcast
 one value per row; teacher-based ones (clip(logp_teacher - logp_student, -c, c), Kimi
 K3's MOPD) differ per token: both are entries of the one registry, so the loop and the
-batch builder do not change when distillation lands.
+batch builder do not change when distillation lands. The input and result types are
+the core's (``core.hooks``): the loop hands the configured strategy, bound to its
+parameters, to the batch builder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
-
-
-@dataclass(frozen=True)
-class AdvantageInput:
-    rewards_B: torch.Tensor
-    """float32, the verifier reward of each row's rollout (unscaled)."""
-    group_B: torch.Tensor
-    """int64, index of each row's group: rows of one prompt's G rollouts share it."""
-    mask_BL: torch.Tensor
-    """1 on completion tokens."""
-    behavior_logprobs_BL: torch.Tensor
-    """log pi_behavior of each sampled token (the student's, in distillation)."""
-    teacher_logprobs_BL: torch.Tensor | None = None
-    """A teacher's log-probability of each sampled token; None when no teacher scored."""
-    teacher_B: tuple[str, ...] | None = None
-    """The name of the teacher that scored each row (per-teacher metrics); None when no
-    teacher scored."""
-
-
-@dataclass(frozen=True)
-class AdvantageResult:
-    advantages_BL: torch.Tensor
-    metrics: dict[str, float]
-
+from recipe_arena.core.hooks import AdvantageInput as AdvantageInput
+from recipe_arena.core.hooks import AdvantageResult as AdvantageResult
+from recipe_arena.core.lazy import torch
 
 AdvantageFn = Callable[[AdvantageInput, Any], AdvantageResult]
+"""An advantage strategy's function: (input, its parameters) -> result."""
 
 
 def group_mean(values_B: torch.Tensor, group_B: torch.Tensor) -> torch.Tensor:

@@ -13,18 +13,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.advantages.base import (
+from recipe_arena.advantages.base import (
     AdvantageInput,
     AdvantageResult,
     broadcast,
     group_mean,
 )
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class CenteredParams(StrategyParams):
     name: Literal["centered"] = "centered"
-    reward_scale: float = Field(1.0, gt=0)
+    reward_scale: float = Field(1.0, gt=0, examples=[10.0])
     """Multiplies verifier scores before advantages (unitless, > 0; open-instruct used
     10, OLMo 3's default recipe 1). Standard advantages have none: dividing by the
     group's std cancels it."""
@@ -34,3 +34,6 @@ def centered_advantages(inp: AdvantageInput, params: CenteredParams) -> Advantag
     """A_i = s r_i - mean_group(s r), broadcast to the row's completion tokens."""
     r_B = inp.rewards_B.float() * params.reward_scale
     return broadcast(r_B - group_mean(r_B, inp.group_B), inp.mask_BL)
+
+
+STRATEGY = Strategy(CenteredParams, centered_advantages)

@@ -1,6 +1,6 @@
 """Settings of the specialists stage and the distillation stages (``mopd``, ``opd``).
 
-Kept beside the code that reads them (``distill.stages``); ``config.RunConfig`` holds
+Read by the stages that use them (``stages.distill``); ``config.RunConfig`` holds
 them as ``specialists`` and ``distill``.
 """
 
@@ -10,9 +10,9 @@ import re
 
 from pydantic import BaseModel, Field, field_validator
 
-from recipe_arena.core.advantages.distill import DistillParams
-from recipe_arena.core.strategy import STRICT_CONFIG
+from recipe_arena.advantages.distill import DistillParams
 from recipe_arena.data.schema import DOMAINS, Domain, Effort
+from recipe_arena.strategy import STRICT_CONFIG
 
 ROUTE = re.compile(rf"\*|({'|'.join(DOMAINS)})(/(low|medium|high))?")
 """A route key: ``*``, a domain, or ``domain/effort`` (``distill.teachers.route_for``)."""
@@ -26,9 +26,7 @@ class SpecialistsConfig(BaseModel):
     route in the ``mopd`` stage.
 
     The full recipe trains 3 domains x 3 efforts (``budget=full``). The micro default
-    trains math at the three efforts: math is where RL moves the micro model (RL on
-    instruction following and code did not raise them, docs/results.md), and three
-    specialists of ``steps`` steps fit the 15-minute budget of a run on 2 cores."""
+    trains math at the three efforts, the domain where RL moves the micro model."""
 
     model_config = STRICT_CONFIG
     domains: list[Domain] = Field(default=["math"], min_length=1)
@@ -36,10 +34,8 @@ class SpecialistsConfig(BaseModel):
     efforts: list[Effort] = Field(default=["low", "medium", "high"], min_length=1)
     """Effort levels that get specialists, in each domain of ``domains``."""
     steps: int = Field(20, ge=0)
-    """RL optimiser steps of each specialist, 0 or more (20 of the micro RL stage's
-    48: a specialist trains on one effort level's prompts alone; at the earlier RL rate
-    of 1.5e-5 and SFT checkpoint, its held-out math on its route rose from step ~12,
-    0.13 -> 0.81 on math/low by step 20; docs/results.md, Kimi K3's pipeline)."""
+    """RL optimiser steps of each specialist, 0 or more (fewer than the RL stage's: a
+    specialist trains on one effort level's prompts alone)."""
 
     @field_validator("domains", "efforts")
     @classmethod
@@ -68,12 +64,9 @@ class DistillConfig(BaseModel):
     lr: float = Field(2e-5, gt=0, le=1.0)
     """Peak learning rate of the distillation stages (AdamW; the schedule is ``rl``'s),
     in (0, 1]. Its own, as SFT and DPO have theirs: the dense per-token signal moves the
-    micro student fast, and at 1e-4 the student drifted away from its teachers after
-    15-30 steps. 2e-5 since the RL stage's rate then (1.5e-5): its teachers are less
-    decided for the careful form, and at 1e-5 the OPD student reached 0.76 of its teacher in 30 steps,
-    at 2e-5 1.00 (docs/results.md, DeepSeek-V4.1-Flash's pipeline)."""
+    micro student fast."""
     advantage: DistillParams = DistillParams()
-    """The per-token advantage (``core.advantages.distill``) and its clip c."""
+    """The per-token advantage (``advantages.distill``) and its clip c."""
     teachers: dict[str, str] = Field(default={})
     """Route -> teacher checkpoint directory. A route is ``domain/effort``, ``domain``
     or ``*`` (every prompt); a prompt goes to its most specific route. Empty: ``mopd``

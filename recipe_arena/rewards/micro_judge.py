@@ -15,12 +15,11 @@ sees all the time: the prompt text is unchanged, but the ~300 characters of fixe
 instructions become six tokens and ``cities`` one token, so a judge prompt is ~60
 tokens instead of ~370. Copying the answer's last word and the reference into the
 reply is then a copy of one token each, and its mark compares two tokens, where a
-judge reading characters had to find, copy and compare words of varying length (it
-kept the reply's format but copied the wrong words). A word the vocabulary lacks (a
-misspelt plural) is read as characters, so it never equals a reference, as
-``micro_chat.is_right`` wants. Numbers are the exception: they are read digit by
-digit, and the reply compares them one digit at a time (``Verdict.reply``). As a
-thousand tokens of their own, each rarely seen, they were copied and compared badly.
+judge reading characters has to find, copy and compare words of varying length. A word
+the vocabulary lacks (a misspelt plural) is read as characters, so it never equals a
+reference, as ``micro_chat.is_right`` wants. Numbers are the exception: they are read
+digit by digit, and the reply compares them one digit at a time (``Verdict.reply``), since
+a thousand tokens of their own would each be rarely seen.
 
 It trains on verdict pairs (``MicroJudgeConfig.paired``: a right and a wrong answer to
 one problem shown the same way, in one batch), so that only the answer tells the two
@@ -28,8 +27,9 @@ apart, and sees number questions twice as often as the draw has them
 (``MicroJudgeConfig.kind_repeats``).
 
 The checkpoint is cached under a hash of its settings, ``_FORMAT`` and CODE_VERSION in
-$RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion.
-``judge_agreement`` measures it on held-out verdicts.
+$RECIPE_ARENA_CACHE (default ~/.cache/recipe_arena), like the SmolLM2 conversion; its
+training and this lookup live in the rewards package, so ``rewards.judge_model`` loads it
+by a plain import. ``judge_agreement`` measures it on held-out verdicts.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from recipe_arena.data.micro_verdicts import (
 )
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
-from recipe_arena.stages.common import train_steps
+from recipe_arena.supervised import assistant_mask, sft_batches, train_steps
 
 T = TypeVar("T")
 
@@ -162,8 +162,6 @@ def judge_examples(
     covers the reply only, or the whole conversation when ``cfg.loss_on_prompt``;
     verdicts longer than the model's context are dropped (with ``cfg.paired``, their
     pair too, so pairs stay consecutive)."""
-    from recipe_arena.stages.sft import assistant_mask
-
     chats = [verdict_chat(v) for v in training_verdicts(cfg)]
     games = training_games(cfg)
     chats += [game_chat(g) for g in games]
@@ -236,8 +234,6 @@ def _units(items: list[T], unit: int) -> list[list[T]]:
 
 
 def _train(cfg: MicroJudgeConfig, out: Path) -> None:
-    from recipe_arena.stages.sft import sft_batches
-
     t0 = time.time()
     tok = judge_tokenizer()
     model = build_tiny_model(cfg.model, tok, seed=cfg.seed)
@@ -245,9 +241,7 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
     torch.manual_seed(cfg.seed)
     losses = train_steps(
         LengthSplit(model, int(tok.pad_token_id)),
-        # group=1: batches not sorted by length, which mixes the kinds of verdict in each
-        # batch; sorted batches (the SFT default) left the number marks unlearned
-        # (docs/results.md, the micro judge)
+        # group=1: batches not sorted by length, so each mixes the kinds of verdict
         sft_batches(
             examples, cfg.batch_size, int(tok.pad_token_id), cfg.seed, group=1, unit=_unit(cfg)
         ),
@@ -269,9 +263,8 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
 
 
 LENGTH_PARTS = 2
-"""Micro-batches a judge training batch is cut into by ``LengthSplit``, 1 or more: 2
-leaves out most of the padding, where more parts save fewer tokens than their extra
-forward passes cost on a CPU (docs/results.md, rubrics and games)."""
+"""Micro-batches a judge training batch is cut into by ``LengthSplit``, 1 or more; 2 leaves
+out most of the padding, and each part costs a forward pass."""
 
 
 class LengthSplit(torch.nn.Module):
@@ -379,10 +372,9 @@ def training_in_background(cfg: MicroJudgeConfig, cache_dir: str | None = None) 
 def hurry_background() -> None:
     """From now on the background judge trainings take a normal share of the cores
     (SCHED_OTHER, niceness 0) rather than the idle time: called once the base model is
-    built (a judge that is waited for gets the same, ``_wait``). Where the system refuses (no SCHED_IDLE, or
-    an unprivileged user whose RLIMIT_NICE forbids it), they keep their low priority.
-    They keep their one thread: a second one did not make the judge faster with the
-    passive OpenMP wait policy the project sets (18-19 steps/s either way, 2 cores)."""
+    built (a judge that is waited for gets the same, ``_wait``). Where the system refuses
+    (no SCHED_IDLE, or an unprivileged user whose RLIMIT_NICE forbids it), they keep their
+    low priority. They keep their one thread."""
     for proc in _BACKGROUND.values():
         _hurry(proc)
 
@@ -437,12 +429,9 @@ def _run_in_idle_time(proc: BaseProcess) -> None:
     on a core that no other thread wants, and a waking thread of the run takes the core
     back at once; the threads it starts later inherit the policy. Set here rather than
     by the child so that it holds before any ``hurry_background``. Where SCHED_IDLE is
-    missing the child lowers its niceness to ``BACKGROUND_NICE``. Why not niceness alone: at
-    niceness 10 the base model beside the judge still ran at 2.5 steps/s, where it runs
-    at 3.9 alone and 3.6 beside an idle-policy judge (2 cores, AVX-512; docs/results.md,
-    the first run with the judge in the background): the base model's OpenMP threads
-    wait for one another at every parallel region, and a nice-10 judge delays each
-    waking one."""
+    missing the child lowers its niceness to ``BACKGROUND_NICE``. Why not niceness alone:
+    the base model's OpenMP threads wait for one another at every parallel region, and a
+    niced judge still delays each waking one."""
     if hasattr(os, "SCHED_IDLE") and proc.pid is not None:
         os.sched_setscheduler(proc.pid, os.SCHED_IDLE, os.sched_param(0))
 

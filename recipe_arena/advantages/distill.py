@@ -16,22 +16,18 @@ and effort level, ``distill.teachers``); the metrics are given overall and per t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.advantages.base import AdvantageInput, AdvantageResult
-from recipe_arena.core.strategy import StrategyParams
-
-if TYPE_CHECKING:
-    import torch
-else:
-    from recipe_arena.core.lazy import torch
+from recipe_arena.advantages.base import AdvantageInput, AdvantageResult
+from recipe_arena.core.lazy import torch
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class DistillParams(StrategyParams):
     name: Literal["distill"] = "distill"
-    clip: float = Field(5.0, gt=0)
+    clip: float = Field(5.0, gt=0, examples=[0.5])
     """c, the bound of the per-token advantage (nats, > 0). 5 nats is a likelihood ratio
     of about 150: it leaves the usual gap of a token the teacher prefers untouched and
     only cuts the rare tokens one model gives almost no mass (a near -inf log-probability
@@ -74,3 +70,6 @@ def distill_advantages(inp: AdvantageInput, params: DistillParams) -> AdvantageR
             metrics[f"distill/{teacher}/{k}"] = v
     metrics["advantage/abs_mean"] = metrics["distill/all/gap_abs_mean"]
     return AdvantageResult(adv_BL, metrics)
+
+
+STRATEGY = Strategy(DistillParams, distill_advantages)

@@ -9,18 +9,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from recipe_arena.core.advantages.base import (
+from recipe_arena.advantages.base import (
     AdvantageInput,
     AdvantageResult,
     broadcast,
     group_mean,
 )
-from recipe_arena.core.strategy import StrategyParams
+from recipe_arena.strategy import Strategy, StrategyParams
 
 
 class StandardParams(StrategyParams):
     name: Literal["standard"] = "standard"
-    std_eps: float = Field(1e-6, gt=0)
+    std_eps: float = Field(1e-6, gt=0, examples=[0.5])
     """Added to the group std before dividing (reward units, > 0): keeps a zero-variance
     group finite."""
 
@@ -31,3 +31,6 @@ def standard_advantages(inp: AdvantageInput, params: StandardParams) -> Advantag
     centred_B = r_B - group_mean(r_B, inp.group_B)
     std_B = group_mean(centred_B.square(), inp.group_B).sqrt()
     return broadcast(centred_B / (std_B + params.std_eps), inp.mask_BL)
+
+
+STRATEGY = Strategy(StandardParams, standard_advantages)
