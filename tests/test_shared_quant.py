@@ -107,7 +107,7 @@ def test_quantised_weights_and_their_error_by_hand() -> None:
     quantised weights only: ||Q(W) - W|| / ||W|| = sqrt(0.2^2 / (0.5^2 + 0.2^2)) =
     sqrt(0.04 / 0.29) = 0.371391 (the embedding would add 0.1^2 to both sums). Weights
     that are all zero have error 0, not 0/0."""
-    from recipe_arena.staleness.quant import quant_error, quantise_state_dict
+    from recipe_arena.staleness.shared_quant import quant_error, quantise_state_dict
 
     named = {
         "model.layers.0.mlp.down_proj.weight": torch.tensor([[0.5, 0.2], [0.0, 0.0]]),
