@@ -23,13 +23,7 @@ from __future__ import annotations
 from typing import Literal
 
 from recipe_arena.core.lazy import torch
-from recipe_arena.policy_loss.base import (
-    PolicyLossInput,
-    PolicyLossResult,
-    k3_kl,
-    normalise,
-    reduce,
-)
+from recipe_arena.policy_loss.base import PolicyLossInput, PolicyLossResult, finish_loss
 from recipe_arena.strategy import Strategy, StrategyParams
 
 
@@ -52,19 +46,7 @@ def olmo_loss(inp: PolicyLossInput, params: OlmoParams) -> PolicyLossResult:
     pg_BL = -torch.minimum(unclipped_BL, clipped_BL)
     if inp.token_weights_BL is not None:
         pg_BL = pg_BL * inp.token_weights_BL.detach()
-    loss_BL = pg_BL
     metrics: dict[str, float] = {}
-    if cfg.kl_beta > 0:
-        if inp.ref_logprobs_BL is None:
-            raise ValueError("kl_beta > 0 needs ref_logprobs_BL (a reference model's logprobs)")
-        kl_BL = k3_kl(inp.logprobs_BL, inp.ref_logprobs_BL.detach())
-        loss_BL = loss_BL + cfg.kl_beta * kl_BL
-        metrics["loss/kl_ref"] = float(normalise(kl_BL.detach(), mask_BL, "token"))
-    if inp.extra_loss_BL is not None:
-        loss_BL = loss_BL + inp.extra_loss_BL
-    numerator, count = reduce(loss_BL, mask_BL, cfg.normalisation, inp.constant_len)
-    loss = numerator / max(count, 1.0)
-
     n = mask_BL.sum().clamp(min=1.0)
     with torch.no_grad():
         clip_low_BL = (adv_BL < 0) & (ratio_BL < lo)
@@ -72,11 +54,7 @@ def olmo_loss(inp: PolicyLossInput, params: OlmoParams) -> PolicyLossResult:
         metrics["loss/clip_low_frac"] = float((clip_low_BL.float() * mask_BL).sum() / n)
         metrics["loss/clip_high_frac"] = float((clip_high_BL.float() * mask_BL).sum() / n)
         metrics["loss/ratio_mean"] = float((ratio_BL * mask_BL).sum() / n)
-        metrics["loss/policy"] = float(
-            normalise(pg_BL.detach(), mask_BL, cfg.normalisation, inp.constant_len)
-        )
-        metrics["loss/total"] = float(loss.detach())
-    return PolicyLossResult(loss=loss, numerator=numerator, count=count, metrics=metrics)
+    return finish_loss(pg_BL, inp, metrics)
 
 
 STRATEGY = Strategy(OlmoParams, olmo_loss)
