@@ -191,3 +191,22 @@ def test_run_refuses_label_flip_at_start_up(capsys, tmp_path: Path, overrides: l
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "rewards.label_flip.p" in err
     assert not (tmp_path / "runs" / "r").exists()
+
+
+# ----------------------------------------------------------------------------- the study
+def test_table_9_2_noisy_verifier_row_composes(tmp_path: Path) -> None:
+    """The study's noisy_verifier row: exact, flip_10 and flip_25 over the study's 4
+    seeds compose (paired, no run made) with p = 0, 0.1 and 0.25 on the default domains;
+    its exact arm is the run the reward_hack row's exact arm is (shared, made once)."""
+    from recipe_arena.study import load_spec, prepare
+
+    spec = load_spec(Path(__file__).resolve().parent.parent / "studies" / "table_9_2.yaml")
+    jobs, links = prepare(spec, tmp_path, rows=["noisy_verifier", "reward_hack"])
+    row = links["noisy_verifier.default"]
+    assert len(row) == 3 * len(spec.seeds) and len(spec.seeds) >= 4
+    assert row["exact-s0"] == links["reward_hack.default"]["exact-s0"]
+    args = {j.name: j.args for j in jobs}
+    for arm, p in (("exact", 0.0), ("flip_10", 0.1), ("flip_25", 0.25)):
+        cfg = load_config(args[row[f"{arm}-s0"]])
+        assert cfg.rewards.label_flip.p == p and cfg.rl.schedule == "deterministic"
+        assert cfg.rewards.label_flip.domains == ["math", "code", "ifeval"]
