@@ -237,6 +237,15 @@ class MicroJudgeConfig(Strict):
         return self
 
 
+class LabelFlipConfig(Strict):
+    """Noisy verifiers: each training reward flipped, r -> 1 - r (``rewards.label_flip``)."""
+
+    p: float = Field(0.0, ge=0, le=1)
+    """Flip probability per rollout, 0 to 1; 0: the exact verifiers."""
+    domains: list[Domain] = Field(default=["math", "code", "ifeval"])
+    """Domains whose verifier is noisy; the others keep their scores."""
+
+
 class RewardsConfig(Strict):
     """One verifier per domain."""
 
@@ -282,6 +291,8 @@ class RewardsConfig(Strict):
     """Rubric tournament pairing: 'all_pairs' or 'round_robin'."""
     tournament_opponents: int = Field(2, ge=1)
     """Opponents per response under 'round_robin'."""
+    label_flip: LabelFlipConfig = LabelFlipConfig()
+    """Training rewards flipped at a rate p, a noisy verifier (held-out eval stays exact)."""
 
 
 if TYPE_CHECKING:

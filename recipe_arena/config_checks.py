@@ -4,7 +4,7 @@ pydantic (config.py) checks each value alone: types, ranges, finiteness, names. 
 cannot see is checked here, before any work and before a run directory exists: paths
 that must exist or be writable (all path checks live in ``check_paths``), the device,
 stages that need a checkpoint nobody provides, a prompt filter that can keep nothing,
-and a code sandbox weaker than allowed. Each failure raises ConfigError with one line
+noisy verifiers under the spurious-reward control, and a code sandbox weaker than allowed. Each failure raises ConfigError with one line
 naming the key, the value and what would work; the CLI exits 2.
 """
 
@@ -36,6 +36,7 @@ def check_runnable(cfg: RunConfig) -> None:
     check_sandbox(cfg.rewards)
     check_stages(cfg)
     check_prompt_filter(cfg)
+    check_label_flip(cfg)
 
 
 def check_device(device: str, key: str = "engine.device") -> None:
@@ -175,6 +176,16 @@ def check_prompt_filter(cfg: RunConfig) -> None:
         raise ConfigError(
             f"prompt_filter.min_pass_rate={pf.min_pass_rate} with max_pass_rate="
             f"{pf.max_pass_rate} and {k} rollouts keeps no prompt (pass rates are j/{k})"
+        )
+
+
+def check_label_flip(cfg: RunConfig) -> None:
+    """Flipped labels need the verifiers' labels: the spurious-reward control replaces them."""
+    p = cfg.rewards.label_flip.p
+    if p > 0 and cfg.spurious_reward.enabled:
+        raise ConfigError(
+            f"rewards.label_flip.p={p} flips the verifiers' labels, but "
+            "spurious_reward.enabled=true replaces them; set one of the two"
         )
 
 

@@ -10,7 +10,7 @@ distillation stages, the benchmarks):
   the staleness strategy's registry entry);
 - each actor's engine, scorer, teachers and hooks (the staleness strategy's weights
   for the engine, the length-control strategy's group hooks, the spurious-reward
-  control);
+  control, the noisy verifiers' label flips);
 - the loop's advantage hook.
 
 A strategy contributes hooks by declaring them in its registry entry
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recipe_arena.advantages import compute_advantages
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
+from recipe_arena.config import EngineConfig, LabelFlipConfig, RewardsConfig, RLConfig, RunConfig
 from recipe_arena.core.actor import Actor
 from recipe_arena.core.actor import ActorSettings as CoreActorSettings
 from recipe_arena.core.hooks import (
@@ -232,6 +232,9 @@ class ActorSettings:
     """Spurious-reward control: when set, every rollout's reward is replaced by a seeded
     random bit that is 1 with this probability, independent of the response
     (``rewards.spurious``); None trains on the verifiers' scores."""
+    label_flip: LabelFlipConfig = field(default_factory=LabelFlipConfig)
+    """Noisy verifiers: each rollout's reward in its domains flipped, r -> 1 - r, with
+    probability p (``rewards.label_flip``); p 0 trains on the verifiers' scores."""
     window_quota: int | None = None
     """At max_staleness 0: the groups of each batch this actor supplies, ceil(N / actors)
     (discard-early-short keeps a quota of them per generation window); None: none."""
@@ -269,9 +272,42 @@ def _spurious(
     return replaced
 
 
+def _label_flip(
+    cfg: LabelFlipConfig, hook: Callable[[FinishedGroup], GroupVerdict]
+) -> Callable[[FinishedGroup], GroupVerdict]:
+    """Noisy verifiers before ``hook``: a group of ``cfg.domains`` has each reward
+    flipped with probability ``cfg.p``, seeded by its draw (``rewards.label_flip``). The
+    verdict's metrics gain ``reward/label_flips`` (rollouts flipped) and
+    ``reward/label_flip_frac`` (their share of the group), for groups of those domains."""
+    from recipe_arena.rewards.label_flip import flip_labels
+
+    def flipped(g: FinishedGroup) -> GroupVerdict:
+        if g.row.domain not in cfg.domains:
+            return hook(g)
+        rewards_G, n = flip_labels(g.seed, g.rewards_G, cfg.p)
+        verdict = hook(dataclasses.replace(g, rewards_G=rewards_G))
+        counted = {"reward/label_flips": float(n), "reward/label_flip_frac": n / len(rewards_G)}
+        return dataclasses.replace(verdict, metrics={**verdict.metrics, **counted})
+
+    return flipped
+
+
+def _keep_all(g: FinishedGroup) -> GroupVerdict:
+    """The group as it is: its rewards, every rollout kept (no group-finished hook)."""
+    import torch
+
+    return GroupVerdict(g.rewards_G, torch.ones(len(g.rewards_G), dtype=torch.bool), {})
+
+
+def _replaces_rewards(s: ActorSettings) -> bool:
+    """Whether a control trains on rewards other than the verifiers' scores."""
+    return s.spurious_p is not None or s.label_flip.p > 0
+
+
 def actor_hooks(s: ActorSettings) -> ActorHooks:
     """One actor's hooks: the length-control strategy's (a state of their own per
-    actor), the staleness strategy's engine weights, the spurious-reward control."""
+    actor), the staleness strategy's engine weights, the spurious-reward control, the
+    noisy verifiers' label flips."""
     facts = RunFacts(
         max_new_tokens=s.max_new_tokens,
         max_staleness=s.max_staleness,
@@ -286,6 +322,9 @@ def actor_hooks(s: ActorSettings) -> ActorHooks:
         hooks = dataclasses.replace(
             hooks, on_group_finished=_spurious(s.spurious_p, hooks.on_group_finished)
         )
+    if s.label_flip.p > 0:
+        then = hooks.on_group_finished or _keep_all
+        hooks = dataclasses.replace(hooks, on_group_finished=_label_flip(s.label_flip, then))
     return hooks
 
 
@@ -328,7 +367,7 @@ def make_actor(
         max_new_tokens=settings.max_new_tokens,
         max_groups_in_engine=settings.max_groups_in_engine,
         prompt_template=settings.prompt_template,
-        keep_verifier_reward=settings.spurious_p is not None,
+        keep_verifier_reward=_replaces_rewards(settings),
     )
     return Actor(actor_id, engine, tokenizer, scorer, core, hooks, version, teachers)
 
@@ -378,6 +417,7 @@ def actor_settings(cfg: RunConfig, teachers: dict[str, str] | None = None) -> Ac
         refill_equal_rewards=rl.zero_gradient_filter and rl.active_sampling,
         prompt_template=cfg.prompt_template,
         spurious_p=cfg.spurious_reward.p if cfg.spurious_reward.enabled else None,
+        label_flip=cfg.rewards.label_flip,
         teachers=teachers,
     )
 

@@ -27,7 +27,13 @@ from recipe_arena.advantages import (
     CenteredParams,
     compute_advantages,
 )
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
+from recipe_arena.config import (
+    EngineConfig,
+    LabelFlipConfig,
+    RewardsConfig,
+    RLConfig,
+    RunConfig,
+)
 from recipe_arena.core.hooks import RunFacts
 from recipe_arena.core.loop import InFlight, LoopSettings, top_up_prompts
 from recipe_arena.core.types import LearnerBatch
@@ -484,3 +490,47 @@ def test_rubric_tournament_scores_the_prompt_filters_groups(tournament_scorer: A
         engine.close()
     assert tournament_scorer.counts["chat/tournament_games"] - before == 4
     assert len(rates) == 3 and all(0.0 <= r <= 1.0 for r in rates)
+
+
+# ----------------------------------------------------------------------------- label flip
+def _label_flip_view(flip: LabelFlipConfig) -> Any:
+    """The rewards an RL actor's group-finished hook hands on for a math group of four
+    whose verifier paid [1, 0, 1, 0] (seed 7), with the flips it counted."""
+    from recipe_arena.core.hooks import FinishedGroup
+
+    settings = wiring.actor_settings(RunConfig(rewards=RewardsConfig(label_flip=flip)))
+    hook = wiring.actor_hooks(settings).on_group_finished
+    group = FinishedGroup(
+        row=generate_split("math", "train", 1, seed=0)[0],
+        seed=7,
+        rewards_G=torch.tensor([1.0, 0.0, 1.0, 0.0]),
+        lengths_G=torch.tensor([3, 3, 3, 3]),
+        finish_seconds_G=torch.zeros(4),
+        start_versions_G=torch.zeros(4, dtype=torch.long),
+        end_versions_G=torch.zeros(4, dtype=torch.long),
+        start_steps=(None,) * 4,
+        engine_version=0,
+    )
+    verdict = hook(group) if hook is not None else None
+    return None if verdict is None else (verdict.rewards_G, verdict.metrics)
+
+
+# field -> (a context the field matters in, the changed value)
+LABEL_FLIP_CHANGES: dict[str, tuple[dict[str, Any], Any]] = {
+    "p": ({}, 1.0),
+    "domains": ({"p": 1.0}, ["code"]),
+}
+
+
+def test_every_label_flip_field_is_listed() -> None:
+    assert set(LABEL_FLIP_CHANGES) == set(LabelFlipConfig.model_fields)
+
+
+@pytest.mark.parametrize("field", sorted(LABEL_FLIP_CHANGES))
+def test_label_flip_field_reaches_the_actors_rewards(field: str) -> None:
+    """rewards.label_flip.p 0 -> 1 turns [1, 0, 1, 0] into [0, 1, 0, 1]; at p = 1,
+    domains [code] leaves the math group's [1, 0, 1, 0] as the verifier paid it."""
+    context, value = LABEL_FLIP_CHANGES[field]
+    base = _label_flip_view(LabelFlipConfig(**context))
+    changed = _label_flip_view(LabelFlipConfig(**{**context, field: value}))
+    assert not _same(base, changed), f"rewards.label_flip.{field} changed nothing"

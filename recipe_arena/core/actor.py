@@ -57,7 +57,7 @@ class ActorSettings:
     keep_verifier_reward: bool = False
     """Record the verifier's score on each rollout beside the reward it is trained on
     (``Rollout.verifier_reward``): set when a hook replaces the rewards (the
-    spurious-reward control)."""
+    spurious-reward control, noisy verifiers' label flips)."""
 
 
 @dataclass

@@ -44,7 +44,7 @@ def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
         out[f"reward/{d}/mean"] = sum(rs) / len(rs)
         out[f"reward/{d}/pass_rate"] = sum(x >= PASS_THRESHOLD for x in rs) / len(rs)
     verified = [r for r in rollouts if r.verifier_reward is not None]
-    if verified:  # spurious-reward control: what the verifiers would have paid
+    if verified:  # spurious rewards or flipped labels: what the verifiers would have paid
         out.update(_verifier_metrics(verified))
     rewards = [r.reward for r in rollouts]
     out["reward/mean"] = sum(rewards) / len(rewards)
@@ -61,7 +61,7 @@ def group_metrics(groups: Sequence[RolloutGroup]) -> dict[str, float]:
 
 def _verifier_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
     """``reward/verifier/mean`` and ``reward/<domain>/verifier_mean``: the verifiers' mean
-    score of rollouts trained on another reward (spurious-reward control)."""
+    score of rollouts trained on another reward (spurious-reward control, label flips)."""
     by_domain: dict[str, list[float]] = collections.defaultdict(list)
     for r in rollouts:
         assert r.verifier_reward is not None

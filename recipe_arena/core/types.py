@@ -37,8 +37,8 @@ class Rollout:
     reward_reason: str = ""
     gen_seconds: float = 0.0
     verifier_reward: float | None = None
-    """The verifier's score when ``reward`` is not derived from it (the spurious-reward
-    control); None otherwise."""
+    """The verifier's score when ``reward`` is not the verifier's alone (the spurious-reward
+    control, noisy verifiers' label flips); None otherwise."""
     expert_ids: torch.Tensor | None = None
     """int64 (P + T - 1, N, K): the K experts each MoE layer n routed position l to in
     the engine, for every position fed to it (prompt and all completion tokens but the

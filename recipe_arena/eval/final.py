@@ -22,6 +22,10 @@ EVAL_CACHE_VERSION = "eval-v2"
 """Part of the cache key: bump it when a change alters what an evaluation returns."""
 
 
+UNKEYED_REWARDS = {"label_flip"}
+"""Reward settings an evaluation does not read (``rewards.label_flip``: training only)."""
+
+
 def eval_rows(cfg: RunConfig, rows: Sequence[PromptRow]) -> list[PromptRow]:
     """The first ``eval.prompts_for(domain)`` rows of each domain, in domain order of
     first appearance (the first ones, so every recipe of a comparison sees the same)."""
@@ -66,7 +70,8 @@ def evaluate_checkpoint(
         {
             "version": EVAL_CACHE_VERSION,
             "eval": cfg.eval.model_dump(mode="json"),
-            "rewards": cfg.rewards.model_dump(mode="json"),
+            # label flips act on training rewards only: evaluation uses the exact verifiers
+            "rewards": cfg.rewards.model_dump(mode="json", exclude=UNKEYED_REWARDS),
             "engine": cfg.engine.name,
             **({"template": cfg.prompt_template} if cfg.prompt_template != "chat" else {}),
             "rows": [r.id for r in eval_rows(cfg, rows)],
