@@ -20,22 +20,9 @@ Run: python benchmarks/precision_gap.py [--prompts 8 --group 4 --tokens 64]
 
 from __future__ import annotations
 
-import argparse
-
-from recipe_arena.compose import load_config
 from recipe_arena.config import RLConfig
-from recipe_arena.core.actor import ActorTask
-from recipe_arena.core.batch import build_learner_batch
-from recipe_arena.data.micro import generate_split
-from recipe_arena.models.factory import load_checkpoint
-from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
-from recipe_arena.wiring import (
-    ActorSettings,
-    LearnerSettings,
-    advantage_hook,
-    make_actor,
-    make_learner,
-)
+from recipe_arena.rl_start import gap_arguments, sample_heldout_math
+from recipe_arena.wiring import ActorSettings, LearnerSettings, make_learner
 
 ENGINES = {
     "fp32": {"dtype": "float32"},
@@ -68,27 +55,11 @@ PAIRS = [
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--prompts", type=int, default=8)
-    p.add_argument("--group", type=int, default=4)
-    p.add_argument("--tokens", type=int, default=64)
-    add_start_arguments(p)
-    a = p.parse_args()
-    cfg = load_config([f"seed={a.seed}"])
-    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
-    rows = generate_split("math", "heldout", a.prompts, cfg.world.data_seed)
-    tasks = [ActorTask(r, seed=a.seed + i, tag=f"{i}") for i, r in enumerate(rows)]
+    a = gap_arguments(__doc__.splitlines()[0], prompts=8, tokens=64)
     settings = ActorSettings(group_size=a.group, temperature=1.0, max_new_tokens=a.tokens)
     gaps: dict[tuple[str, str], dict[str, float]] = {}
     for engine in dict.fromkeys(e for e, _ in PAIRS):
-        model, tok = load_checkpoint(init)
-        engine_cfg = cfg.engine.model_copy(update=ENGINES[engine])
-        actor = make_actor(0, model, tok, "torch", engine_cfg, cfg.rewards, settings)
-        try:
-            groups = actor.rollouts(tasks)
-        finally:
-            actor.close()
-        batch = build_learner_batch(groups, advantage_hook(cfg.advantage), int(tok.pad_token_id))
+        model, batch = sample_heldout_math(a, ENGINES[engine], settings)
         for trainer in (t for e, t in PAIRS if e == engine):
             overrides, bf16 = TRAINERS[trainer]
             learner = make_learner(model, LearnerSettings(rl=RLConfig(**overrides), bf16=bf16))

@@ -16,55 +16,30 @@ Run: python benchmarks/quant_gap.py [--prompts 16 --group 4 --tokens 96]
 
 from __future__ import annotations
 
-import argparse
-
-from recipe_arena.compose import load_config
 from recipe_arena.config import RLConfig
-from recipe_arena.core.actor import ActorTask
-from recipe_arena.core.batch import build_learner_batch
-from recipe_arena.data.micro import generate_split
-from recipe_arena.models.factory import load_checkpoint
-from recipe_arena.rl_start import add_start_arguments, rl_start_checkpoint
+from recipe_arena.rl_start import gap_arguments, sample_heldout_math
 from recipe_arena.staleness import NoCorrectionParams, SharedQuantParams
-from recipe_arena.wiring import (
-    ActorSettings,
-    LearnerSettings,
-    advantage_hook,
-    make_actor,
-    make_learner,
-)
+from recipe_arena.wiring import ActorSettings, LearnerSettings, make_learner
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--prompts", type=int, default=16)
-    p.add_argument("--group", type=int, default=4)
-    p.add_argument("--tokens", type=int, default=96)
-    add_start_arguments(p)
-    a = p.parse_args()
-    cfg = load_config([f"seed={a.seed}"])
-    init = rl_start_checkpoint([f"seed={a.seed}", *a.start])
-    rows = generate_split("math", "heldout", a.prompts, cfg.world.data_seed)
-    tasks = [ActorTask(r, seed=a.seed + i, tag=f"{i}") for i, r in enumerate(rows)]
+    a = gap_arguments(__doc__.splitlines()[0], prompts=16, tokens=96)
     gaps = {}
-    for engine_bits in (8, None):
-        model, tok = load_checkpoint(init)
-        settings = ActorSettings(
-            group_size=a.group, temperature=1.0, max_new_tokens=a.tokens, quant_bits=engine_bits
+    for engine_int8 in (True, False):
+        settings = ActorSettings(  # shared quantisation's actor hook quantises the engine
+            group_size=a.group,
+            temperature=1.0,
+            max_new_tokens=a.tokens,
+            staleness=SharedQuantParams() if engine_int8 else NoCorrectionParams(),
         )
-        actor = make_actor(0, model, tok, "torch", cfg.engine, cfg.rewards, settings)
-        try:
-            groups = actor.rollouts(tasks)
-        finally:
-            actor.close()
-        batch = build_learner_batch(groups, advantage_hook(cfg.advantage), int(tok.pad_token_id))
+        model, batch = sample_heldout_math(a, {}, settings)
         trainers = {"full": NoCorrectionParams(), "int8": SharedQuantParams()}
         for trainer, staleness in trainers.items():
-            if engine_bits is None and trainer == "int8":
+            if not engine_int8 and trainer == "int8":
                 continue
             learner = make_learner(model, LearnerSettings(rl=RLConfig(), staleness=staleness))
             _, m = learner.compute_loss(batch)
-            engine = "int8" if engine_bits else "full"
+            engine = "int8" if engine_int8 else "full"
             gaps[(engine, trainer)] = m
             print(
                 f"engine {engine:4s} trainer {trainer:4s}: mean |dlogp| "
