@@ -307,6 +307,9 @@ class PipelineConfig(Strict):
 
     stages: list[Stage] = Field(default=["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"])
     """Stage names in order (``stage_registry``; each stage's module says what it does)."""
+    reuse_prefix: bool = False
+    """Copy the stages before RL from an earlier run with the same settings, seed and
+    thread count instead of training them again (``prefix_cache``); studies set it."""
 
 
 class ClusterConfig(Strict):

@@ -286,6 +286,30 @@ def run_pipeline(cfg: RunConfig) -> Path:
         return _run_locked(cfg, write_report)
 
 
+def _reuse_prefix(cfg: RunConfig, run: RunDir, state: PipelineState) -> tuple[str, Path] | None:
+    """With ``pipeline.reuse_prefix``, fill ``state`` and the run directory from the
+    stored prefix of this run's settings when there is one (``prefix_cache``), and
+    return None; else (stage, entry): the first stage after the prefix, before which
+    the prefix is to be stored. None too when reuse is off, the pipeline has no
+    prefix, or a resumed run finished part of it."""
+    from recipe_arena import prefix_cache
+
+    stages = prefix_cache.prefix_stages(cfg.pipeline.stages)
+    if not cfg.pipeline.reuse_prefix or not stages or any(s in state.done for s in stages):
+        return None
+    import torch
+
+    entry = prefix_cache.prefix_entry(cfg, stages, torch.get_num_threads())
+    restored = prefix_cache.restore(entry, run.path)
+    if restored is None:
+        return cfg.pipeline.stages[len(stages)], entry
+    for key, value in restored.items():
+        setattr(state, key, value)
+    state.save(run)
+    console.print(f"stages {', '.join(stages)}: reused from {entry} (pipeline.reuse_prefix)")
+    return None
+
+
 def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
     run = RunDir(cfg, _prepare_dir(cfg))
     state = PipelineState.load(run) if cfg.resume else PipelineState()
@@ -300,7 +324,12 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
     try:
         if _trains_base_model(cfg, state):
             micro_judge.train_in_background(cfg.rewards.micro_judge)
+        store_prefix = _reuse_prefix(cfg, run, state)
         for name in cfg.pipeline.stages:
+            if store_prefix is not None and name == store_prefix[0]:
+                from recipe_arena.prefix_cache import store
+
+                store(store_prefix[1], run.path, asdict(state))
             if name in state.done:
                 console.print(f"[dim]stage {name}: done earlier, skipped")
                 continue

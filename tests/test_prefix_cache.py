@@ -1,0 +1,128 @@
+"""``pipeline.reuse_prefix``: a run copies the stages before RL from an earlier run with
+the same prefix settings, and ends exactly where training them itself would have."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recipe_arena.cache import cache_root
+from recipe_arena.cli import main
+from recipe_arena.compose import load_config
+from recipe_arena.prefix_cache import prefix_entry, prefix_settings, prefix_stages
+
+
+def test_prefix_is_the_stages_before_the_first_that_trains_from_rewards() -> None:
+    assert prefix_stages(["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]) == [
+        "base",
+        "sft",
+        "dpo",
+        "prompt_filter",
+    ]
+    assert prefix_stages(["base", "sft", "specialists", "mopd", "eval"]) == ["base", "sft"]
+    assert prefix_stages(["base", "sft", "eval"]) == []  # nothing after it to share it
+
+
+_BASE = ["recipe=olmo3_think", "budget=smoke"]
+
+
+def _entry(*overrides: str, threads: int = 2) -> Path:
+    cfg = load_config([*_BASE, *overrides])
+    return prefix_entry(cfg, prefix_stages(cfg.pipeline.stages), threads)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "staleness=none",
+        "advantage=standard",
+        "loss.normalisation=sample",
+        "rl.lr=3e-5",
+        "rl.lag=4",
+        "rl.eval_every=2",
+        "rewards.label_flip.p=0.25",
+        "spurious_reward.enabled=true",
+        "name=other",
+    ],
+)
+def test_settings_only_rl_reads_share_the_prefix(override: str) -> None:
+    """Each of these is read only after the prefix (RL_ONLY), so the key is the same."""
+    assert _entry(override) == _entry()
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "seed=1",
+        "sft.lr=1e-4",
+        "dpo.beta=0.2",
+        "engine.dtype=bfloat16",  # the prompt filter and evaluations sample with it
+        "rl.domain_weights={math:1.0}",  # the prompt filter picks its prompts by it
+        "rl.max_new_tokens=48",  # and caps its samples at it
+        "rewards.math_extractors=[boxed,last_number]",  # the filter's and eval's verifier
+        "pipeline.stages=[base,sft,prompt_filter,rlvr,eval]",
+    ],
+)
+def test_settings_the_prefix_reads_change_the_key(override: str) -> None:
+    assert _entry(override) != _entry()
+
+
+def test_thread_count_changes_the_key() -> None:
+    """Floating-point sums depend on the thread count, so the prefix does too."""
+    assert _entry(threads=1) != _entry(threads=2)
+
+
+def test_rl_settings_kept_in_the_key_are_the_ones_named() -> None:
+    assert set(prefix_settings(load_config(_BASE))["rl"]) == {"domain_weights", "max_new_tokens"}
+
+
+def _records(run: Path, name: str) -> list[dict]:
+    """The run's records, less the wall-clock fields (time, *_s, *per_s, seconds)."""
+    out = []
+    for line in (run / name).read_text().splitlines():
+        r = json.loads(line)
+        out.append(
+            {
+                k: v
+                for k, v in r.items()
+                if k != "time" and not k.endswith(("_s", "per_s", "seconds", "idle_frac"))
+            }
+        )
+    return out
+
+
+def test_a_reused_prefix_ends_where_training_it_would(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Run a trains its prefix (base, SFT, prompt filter) and stores it; run b, the same
+    settings, copies it. Under the deterministic schedule b's per-question scores and
+    metrics are then a's exactly, its checkpoints live in its own directory, and the
+    prefix's records appear once. A run b that trained with the stored checkpoint but
+    lost the prefix's records, or kept a's paths, fails here."""
+    shared = cache_root(None)  # the suite's cache: its smoke base model and judge
+    for kind in ("base", "judge"):
+        (shared / kind).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cache").mkdir(exist_ok=True)
+        (tmp_path / "cache" / kind).symlink_to(shared / kind)
+    monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))  # prefixes start empty
+    args = [
+        "run",
+        *_BASE,
+        "pipeline.stages=[base,sft,prompt_filter,rlvr,eval]",
+        "pipeline.reuse_prefix=true",
+        "rl.schedule=deterministic",
+        "rl.steps=2",
+        f"out_dir={tmp_path / 'runs'}",
+    ]
+    assert main([*args, "name=a"]) == 0
+    assert main([*args, "name=b"]) == 0
+    a, b = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
+    assert len([p for p in (tmp_path / "cache" / "prefix").iterdir() if p.is_dir()]) == 1
+    for name in ("eval_scores.jsonl", "metrics.jsonl", "rollouts.jsonl"):
+        assert _records(b, name) == _records(a, name), name
+    stages = json.loads((b / "stages.json").read_text())
+    assert stages["inputs"]["rlvr"] == str(b / "checkpoints" / "sft")
+    assert stages["train_rows"] == str(b / "train_filtered.jsonl")
+    assert (b / "checkpoints" / "sft" / "model.safetensors").is_file()
+    sft_records = [r for r in _records(b, "metrics.jsonl") if r["stage"] == "sft"]
+    assert sft_records and len(sft_records) == len({r["step"] for r in sft_records})
