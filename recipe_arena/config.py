@@ -310,6 +310,9 @@ class PipelineConfig(Strict):
     reuse_prefix: bool = False
     """Copy the stages before RL from an earlier run with the same settings, seed and
     thread count instead of training them again (``prefix_cache``); studies set it."""
+    prefix_seed: int | None = Field(None, ge=0, le=SEED_MAX)
+    """Seed of the stages before RL (``prefix_cache.prefix_stages``), 0 or more; None:
+    ``seed``. Set, the seeds of a comparison vary RL alone, from one starting model."""
 
 
 class ClusterConfig(Strict):

@@ -324,7 +324,10 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
     try:
         if _trains_base_model(cfg, state):
             micro_judge.train_in_background(cfg.rewards.micro_judge)
-        store_prefix = _reuse_prefix(cfg, run, state)
+        from recipe_arena.prefix_cache import prefix_config, prefix_stages
+
+        prefix, prefix_cfg = prefix_stages(cfg.pipeline.stages), prefix_config(cfg)
+        store_prefix = _reuse_prefix(prefix_cfg, run, state)
         for name in cfg.pipeline.stages:
             if store_prefix is not None and name == store_prefix[0]:
                 from recipe_arena.prefix_cache import store
@@ -338,7 +341,7 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
                 run.drop_records(lambda r, stage=name: r.get("stage") == stage)
             t0 = time.perf_counter()
             state.inputs[name] = state.checkpoint
-            STAGES[name](cfg, run, world, state)
+            STAGES[name](prefix_cfg if name in prefix else cfg, run, world, state)
             state.done[name] = round(time.perf_counter() - t0, 2)
             state.save(run)
             console.print(f"stage {name}: {state.done[name]:.1f} s")

@@ -68,6 +68,13 @@ def prefix_stages(stages: list[str]) -> list[str]:
     return []
 
 
+def prefix_config(cfg: RunConfig) -> RunConfig:
+    """``cfg`` as the prefix's stages read it: its seed is ``pipeline.prefix_seed`` when
+    that is set."""
+    seed = cfg.pipeline.prefix_seed
+    return cfg if seed is None else cfg.model_copy(update={"seed": seed})
+
+
 def prefix_settings(cfg: RunConfig) -> dict[str, Any]:
     """The resolved config as the prefix can read it (``RL_ONLY`` applied)."""
     dump = cfg.model_dump(mode="json")
@@ -79,12 +86,16 @@ def prefix_settings(cfg: RunConfig) -> dict[str, Any]:
         else:
             for f in fields:
                 dump[key].pop(f, None)
-    dump["pipeline"] = {k: v for k, v in dump["pipeline"].items() if k != "stages"}
+    dump["pipeline"] = {
+        k: v for k, v in dump["pipeline"].items() if k not in ("stages", "prefix_seed")
+    }
+    dump["engine"].pop("keep_kv_on_update")  # in-flight updates happen in RL alone
     return dump
 
 
 def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:
-    """The cache entry of ``stages`` run under ``cfg`` with ``threads`` torch threads."""
+    """The cache entry of ``stages`` run under ``cfg`` (``prefix_config``'s) with
+    ``threads`` torch threads."""
     key = cache_key(
         {
             "stage": "prefix",

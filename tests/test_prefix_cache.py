@@ -11,7 +11,7 @@ import pytest
 from recipe_arena.cache import cache_root
 from recipe_arena.cli import main
 from recipe_arena.compose import load_config
-from recipe_arena.prefix_cache import prefix_entry, prefix_settings, prefix_stages
+from recipe_arena.prefix_cache import prefix_config, prefix_entry, prefix_settings, prefix_stages
 
 
 def test_prefix_is_the_stages_before_the_first_that_trains_from_rewards() -> None:
@@ -29,7 +29,7 @@ _BASE = ["recipe=olmo3_think", "budget=smoke"]
 
 
 def _entry(*overrides: str, threads: int = 2) -> Path:
-    cfg = load_config([*_BASE, *overrides])
+    cfg = prefix_config(load_config([*_BASE, *overrides]))
     return prefix_entry(cfg, prefix_stages(cfg.pipeline.stages), threads)
 
 
@@ -45,6 +45,7 @@ def _entry(*overrides: str, threads: int = 2) -> Path:
         "rewards.label_flip.p=0.25",
         "spurious_reward.enabled=true",
         "name=other",
+        "engine.keep_kv_on_update=false",  # in-flight updates happen in RL alone
     ],
 )
 def test_settings_only_rl_reads_share_the_prefix(override: str) -> None:
@@ -69,6 +70,13 @@ def test_settings_the_prefix_reads_change_the_key(override: str) -> None:
     assert _entry(override) != _entry()
 
 
+def test_prefix_seed_replaces_the_seed_in_the_key() -> None:
+    """With ``pipeline.prefix_seed`` the seeds of a comparison share one prefix."""
+    assert _entry("seed=1", "pipeline.prefix_seed=0") == _entry("pipeline.prefix_seed=0")
+    assert _entry("pipeline.prefix_seed=0") == _entry()  # seed 0 either way
+    assert _entry("seed=1", "pipeline.prefix_seed=1") != _entry("pipeline.prefix_seed=0")
+
+
 def test_thread_count_changes_the_key() -> None:
     """Floating-point sums depend on the thread count, so the prefix does too."""
     assert _entry(threads=1) != _entry(threads=2)
@@ -79,7 +87,8 @@ def test_rl_settings_kept_in_the_key_are_the_ones_named() -> None:
 
 
 def _records(run: Path, name: str) -> list[dict]:
-    """The run's records, less the wall-clock fields (time, *_s, *per_s, seconds)."""
+    """The run's records, less the wall-clock fields (time, *_s, *per_s, seconds) and
+    the judge's memo hits (verdicts this process remembers from the runs before)."""
     out = []
     for line in (run / name).read_text().splitlines():
         r = json.loads(line)
@@ -87,18 +96,27 @@ def _records(run: Path, name: str) -> list[dict]:
             {
                 k: v
                 for k, v in r.items()
-                if k != "time" and not k.endswith(("_s", "per_s", "seconds", "idle_frac"))
+                if k != "time"
+                and not k.endswith(("_s", "per_s", "seconds", "idle_frac", "memo_hits"))
             }
         )
     return out
 
 
+def _prefix(records: list[dict]) -> list[dict]:
+    return [r for r in records if r["stage"] not in ("rlvr", "eval")]
+
+
+@pytest.mark.slow  # three smoke runs, 50-110 s on 2 cores; the keys are checked above
 def test_a_reused_prefix_ends_where_training_it_would(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Run a trains its prefix (base, SFT, prompt filter) and stores it; run b, the same
-    settings, copies it. Under the deterministic schedule b's per-question scores and
-    metrics are then a's exactly, its checkpoints live in its own directory, and the
-    prefix's records appear once. A run b that trained with the stored checkpoint but
-    lost the prefix's records, or kept a's paths, fails here."""
+    """All three runs train the prefix (base, SFT, prompt filter) at prefix seed 0.
+    Run a (seed 0) trains it and stores it; run b (seed 1) copies it; run c (seed 1)
+    trains it again without reuse. Under the deterministic schedule b's per-question
+    scores and metrics are then c's exactly, and their prefix records a's (the stages
+    read the prefix seed, not the run's), while RL at seed 1 differs from RL at seed 0.
+    b's checkpoints live in its own directory and the prefix's records appear once. A
+    restore that lost the prefix's records or kept a's paths, or stages that read the
+    run's seed, fail here."""
     shared = cache_root(None)  # the suite's cache: its smoke base model and judge
     for kind in ("base", "judge"):
         (shared / kind).mkdir(parents=True, exist_ok=True)
@@ -109,17 +127,21 @@ def test_a_reused_prefix_ends_where_training_it_would(tmp_path: Path, monkeypatc
         "run",
         *_BASE,
         "pipeline.stages=[base,sft,prompt_filter,rlvr,eval]",
-        "pipeline.reuse_prefix=true",
+        "pipeline.prefix_seed=0",
         "rl.schedule=deterministic",
         "rl.steps=2",
         f"out_dir={tmp_path / 'runs'}",
     ]
-    assert main([*args, "name=a"]) == 0
-    assert main([*args, "name=b"]) == 0
-    a, b = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
+    assert main([*args, "pipeline.reuse_prefix=true", "name=a"]) == 0
+    assert main([*args, "pipeline.reuse_prefix=true", "seed=1", "name=b"]) == 0
+    assert main([*args, "seed=1", "name=c"]) == 0
+    a, b, c = (tmp_path / "runs" / n for n in "abc")
     assert len([p for p in (tmp_path / "cache" / "prefix").iterdir() if p.is_dir()]) == 1
-    for name in ("eval_scores.jsonl", "metrics.jsonl", "rollouts.jsonl"):
-        assert _records(b, name) == _records(a, name), name
+    for name in ("eval_scores.jsonl", "metrics.jsonl"):
+        assert _records(b, name) == _records(c, name), name
+        assert _prefix(_records(b, name)) == _prefix(_records(a, name)), name
+    assert _records(b, "rollouts.jsonl") == _records(c, "rollouts.jsonl")
+    assert _records(b, "rollouts.jsonl") != _records(a, "rollouts.jsonl")  # RL's own seed
     stages = json.loads((b / "stages.json").read_text())
     assert stages["inputs"]["rlvr"] == str(b / "checkpoints" / "sft")
     assert stages["train_rows"] == str(b / "train_filtered.jsonl")
