@@ -21,6 +21,7 @@ from recipe_arena.compose import load_config
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.eval.comparison import (
     MATCHING_RULE,
+    group_runs,
     load_comparison,
     speed_comparisons,
     trapezoid_auc,
@@ -89,7 +90,7 @@ def _write_run(
             run.log(stage, step, metrics)
     for step, scores in curve.items():
         log_eval_scores(run.path, curve_stage, step, ROWS, scores)
-    log_eval_scores(run.path, "eval", 0, ROWS, curve[STEPS[-1]])
+    log_eval_scores(run.path, "eval", 0, ROWS, curve[max(curve)])
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +232,23 @@ def test_reports_show_speed_compute_and_the_matching_rule(study: Path) -> None:
     # the final scores are equal: the final-score summary sees no difference
     final = md.split("## Summary")[1].split("### Learning speed")[0]
     assert "| slow | +0.000 [+0.000, +0.000]" in final
+
+
+def test_areas_over_other_evaluation_steps_are_refused(tmp_path: Path) -> None:
+    """An arm evaluated at steps 0, 4, 8, 12 (rl.steps=12) against a baseline at 0, 4, 8,
+    10: their areas average over different spans, so the arm's is not compared and the
+    reason names both step lists; its tokens to reach the baseline's gain still are
+    (100 a step, solved from step 4 as the baseline: 320 both)."""
+    rl = {"rlvr": [{"throughput/trained_tokens": TOKENS}] * 12}
+    solved = [1.0] * 20 + [0.0] * 2
+    start = [0.0] * 22
+    base = {0: start, 4: solved, 8: solved, 10: solved}
+    longer = {0: start, 4: solved, 8: solved, 12: solved}
+    _write_run(tmp_path, ["budget=smoke"], "base", 0, base, rl, "rlvr")
+    _write_run(tmp_path, ["budget=smoke", "rl.steps=12"], "longer", 0, longer, rl, "rlvr")
+    arms = group_runs([tmp_path / "base", tmp_path / "longer"])
+    speed = speed_comparisons(arms)
+    assert speed is not None and not speed.comps
+    why = speed.excluded["rl.steps=12"]
+    assert "steps [0, 4, 8, 12]" in why and "baseline at [0, 4, 8, 10]" in why
+    assert [r.tokens for r in speed.reach] == [pytest.approx([320]), pytest.approx([320])]
