@@ -252,3 +252,30 @@ def test_areas_over_other_evaluation_steps_are_refused(tmp_path: Path) -> None:
     why = speed.excluded["rl.steps=12"]
     assert "steps [0, 4, 8, 12]" in why and "baseline at [0, 4, 8, 10]" in why
     assert [r.tokens for r in speed.reach] == [pytest.approx([320]), pytest.approx([320])]
+
+
+def test_an_arm_that_never_reaches_the_target_is_said_so(tmp_path: Path) -> None:
+    """The baseline (seed 0) solves every math question from step 4 (target 0.4 on the
+    mean over domains); an arm with rl.lr=0 stays at 0: "not reached", no interval and
+    no difference, rather than a number. A second pair of seeds (1) where the baseline
+    does not gain either has no target: "no target" for both arms there."""
+    rl = {"rlvr": [{"throughput/trained_tokens": TOKENS}] * 10}
+    fast, flat = _curve([4] * 20 + [None] * 2), _curve([None] * 22)
+    _write_run(tmp_path, ["budget=smoke"], "base0", 0, fast, rl, "rlvr")
+    _write_run(tmp_path, ["budget=smoke", "rl.lr=0"], "frozen0", 0, flat, rl, "rlvr")
+    _write_run(tmp_path, ["budget=smoke"], "base1", 1, flat, rl, "rlvr")
+    _write_run(tmp_path, ["budget=smoke", "rl.lr=0"], "frozen1", 1, flat, rl, "rlvr")
+    paths = [tmp_path / n for n in ("base0", "frozen0", "base1", "frozen1")]
+    md = write_report(*paths).read_text()
+    reach = md.split("### Learner tokens to reach 80%")[1].split("\n## ")[0]
+    assert (
+        "| rl.lr=0.0 | not reached in 1 of 2 seeds (the baseline gained nothing in seed 1) "
+        in reach
+    )
+    assert "| - | s0: not reached, s1: no target |" in reach
+    # the baseline's own tokens over the seed with a target (one seed: no spread)
+    assert (
+        "| baseline | 320 [320, 320] (the baseline gained nothing in seed 1) | +0 [+0, +0] "
+        in reach
+    )
+    assert "s0: 320, s1: no target |" in reach

@@ -376,11 +376,14 @@ class Reach:
     """Per paired seed: learner tokens to reach the seed's target (None: not reached by
     the arm's last evaluation, or no target: the baseline gained nothing there)."""
     estimate: stats.Estimate | None
-    """Mean over seeds with a t interval, when every seed reached."""
+    """Mean over the seeds with a target, with a t interval, when every one reached."""
     diff: stats.Estimate | None
-    """Mean of arm - baseline over seeds with a t interval, when every seed of both
-    reached."""
+    """Mean of arm - baseline over the same seeds with a t interval (the baseline
+    reaches its own target by construction)."""
     note: str = ""
+    targeted: list[bool] = field(default_factory=list)
+    """Per paired seed: whether there was a target (the baseline gained, and both runs
+    have a curve on the same questions)."""
 
 
 REACH_FRACTION = 0.8
@@ -544,15 +547,16 @@ def tokens_to_reach(
     if no_curve:
         notes.append(f"no curve on the baseline's questions in seed {', '.join(no_curve)}")
     note = "; ".join(notes)
-    reached = [t for t in tokens if t is not None]
-    est = stats.t_interval(reached) if reached and len(reached) == len(tokens) else None
-    pairs = [(t, o) for t, o in zip(tokens, own, strict=True) if t is not None and o is not None]
+    targeted = [str(s) not in no_gain + no_curve for s in seeds]
+    aimed = [(t, o) for t, o, ok in zip(tokens, own, targeted, strict=True) if ok]
+    every = bool(aimed) and all(t is not None for t, _ in aimed)
+    est = stats.t_interval([t for t, _ in aimed if t is not None]) if every else None
     diff = (
-        stats.t_interval([t - o for t, o in pairs])
-        if est is not None and len(pairs) == len(tokens)
+        stats.t_interval([t - o for t, o in aimed if t is not None and o is not None])
+        if every
         else None
     )
-    return Reach(arm.name, seeds, tokens, est, diff, note)
+    return Reach(arm.name, seeds, tokens, est, diff, note, targeted)
 
 
 def curve_data(arm: ArmData, cols: Columns) -> tuple[np.ndarray, np.ndarray, list[int]] | None:

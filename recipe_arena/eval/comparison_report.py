@@ -299,19 +299,26 @@ def _speed_section(speed: Speed | None) -> list[str]:
         f"the start of its curve plus {pct} of its gain to its last evaluation; each arm's "
         "learner tokens (the matching rule's, a pipeline's specialists or RL teacher "
         "counted before its student's first step) when its final policy's curve first "
-        "reaches it, interpolated linearly between evaluations. Mean over seeds with a "
-        "95% t interval, and the paired difference to the baseline's own tokens.",
+        "reaches it, interpolated linearly between evaluations. Mean over the seeds with "
+        "a target (the baseline gained there) with a 95% t interval, and the paired "
+        "difference to the baseline's own tokens; an arm that misses the target in any "
+        "seed is reported as not reached there, without a mean.",
         "",
         "| arm | learner tokens [95%] | minus the baseline's [95%] | per seed |",
         "|---|---|---|---|",
     ]
     for r in speed.reach:
         per_seed = ", ".join(
-            f"s{s}: {'not reached' if t is None else f'{t:.0f}'}"
-            for s, t in zip(r.seeds, r.tokens, strict=True)
+            f"s{s}: " + (f"{t:.0f}" if t is not None else "not reached" if ok else "no target")
+            for s, t, ok in zip(r.seeds, r.tokens, r.targeted, strict=True)
         )
-        missed = sum(t is None for t in r.tokens)
-        est = r.estimate.fmt(0) if r.estimate else f"not reached in {missed} of {len(r.tokens)}"
+        missed = sum(t is None and ok for t, ok in zip(r.tokens, r.targeted, strict=True))
+        if r.estimate:
+            est = r.estimate.fmt(0)
+        elif missed:
+            est = f"not reached in {missed} of {len(r.tokens)} seeds"
+        else:
+            est = "no target"
         diff = r.diff.fmt(0, signed=True) if r.diff else "-"
         note = f" ({r.note})" if r.note else ""
         md.append(f"| {r.arm} | {est}{note} | {diff} | {per_seed} |")
