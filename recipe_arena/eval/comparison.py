@@ -370,6 +370,8 @@ class Speed:
 
 @dataclass(frozen=True)
 class Reach:
+    """An arm's learner tokens to reach a share of the baseline's gain (``tokens_to_reach``)."""
+
     arm: str
     seeds: list[int]
     tokens: list[float | None]
