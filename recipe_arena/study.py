@@ -23,6 +23,7 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
         arms:                                  # ... or named override sets
           exact: []
           quarantine: [rewards.audit_quarantine=true]
+        design: Both arms train the same steps # how the arms were matched (optional)
     findings:                                  # claims, each read off one comparison
       - claim: Uncorrected stale data hurts under heavy mismatch
         row: stale_data
