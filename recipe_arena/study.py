@@ -23,6 +23,7 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
         arms:                                  # ... or named override sets
           exact: []
           quarantine: [rewards.audit_quarantine=true]
+        design: Both arms train the same steps # how the arms were matched (optional)
     findings:                                  # claims, each read off one comparison
       - claim: Uncorrected stale data hurts under heavy mismatch
         row: stale_data
@@ -99,6 +100,9 @@ class RowSpec(_Strict):
     """Settings of every run of this row (after the study's and the regime's)."""
     aa: bool = False
     """Add an A/A control: OLMo 3's choice again on the seeds + 1000."""
+    design: str | None = None
+    """How the row's arms were made comparable beyond the paired design (e.g. the
+    steps that match a pipeline's learner tokens); printed in the row's section."""
 
     @model_validator(mode="after")
     def _two_arms(self) -> RowSpec:

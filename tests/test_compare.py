@@ -171,9 +171,10 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     settings = md.split("## Settings that differ between arms")[1].split("##")[0]
     # the header row, staleness.name and tis's own cap (none has none: shown as '-')
     assert settings.count("\n| ") == 3 and "| staleness.cap | 2 | - |" in settings
+    paired = md.split("## Paired differences")[1].split("\n## ")[0]
     rows = {
         tuple(c.strip() for c in line.split("|")[1:3]): line
-        for line in md.splitlines()
+        for line in paired.splitlines()
         if line.startswith("| none |")
     }
     assert rows[("none", "math")].endswith("| significant |")

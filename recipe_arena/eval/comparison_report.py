@@ -4,7 +4,9 @@ Sections: what was compared; the settings that differ between arms (Table 9.2's
 style, nothing else); held-out pass@1 per arm and domain with 95% intervals (two-way
 t over seeds and questions); the paired difference of each arm to the
 baseline per domain (95% interval, p-value, Holm-corrected p-value, minimum
-detectable effect, verdict); the A/A control; the compute each arm used; ScaleRL's
+detectable effect, verdict); the A/A control; learning speed (the paired area under the
+held-out curve, tested like the final scores, and the learner tokens to reach 80% of the
+baseline's gain); the compute each arm used, under the matching rule; ScaleRL's
 compute-curve fit per arm; reward, length and staleness curves (mean over seeds and
 their range); the runs. Every figure comes with its interval, and a difference whose
 corrected p-value is not below 0.05 is labelled "inside the noise".
@@ -21,10 +23,12 @@ import numpy as np
 
 from recipe_arena.eval import stats
 from recipe_arena.eval.comparison import (
+    MATCHING_RULE,
     MEAN,
     ArmData,
     Columns,
     Comparison,
+    Speed,
     arm_estimate,
     check_questions,
     columns,
@@ -34,6 +38,7 @@ from recipe_arena.eval.comparison import (
     load_comparison,
     paired_comparisons,
     series,
+    speed_comparisons,
 )
 
 CURVE_METRICS = {
@@ -85,6 +90,7 @@ def _body(arms: list[ArmData], out: Path) -> list[str]:
     comps = paired_comparisons(ready, cols)
     md += _paired_table([c for c in comps if not c.control], ready)
     md += _control_section([c for c in comps if c.control])
+    md += _speed_section(speed_comparisons(ready))
     md += _compute_table(ready)
     md += _curve_section(ready, cols, out)
     md += _rl_curves(ready, out)
@@ -220,16 +226,102 @@ def _compute_table(arms: list[ArmData]) -> list[str]:
     md = [
         "## Compute",
         "",
-        "Learner tokens trained (the compute measure of the curves below) and wall time "
-        "of all stages, mean over seeds with a 95% t interval (its lower end clipped at 0).",
+        MATCHING_RULE + " Mean over seeds with a 95% t interval (its lower end clipped "
+        "at 0): learner tokens, the parts of them the specialists and the distillation "
+        "trained, the tokens the teachers scored, and the wall time of all stages.",
         "",
-        "| arm | learner tokens | wall time (s) | seeds |",
-        "|---|---|---|---|",
+        "| arm | learner tokens | of which specialists | of which distillation "
+        "| teacher tokens scored | wall time (s) | seeds |",
+        "|---|---|---|---|---|---|---|",
     ]
     for a in arms:
-        tokens = _nonnegative(stats.t_interval([r.learner_tokens for r in a.runs]))
-        secs = _nonnegative(stats.t_interval([r.seconds for r in a.runs]))
-        md.append(f"| {a.name} | {tokens.fmt(0)} | {secs.fmt(0)} | {len(a.runs)} |")
+        cells = [
+            _nonnegative(stats.t_interval(values)).fmt(0)
+            for values in (
+                [r.learner_tokens for r in a.runs],
+                [r.specialist_tokens for r in a.runs],
+                [r.distill_tokens for r in a.runs],
+                [r.teacher_tokens for r in a.runs],
+                [r.seconds for r in a.runs],
+            )
+        ]
+        md.append(f"| {a.name} | " + " | ".join(cells) + f" | {len(a.runs)} |")
+    return md + [""]
+
+
+def _speed_section(speed: Speed | None) -> list[str]:
+    md = ["## Learning speed: area under the held-out curve", ""]
+    if speed is None or speed.cols is None:
+        return md + [
+            "Not measured: the baseline has no held-out curve of two evaluations "
+            "(`rl.eval_every`).",
+            "",
+        ]
+    doms = [*speed.cols.domains, MEAN]
+    md += [
+        "Per seed and question, the area under the held-out curve of the stage that "
+        f"trains the final policy (`{speed.stage}`, evaluated at steps "
+        f"{', '.join(map(str, speed.steps))}), normalised to its length: "
+        "AUC = 1/(t_K - t_0) * sum_k (t_k - t_(k-1)) * (y_(k-1) + y_k) / 2, the time "
+        "average of pass@1 over training (a flat curve at y has area y). Of two arms that "
+        "end at the same score, the one that got there sooner has the larger area. The "
+        "paired arm - baseline areas are tested as the final scores are (two-way "
+        "interval, Holm across arms, MDE).",
+        "",
+        "| arm | seeds | " + " | ".join(doms) + " |",
+        "|---" * (len(doms) + 2) + "|",
+    ]
+    for arm, by_dom in speed.auc.items():
+        md.append(
+            f"| {arm} | {speed.auc_runs[arm]} | " + " | ".join(by_dom[d].fmt() for d in doms) + " |"
+        )
+    if speed.comps:
+        md += [
+            "",
+            "| arm | domain | area difference [95% interval] | p | p (Holm) | MDE "
+            "| seeds x questions | verdict |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        md += [_test_row(c, with_holm=True) for c in speed.comps]
+    if speed.excluded:
+        md += [
+            "",
+            "Areas not compared: "
+            + "; ".join(f"{arm}: {why}" for arm, why in speed.excluded.items())
+            + ". Their learning speed is read off the learner tokens below.",
+        ]
+    pct = f"{speed.fraction:.0%}"
+    md += [
+        "",
+        f"### Learner tokens to reach {pct} of the baseline's gain",
+        "",
+        f"Per seed: the target is the baseline's held-out pass@1 (mean over domains) at "
+        f"the start of its curve plus {pct} of its gain to its last evaluation; each arm's "
+        "learner tokens (the matching rule's, a pipeline's specialists or RL teacher "
+        "counted before its student's first step) when its final policy's curve first "
+        "reaches it, interpolated linearly between evaluations. Mean over the seeds with "
+        "a target (the baseline gained there) with a 95% t interval, and the paired "
+        "difference to the baseline's own tokens; an arm that misses the target in any "
+        "seed is reported as not reached there, without a mean.",
+        "",
+        "| arm | learner tokens [95%] | minus the baseline's [95%] | per seed |",
+        "|---|---|---|---|",
+    ]
+    for r in speed.reach:
+        per_seed = ", ".join(
+            f"s{s}: " + (f"{t:.0f}" if t is not None else "not reached" if ok else "no target")
+            for s, t, ok in zip(r.seeds, r.tokens, r.targeted, strict=True)
+        )
+        missed = sum(t is None and ok for t, ok in zip(r.tokens, r.targeted, strict=True))
+        if r.estimate:
+            est = r.estimate.fmt(0)
+        elif missed:
+            est = f"not reached in {missed} of {len(r.tokens)} seeds"
+        else:
+            est = "no target"
+        diff = r.diff.fmt(0, signed=True) if r.diff else "-"
+        note = f" ({r.note})" if r.note else ""
+        md.append(f"| {r.arm} | {est}{note} | {diff} | {per_seed} |")
     return md + [""]
 
 

@@ -10,8 +10,12 @@ Read only from the study directory: ``study.json`` and each comparison directory
    Holm-corrected p-value is below 0.05 (then its interval excludes 0), else "inside
    the noise", which says nothing smaller than the MDE is ruled out. An A/A control's
    line reads "inside the noise (as it should be)" or "FALSE POSITIVE".
-2. One section per row and regime: the comparison's paired differences, the compute
-   each arm used and its figures (every row also has its full comparison report, with
+   A second summary table gives each alternative's learning speed the same way: the
+   paired difference in the area under the held-out curve (``comparison.speed_comparisons``),
+   with its interval, MDE and verdict.
+2. One section per row and regime: the row's design note, the comparison's paired
+   differences, its learning speed, the compute each arm used (under the matching rule,
+   ``comparison.MATCHING_RULE``) and its figures (every row also has its full comparison report, with
    the learning curves and their fit, in ``rows/<row>.<regime>/report.md``).
 3. The findings: each claim of the study file, the comparison it is read from, and
    whether this world confirms it, refutes it, or cannot tell at its MDE.
@@ -20,6 +24,7 @@ Read only from the study directory: ``study.json`` and each comparison directory
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +33,17 @@ from recipe_arena.eval.comparison import (
     MEAN,
     ArmData,
     Comparison,
+    Speed,
     check_questions,
     columns,
     load_comparison,
     paired_comparisons,
+    speed_comparisons,
 )
 from recipe_arena.eval.comparison_report import (
     _compute_table,
     _paired_table,
+    _speed_section,
     write_comparison_report,
 )
 from recipe_arena.eval.html import write_pages
@@ -55,6 +63,10 @@ class RowResult:
     domains: list[str]
     note: str = ""
     """Why there are no comparisons yet (nothing finished), else empty."""
+    speed: Speed | None = None
+    """Learning speed against OLMo 3's choice (None until the baseline has a curve)."""
+    design: str = ""
+    """The row's design note from the study file."""
 
 
 def verdict(c: Comparison) -> str:
@@ -76,6 +88,7 @@ def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
         for regime in row["regimes"]:
             path = root / "rows" / f"{row['name']}.{regime}"
             res = RowResult(row["name"], row.get("title") or row["name"], regime, path, [], [], [])
+            res.design = row.get("design") or ""
             out.append(res)
             if not (path / "comparison.json").exists():
                 res.note = "not run yet (not among the rows= chosen so far)"
@@ -90,13 +103,24 @@ def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
             cols = columns(check_questions(ready))
             res.domains = [*cols.domains, MEAN]
             res.comps = paired_comparisons(ready, cols)
+            res.speed = speed_comparisons(ready)
     return spec, out
 
 
 def _summary(rows: list[RowResult]) -> list[str]:
-    doms = list(dict.fromkeys(d for r in rows for d in r.domains)) or [MEAN]
-    mde_dom = MDE_DOMAIN if MDE_DOMAIN in doms else MEAN
-    md = [
+    final = _summary_table(rows, lambda r: r.comps, lambda r: r.domains)
+    speed = _summary_table(
+        rows,
+        lambda r: r.speed.comps if r.speed else [],
+        lambda r: [*r.speed.cols.domains, MEAN] if r.speed and r.speed.cols else [],
+        lambda r: (
+            "; ".join(f"{a}: {why}" for a, why in r.speed.excluded.items())
+            if r.speed and r.speed.excluded
+            else ""
+        ),
+    )
+    mde_dom = final[0]
+    return [
         "## Summary",
         "",
         "Effect of each alternative on held-out pass@1 against OLMo 3's choice in the same "
@@ -105,6 +129,31 @@ def _summary(rows: list[RowResult]) -> list[str]:
         "80% power at the 5% level. Verdict: better or worse where the Holm-corrected "
         "p-value is below 0.05, per domain; else inside the noise.",
         "",
+        *final[1],
+        "",
+        "### Learning speed",
+        "",
+        "The same for the area under the held-out curve of the stage that trains the final "
+        "policy (per seed and question, the trapezoid time average of pass@1 over its "
+        "evaluations): a positive effect is an arm that learned faster. Areas compare only "
+        "over the same stage and evaluation steps; each row's section gives the learner "
+        "tokens to reach 80% of the baseline's gain, which compares any two arms.",
+        "",
+        *speed[1],
+        "",
+    ]
+
+
+def _summary_table(
+    rows: list[RowResult],
+    comps_of: Callable[[RowResult], list[Comparison]],
+    domains_of: Callable[[RowResult], list[str]],
+    note_of: Callable[[RowResult], str] = lambda r: "",
+) -> tuple[str, list[str]]:
+    """(MDE domain, table lines) of the comparisons ``comps_of`` gives per row."""
+    doms = list(dict.fromkeys(d for r in rows for d in domains_of(r))) or [MEAN]
+    mde_dom = MDE_DOMAIN if MDE_DOMAIN in doms else MEAN
+    md = [
         "| row | regime | OLMo 3's choice | alternative | "
         + " | ".join(doms)
         + f" | MDE ({mde_dom}) | verdict |",
@@ -112,15 +161,18 @@ def _summary(rows: list[RowResult]) -> list[str]:
     ]
     for r in rows:
         base = r.arms[0].name if r.arms else "-"
-        if not r.comps:
+        comps = comps_of(r)
+        note = note_of(r)
+        if not comps:
+            why = r.note or note or "no comparable arm"
             md.append(
                 f"| {r.title} | {r.regime} | {base} | - | "
                 + " | ".join("-" for _ in doms)
-                + f" | - | {r.note} |"
+                + f" | - | {why} |"
             )
             continue
-        for arm in dict.fromkeys(c.arm for c in r.comps):
-            by_dom = {c.domain: c for c in r.comps if c.arm == arm}
+        for arm in dict.fromkeys(c.arm for c in comps):
+            by_dom = {c.domain: c for c in comps if c.arm == arm}
             cells = [_effect(by_dom[d]) if d in by_dom else "-" for d in doms]
             mde = by_dom.get(mde_dom) or by_dom[MEAN]
             label = "A/A control" if mde.control else arm
@@ -129,7 +181,13 @@ def _summary(rows: list[RowResult]) -> list[str]:
                 + " | ".join(cells)
                 + f" | {mde.test.mde:.3f} | {_row_verdict(list(by_dom.values()))} |"
             )
-    return md + [""]
+        if note:
+            md.append(
+                f"| {r.title} | {r.regime} | {base} | not compared | "
+                + " | ".join("-" for _ in doms)
+                + f" | - | {note} |"
+            )
+    return mde_dom, md
 
 
 def _effect(c: Comparison) -> str:
@@ -155,13 +213,19 @@ def _row_verdict(comps: list[Comparison]) -> str:
 def _row_section(r: RowResult, root: Path) -> list[str]:
     rel = r.path.relative_to(root)
     md = [f"## {r.title} ({r.regime})", ""]
+    if r.design:
+        md += [r.design, ""]
     if r.arms:
         md += [f"Full comparison report: [{rel}/report.md]({rel}/report.md).", ""]
     if not r.comps:
         return md + [r.note.capitalize() + ".", ""]
     ready = [a for a in r.arms if a.runs]
-    parts = _paired_table([c for c in r.comps if not c.control], ready) + _compute_table(ready)
-    md += ["#" + line if line.startswith("## ") else line for line in parts]  # a level down
+    parts = (
+        _paired_table([c for c in r.comps if not c.control], ready)
+        + _speed_section(r.speed)
+        + _compute_table(ready)
+    )
+    md += ["#" + line if line.startswith(("## ", "### ")) else line for line in parts]  # down
     for png, alt in (
         ("plot_compare_eval.png", "held-out pass@1 per arm"),
         ("plot_compare_compute.png", "held-out pass@1 against learner compute"),
