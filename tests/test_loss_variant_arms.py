@@ -1,14 +1,15 @@
 """Each new policy loss and off-policy correction runs as an arm through the real entry
 point: ``recipe-arena run recipe=olmo3_rl_zero budget=smoke staleness=<s> policy_loss=<l>``
-on the micro world (the command line's ``main``, in the test process: the pipeline
-is the one a user's run takes, without a fresh interpreter importing torch,
-transformers and the report's libraries again for each arm), RL from the cached smoke base (``pipeline.stages=[base,rlvr]``), on
-the deterministic schedule one version behind (``rl.lag=1``) so the corrections see
-stale tokens. Three runs cover the three losses and the three corrections, a pair each,
-and the precision settings ride along (a float16 engine with its LM head in float32; a
-float16 learner with its LM head in float32). Each run must finish, hold the options in
-its resolved config, and log, at every RL step, the loss's and the correction's own
-metric and the mismatch metrics every run logs (``staleness.mismatch``)."""
+on the micro world (the command line's ``main``, in the test process: the pipeline a
+user's run takes, without a fresh interpreter importing torch, transformers and the
+report's libraries again for each arm), RL from the cached smoke base
+(``pipeline.stages=[base,rlvr]``), on the deterministic schedule one version behind
+(``rl.lag=1``) so the corrections see stale tokens. Three runs cover the three losses
+and the three corrections, a pair each, and the precision settings ride along (a
+float16 engine with its LM head in float32; a float16 learner with its LM head in
+float32). Each run must finish, hold the options in its resolved config, and log, at
+every RL step, the loss's and the correction's own metric and the mismatch metrics
+every run logs (``staleness.mismatch``)."""
 
 from __future__ import annotations
 
