@@ -8,7 +8,6 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -101,18 +100,6 @@ def test_cache_build_is_atomic(tmp_path: Path) -> None:
     build_cached(entry, crash)  # not called: the entry exists
 
 
-def _build_slowly(entry: str, started: Any) -> None:
-    """Child process of the test below: builds ``entry`` and, holding the build lock,
-    signals ``started`` and takes a second to finish."""
-
-    def build(tmp: Path) -> None:
-        started.set()
-        time.sleep(1.0)
-        (tmp / "by").write_text("child")
-
-    build_cached(Path(entry), build)
-
-
 def test_a_second_process_waits_for_a_build_instead_of_repeating_it(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -120,10 +107,12 @@ def test_a_second_process_waits_for_a_build_instead_of_repeating_it(
     so on stderr) and returns the first one's result: its own build never runs."""
     import multiprocessing
 
+    from tests.cache_build_child import build_slowly
+
     entry = tmp_path / "k"
     ctx = multiprocessing.get_context("spawn")
     started = ctx.Event()
-    child = ctx.Process(target=_build_slowly, args=(str(entry), started))
+    child = ctx.Process(target=build_slowly, args=(str(entry), started))
     child.start()
     try:
         assert started.wait(60)
