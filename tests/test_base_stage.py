@@ -202,12 +202,17 @@ def test_micro_judge_trains_in_the_background(tmp_path: Path, monkeypatch) -> No
     base stage leaves chat out of its evaluation. It runs in the idle time (SCHED_IDLE on
     Linux) until ``hurry_background`` gives it a normal share. Stopped (the run failed), the child is
     killed and nothing is cached; ``micro_judge_checkpoint`` waits for a running one and
-    returns its checkpoint, which is then cached, so nothing starts again."""
+    returns its checkpoint, which is then cached, so nothing starts again.
+
+    The threshold is lowered to 20 steps here (the smoke judge's size): the rule is the
+    same at any threshold, and a judge of the real one's 200 steps took most of this
+    test's time."""
     from recipe_arena.data.schema import DOMAINS
     from recipe_arena.rewards import micro_judge as mj
     from recipe_arena.stages.base import _evaluated_domains
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(mj, "BACKGROUND_MIN_STEPS", 20)
 
     def cfg(steps: int) -> RunConfig:
         judge = {"steps": steps, "batch_size": 2, "examples": 8, "warmup_steps": 1}
