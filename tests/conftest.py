@@ -34,16 +34,16 @@ HEAVY: tuple[tuple[str, bool], ...] = (
     ("tests/test_recipe_smoke.py::test_recipe_smoke_run[kimi_k3]", True),
     ("tests/test_recipe_smoke.py::test_recipe_smoke_run[deepseek_v4_flash]", True),
     ("tests/test_recipe_smoke.py::test_recipe_smoke_run[olmo3_think]", True),
-    ("tests/test_base_stage.py::test_micro_judge_trains_in_the_background", False),
-    ("tests/test_compare.py::test_report_of_a_comparison_directory", False),
     ("tests/test_loss_variant_arms.py::test_new_options_run_as_arms[seq_mask_tis", True),
-    ("tests/test_sft.py::test_run_sft_lowers_loss_and_writes_a_checkpoint", False),
-    ("tests/test_compare.py::test_report_of_loose_run_directories", False),
-    ("tests/test_loss_variant_arms.py::test_new_options_run_as_arms[m2po", True),
+    ("tests/test_compare.py::test_report_of_a_comparison_directory", False),
     ("tests/test_log.py::test_checkpoint_bars_only_with_verbose", False),
+    ("tests/test_sft.py::test_run_sft_lowers_loss_and_writes_a_checkpoint", False),
+    ("tests/test_loss_variant_arms.py::test_new_options_run_as_arms[m2po", True),
     ("tests/test_loss_variant_arms.py::test_new_options_run_as_arms[icepop", True),
+    ("tests/test_compare.py::test_report_of_loose_run_directories", False),
+    ("tests/test_base_stage.py::test_micro_judge_trains_in_the_background", False),
 )
-"""The default suite's longest tests (test id prefixes), longest first (each 10-50 s on
+"""The default suite's longest tests (test id prefixes), longest first (each 5-50 s on
 2 cores, quiet; most tests take under a second: docs/results.md, "Time of `make test`"),
 and whether each needs the smoke base model (recipes/budget/smoke.yaml), which the first
 entry trains on an empty cache. Under ``pytest -n N`` they are dealt out in turn, one to
