@@ -8,7 +8,6 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -101,18 +100,6 @@ def test_cache_build_is_atomic(tmp_path: Path) -> None:
     build_cached(entry, crash)  # not called: the entry exists
 
 
-def _build_slowly(entry: str, started: Any) -> None:
-    """Child process of the test below: builds ``entry`` and, holding the build lock,
-    signals ``started`` and takes a second to finish."""
-
-    def build(tmp: Path) -> None:
-        started.set()
-        time.sleep(1.0)
-        (tmp / "by").write_text("child")
-
-    build_cached(Path(entry), build)
-
-
 def test_a_second_process_waits_for_a_build_instead_of_repeating_it(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -120,10 +107,12 @@ def test_a_second_process_waits_for_a_build_instead_of_repeating_it(
     so on stderr) and returns the first one's result: its own build never runs."""
     import multiprocessing
 
+    from tests.cache_build_child import build_slowly
+
     entry = tmp_path / "k"
     ctx = multiprocessing.get_context("spawn")
     started = ctx.Event()
-    child = ctx.Process(target=_build_slowly, args=(str(entry), started))
+    child = ctx.Process(target=build_slowly, args=(str(entry), started))
     child.start()
     try:
         assert started.wait(60)
@@ -213,12 +202,17 @@ def test_micro_judge_trains_in_the_background(tmp_path: Path, monkeypatch) -> No
     base stage leaves chat out of its evaluation. It runs in the idle time (SCHED_IDLE on
     Linux) until ``hurry_background`` gives it a normal share. Stopped (the run failed), the child is
     killed and nothing is cached; ``micro_judge_checkpoint`` waits for a running one and
-    returns its checkpoint, which is then cached, so nothing starts again."""
+    returns its checkpoint, which is then cached, so nothing starts again.
+
+    The threshold is lowered to 20 steps here (the smoke judge's size): the rule is the
+    same at any threshold, and a judge of the real one's 200 steps took most of this
+    test's time."""
     from recipe_arena.data.schema import DOMAINS
     from recipe_arena.rewards import micro_judge as mj
     from recipe_arena.stages.base import _evaluated_domains
 
     monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(mj, "BACKGROUND_MIN_STEPS", 20)
 
     def cfg(steps: int) -> RunConfig:
         judge = {"steps": steps, "batch_size": 2, "examples": 8, "warmup_steps": 1}

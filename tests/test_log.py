@@ -185,9 +185,11 @@ def test_vllm_logging_config_drops_benign_lines_in_a_fresh_process(tmp_path: Pat
 
 _SAVE_LOAD = """
 import sys, tempfile
+from recipe_arena import hidden_modules
 from recipe_arena.logsetup import configure_output
 configure_output(sys.argv[1] == "1")
-from recipe_arena.models.factory import build_micro, load_checkpoint, save_checkpoint
+with hidden_modules(("sklearn",)):  # as the command line loads transformers (cli.py)
+    from recipe_arena.models.factory import build_micro, load_checkpoint, save_checkpoint
 model, tok = build_micro()
 path = save_checkpoint(model, tok, tempfile.mkdtemp() + "/ckpt")
 load_checkpoint(path)

@@ -1,21 +1,24 @@
 """Each new policy loss and off-policy correction runs as an arm through the real entry
 point: ``recipe-arena run recipe=olmo3_rl_zero budget=smoke staleness=<s> policy_loss=<l>``
-on the micro world, RL from the cached smoke base (``pipeline.stages=[base,rlvr]``), on
-the deterministic schedule one version behind (``rl.lag=1``) so the corrections see
-stale tokens. Three runs cover the three losses and the three corrections, a pair each,
-and the precision settings ride along (a float16 engine with its LM head in float32; a
-float16 learner with its LM head in float32). Each run must finish, hold the options in
-its resolved config, and log, at every RL step, the loss's and the correction's own
-metric and the mismatch metrics every run logs (``staleness.mismatch``)."""
+on the micro world (the command line's ``main``, in the test process: the pipeline a
+user's run takes, without a fresh interpreter importing torch, transformers and the
+report's libraries again for each arm), RL from the cached smoke base
+(``pipeline.stages=[base,rlvr]``), on the deterministic schedule one version behind
+(``rl.lag=1``) so the corrections see stale tokens. Three runs cover the three losses
+and the three corrections, a pair each, and the precision settings ride along (a
+float16 engine with its LM head in float32; a float16 learner with its LM head in
+float32). Each run must finish, hold the options in its resolved config, and log, at
+every RL step, the loss's and the correction's own metric and the mismatch metrics
+every run logs (``staleness.mismatch``)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from recipe_arena.cli import main
 
 MISMATCH = (
     "staleness/kl",
@@ -48,11 +51,8 @@ ARMS = [
 def test_new_options_run_as_arms(
     staleness: str, loss: str, extra: list[str], signature: tuple[str, ...], tmp_path: Path
 ) -> None:
-    proc = subprocess.run(
+    code = main(
         [
-            sys.executable,
-            "-m",
-            "recipe_arena.cli",
             "run",
             "recipe=olmo3_rl_zero",
             "budget=smoke",
@@ -64,12 +64,9 @@ def test_new_options_run_as_arms(
             *extra,
             f"out_dir={tmp_path}",
             "name=arm",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
+        ]
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert code == 0
     run = tmp_path / "arm"
     config = (run / "config.yaml").read_text()
     assert f"name: {staleness}" in config and f"name: {loss}" in config
