@@ -11,7 +11,8 @@ SFT evaluates depends on the machine's load, so the test holds the judge's cache
 (``cache.build_lock``) until the evaluations have deferred: the lock another process
 training the same judge holds, and the background training then waits for it exactly as
 it waits for such a process. That stands in for a judge that trains slower than the
-stages; its training and every score are real. Four smoke runs, hence ``slow``.
+stages; its training and every score are real. Four smoke runs, hence ``slow``; the
+other tests check the completion's arithmetic and which stages wait, without a model.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from recipe_arena.compose import load_config
 from recipe_arena.eval.deferred import PENDING_FILE
 from recipe_arena.rewards.micro_judge import judge_cache_entry
 from recipe_arena.rundir import read_metrics
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 400
@@ -143,6 +142,7 @@ def _cached_scores(checkpoint: Path) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_first_run_scores_chat_later_with_the_numbers_of_a_waiting_run(tmp_path: Path) -> None:
     """Run A, from an empty cache, with the judge held: base, SFT and DPO each defer
     their chat answers (``pending_scores.json`` lists the three, chat rows unscored,
@@ -214,3 +214,79 @@ def test_a_first_run_scores_chat_later_with_the_numbers_of_a_waiting_run(tmp_pat
     c = _evaluations(out / "c")
     for key in [k for k in b if k[0] in ("base", "sft", "dpo")]:
         assert c[key] == b[key], key
+
+
+def test_completion_logs_the_summary_of_the_kept_scores_once(tmp_path: Path) -> None:
+    """A deferred evaluation whose rows are all scored (no chat left) is completed
+    without the judge: math rows scored 1 and 0 with answers of 10 and 20 tokens, a code
+    row scored 0.5 with 30 and 50 tokens (two samples) give math pass@1 (1 + 0) / 2 =
+    0.5 and tokens (10 + 20) / 2 = 15, code pass@1 0.5 and tokens (30 + 50) / 2 = 40, and
+    a mean over the two domains of 0.5. It is logged under its own stage and step, in
+    place of a line an interrupted completion had logged for it (the training record at
+    that step stays), cached at its cache path, and the file of kept evaluations goes."""
+    from recipe_arena.data.micro import generate_split
+    from recipe_arena.eval.deferred import _write, complete_pending, has_pending
+    from recipe_arena.eval.final import cached_evaluation
+    from recipe_arena.rundir import RunDir
+
+    cfg = load_config(["recipe=olmo3_think", "budget=smoke", f"out_dir={tmp_path}"])
+    run = RunDir(cfg, tmp_path / "run")
+    rows = generate_split("math", "heldout", 2, 0) + generate_split("code", "heldout", 1, 0)
+    cache = tmp_path / "eval-x.json"
+    entry = {
+        "stage": "sft",
+        "step": 20,
+        "cache": str(cache),
+        "rows": [r.model_dump(mode="json") for r in rows],
+        "texts": [None, None, None],
+        "lengths": [[10], [20], [30, 50]],
+        "scores": [1.0, 0.0, 0.5],
+    }
+    run.log("sft", 20, {"loss/train": 1.5})
+    run.log("sft", 20, {"eval/mean/pass@1": 9.0})  # an interrupted completion's line
+    _write(run, [entry])
+    assert has_pending(run)
+    complete_pending(cfg, run)
+    want = {
+        "eval/code/pass@1": 0.5,
+        "eval/code/tokens": 40.0,
+        "eval/math/pass@1": 0.5,
+        "eval/math/tokens": 15.0,
+        "eval/mean/pass@1": 0.5,
+    }
+    records = [{k: v for k, v in r.items() if k != "time"} for r in read_metrics(run.path)]
+    assert records == [
+        {"stage": "sft", "step": 20, "loss/train": 1.5},
+        {"stage": "sft", "step": 20, **want},
+    ]
+    cached = cached_evaluation(cache)
+    assert cached is not None and cached.metrics == want and cached.scores == [1.0, 0.0, 0.5]
+    assert not has_pending(run) and not (run.path / PENDING_FILE).exists()
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "needs"),
+    [
+        ("base", [], False),
+        ("sft", [], False),
+        ("dpo", [], False),  # validation on ifeval only
+        ("dpo", ["dpo.validation_prompts={chat: 5}"], True),
+        ("prompt_filter", [], True),  # chat weighted 0.1 among the filtered prompts
+        ("prompt_filter", ["prompt_filter.enabled=false"], False),
+        ("prompt_filter", ["rl.domain_weights={math: 1.0, chat: 0.0}"], False),
+        ("rlvr", [], True),
+        ("eval", [], True),
+    ],
+)
+def test_which_stages_wait_for_kept_chat_scores(
+    stage: str, overrides: list[str], needs: bool
+) -> None:
+    """A stage that scores chat with the judge outside a held-out evaluation needs the
+    kept chat scores completed first: the prompt filter when it filters chat prompts
+    (default: chat at weight 0.1 of 640 filtered prompts), DPO when its validation rows
+    hold chat (default: ifeval only), RL and the final evaluation always; base and SFT
+    never."""
+    from recipe_arena.pipeline import _needs_judge
+
+    cfg = load_config(["recipe=olmo3_think", "out_dir=unused", *overrides])
+    assert _needs_judge(cfg, stage) is needs
