@@ -9,9 +9,11 @@ passed on as overrides) with ``RECIPE_ARENA_CACHE`` an empty temporary folder (o
   metadata file, written last) and how long it trained (the metadata's ``seconds``); the
   judge trains in a background process from the start of the run
   (``rewards.micro_judge.train_in_background``);
+- which held-out evaluations kept their chat answers for the judge while it trained
+  (``eval.deferred``: base, SFT and DPO on a first run) and when they were scored;
 - how long a stage waited for the judge (from ``micro judge: waiting for its training``
-  to the judge's end), and the critical path: the judge, when a stage waited for it,
-  else the stages in turn;
+  to the judge's end; a wait after the last stage is the end of the run's), and the
+  critical path: the judge, when a stage waited for it, else the stages in turn;
 - the load average (1 minute) at the start and the end: on a shared machine the times
   are inflated by the other jobs, and ratios (judge against base model) say more.
 Last line:
@@ -34,6 +36,8 @@ from pathlib import Path
 
 _STAGE_END = re.compile(r"^stage (\w+): ([0-9.]+) s$")
 _WAITING = "micro judge: waiting for its training in the background"
+_KEPT = re.compile(r"^(\w+): chat answers of the held-out evaluation kept")
+_SCORING = "micro judge: scoring the chat answers kept from"
 
 
 def _meta(cache: Path, kind: str, name: str) -> tuple[float, dict[str, float]] | None:
@@ -62,6 +66,8 @@ def main() -> None:
     waited_from: float | None = None
     waiting_stage: str | None = None
     current: str | None = None
+    kept: list[str] = []
+    scored_at: list[float] = []
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
@@ -74,8 +80,13 @@ def main() -> None:
             current = line.removeprefix("stage ").strip()
         if (m := _STAGE_END.match(line)) is not None:
             ends[m.group(1)] = (now, float(m.group(2)))
+        if (m := _KEPT.match(line)) is not None:
+            kept.append(m.group(1))
+        if line.startswith(_SCORING):
+            scored_at.append(now)
         if _WAITING in line and waited_from is None:
-            waited_from, waiting_stage = now, current
+            waited_from = now
+            waiting_stage = "the end of the run" if current in ends else current
     rc = proc.wait()
     total = time.perf_counter() - t0
     load1 = os.getloadavg()[0]
@@ -103,6 +114,9 @@ def main() -> None:
             f"{trained['judge'][1] / trained['base'][1]:.2f} (seconds), judge steps "
             f"{trained['judge'][2]:.0f}"
         )
+    if kept:
+        at = ", ".join(f"{t:.1f} s" for t in scored_at)
+        print(f"chat answers kept for the judge: {', '.join(kept)}; scored from {at}")
     waited = 0.0
     if waited_from is not None and "judge" in trained:
         waited = max(0.0, trained["judge"][0] - waited_from)

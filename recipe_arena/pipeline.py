@@ -200,6 +200,29 @@ def _trains_base_model(cfg: RunConfig, state: PipelineState) -> bool:
     return not entry_ready(base_cache_entry(cfg))
 
 
+JUDGE_FREE_STAGES = ("base", "sft", "dpo", "prompt_filter")
+"""Stages that may run while held-out chat scores wait for the micro judge
+(``eval.deferred``): they use the judge only in a held-out evaluation, which defers its
+chat scores, or not at all, as ``_needs_judge`` checks for the run's settings. Every
+other stage first has the waiting scores completed: it may score chat itself, and the
+judge then sees them before anything of its own, in the order a waiting run has it."""
+
+
+def _needs_judge(cfg: RunConfig, stage: str) -> bool:
+    """Whether ``stage`` may score chat with the judge outside a held-out evaluation:
+    any stage not in ``JUDGE_FREE_STAGES``; DPO when its validation rows hold chat (the
+    pairs' contrast leaves chat out); the prompt filter when it filters chat prompts
+    (all rows without ``prompt_filter.max_prompts``, else those of domains RL samples)."""
+    if stage not in JUDGE_FREE_STAGES:
+        return True
+    if stage == "dpo":
+        return "chat" in cfg.dpo.validation_prompts
+    if stage == "prompt_filter":
+        pf = cfg.prompt_filter
+        return pf.enabled and (pf.max_prompts is None or cfg.rl.domain_weights.get("chat", 0) > 0)
+    return False
+
+
 def _require_checkpoint(state: PipelineState, stage: str) -> Path:
     if state.checkpoint is None:
         raise RuntimeError(
@@ -318,6 +341,7 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
         from recipe_arena.data.worlds import start_checkpoint
 
         state.checkpoint = start_checkpoint(cfg.world)
+    from recipe_arena.eval import deferred
     from recipe_arena.rewards import micro_judge
 
     ok = False
@@ -339,12 +363,16 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
             console.rule(f"stage {name}")
             if cfg.resume and name not in RESUMES_FROM_CHECKPOINTS:
                 run.drop_records(lambda r, stage=name: r.get("stage") == stage)
+                deferred.drop_pending(run, name)
             t0 = time.perf_counter()
+            if not deferred.judge_training(cfg) or _needs_judge(cfg, name):
+                deferred.complete_pending(cfg, run)  # waits for the judge if it still trains
             state.inputs[name] = state.checkpoint
             STAGES[name](prefix_cfg if name in prefix else cfg, run, world, state)
             state.done[name] = round(time.perf_counter() - t0, 2)
             state.save(run)
             console.print(f"stage {name}: {state.done[name]:.1f} s")
+        deferred.complete_pending(cfg, run)
         ok = True
     finally:
         micro_judge.finish_background(ok)

@@ -114,9 +114,20 @@ def evaluate_rows(
     texts, lengths = generate_samples(engine, tokenizer, rows, eval_cfg, template=template)
     n = samples_per_row(eval_cfg)
     flat = scorer.score([r for r in rows for _ in range(n)], [t for row in texts for t in row])
-    row_scores = [
-        sum(float(r.score) for r in flat[i * n : (i + 1) * n]) / n for i in range(len(rows))
-    ]
+    return summarise(rows, row_means([float(r.score) for r in flat], n), lengths)
+
+
+def row_means(flat: Sequence[float], n: int) -> list[float]:
+    """The mean of each consecutive run of ``n`` scores: a row's score from its ``n``
+    completions' scores, in row order."""
+    return [sum(flat[i * n : (i + 1) * n]) / n for i in range(len(flat) // n)]
+
+
+def summarise(
+    rows: Sequence[PromptRow], row_scores: Sequence[float], lengths: Sequence[Sequence[int]]
+) -> Evaluation:
+    """``evaluate``'s metrics from each row's score (``row_means``) and its completions'
+    lengths in tokens, with the row scores (``evaluate_rows``'s result)."""
     scores: dict[str, list[float]] = defaultdict(list)
     tokens: dict[str, list[float]] = defaultdict(list)
     for row, score, lens in zip(rows, row_scores, lengths, strict=True):
@@ -127,7 +138,7 @@ def evaluate_rows(
         out[f"eval/{domain}/pass@1"] = sum(scores[domain]) / len(scores[domain])
         out[f"eval/{domain}/tokens"] = sum(tokens[domain]) / len(tokens[domain])
     out["eval/mean/pass@1"] = sum(out[f"eval/{d}/pass@1"] for d in scores) / len(scores)
-    return Evaluation(out, row_scores)
+    return Evaluation(out, list(row_scores))
 
 
 def evaluate(

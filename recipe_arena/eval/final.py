@@ -59,13 +59,9 @@ def evaluate_model(
         engine.close()
 
 
-def evaluate_checkpoint(
-    cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow], scorer: Any = None
-) -> Evaluation:
-    """``evaluate_model`` of the checkpoint directory, cached in it (module docstring).
-    A checkpoint directory that cannot be written to is evaluated without caching."""
-    from recipe_arena.models.factory import load_checkpoint
-
+def eval_cache_path(cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow]) -> Path:
+    """Where ``evaluate_checkpoint`` caches its result for ``rows`` in ``checkpoint``: a
+    file named by a key of everything that decides it (module docstring)."""
     key = cache_key(
         {
             "version": EVAL_CACHE_VERSION,
@@ -77,13 +73,37 @@ def evaluate_checkpoint(
             "rows": [r.id for r in eval_rows(cfg, rows)],
         }
     )
-    path = Path(checkpoint) / f"eval-{key}.json"
+    return Path(checkpoint) / f"eval-{key}.json"
+
+
+def cached_evaluation(path: Path) -> Evaluation | None:
+    """The evaluation cached at ``path`` (``eval_cache_path``), or None."""
     cached = read_json_checked(path)
     if cached is not None and {"metrics", "scores"} <= set(cached):
         return Evaluation(cached["metrics"], cached["scores"])
+    return None
+
+
+def cache_evaluation(path: Path, result: Evaluation) -> None:
+    """Cache ``result`` at ``path``; a checkpoint directory that cannot be written to (a
+    shared, read-only ``world.checkpoint``) is left as it is."""
+    with contextlib.suppress(OSError):
+        write_json_atomic(path, {"metrics": result.metrics, "scores": result.scores})
+
+
+def evaluate_checkpoint(
+    cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow], scorer: Any = None
+) -> Evaluation:
+    """``evaluate_model`` of the checkpoint directory, cached in it (module docstring).
+    A checkpoint directory that cannot be written to is evaluated without caching."""
+    from recipe_arena.models.factory import load_checkpoint
+
+    path = eval_cache_path(cfg, checkpoint, rows)
+    cached = cached_evaluation(path)
+    if cached is not None:
+        return cached
     model, tok = load_checkpoint(checkpoint)
     model.eval()
     result = evaluate_model(cfg, model, tok, rows, scorer)
-    with contextlib.suppress(OSError):  # a read-only checkpoint (a shared world.checkpoint)
-        write_json_atomic(path, {"metrics": result.metrics, "scores": result.scores})
+    cache_evaluation(path, result)
     return result

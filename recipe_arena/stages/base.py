@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +46,7 @@ from recipe_arena.cache import entry_ready
 from recipe_arena.config import RunConfig
 from recipe_arena.config_world import MicroWorld
 from recipe_arena.data.micro import generate_examples
-from recipe_arena.data.schema import DOMAINS, Domain
+from recipe_arena.data.schema import Domain
 from recipe_arena.data.templates import prompt_text
 from recipe_arena.models.factory import build_micro
 from recipe_arena.models.spec import TinyModelSpec
@@ -56,7 +55,7 @@ from recipe_arena.stages.common import (
     build_cached,
     cache_key,
     cache_root,
-    heldout_eval,
+    log_heldout_eval,
     render,
 )
 from recipe_arena.supervised import Batch, train_steps
@@ -197,7 +196,8 @@ def _train(cfg: RunConfig, run: RunDir | None, out: Path) -> None:
 def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
     """The cached micro base checkpoint for ``cfg`` (trained on first use), or
     ``world.checkpoint`` when one is given. Logs held-out pass@1 per domain under the
-    ``base`` stage when ``base.evaluate`` is on (the numbers are cached too)."""
+    ``base`` stage when ``base.evaluate`` is on (the numbers are cached too; on a first
+    run the chat scores wait for the micro judge, ``eval.deferred``)."""
     if cfg.world.checkpoint is not None:
         return Path(cfg.world.checkpoint)
     entry = base_cache_entry(cfg)
@@ -207,22 +207,5 @@ def train_base(cfg: RunConfig, run: RunDir | None) -> Path:
     if run is not None:
         run.log("base", cfg.base.steps, {"cached": float(cached), "seconds": meta["seconds"]})
         if cfg.base.evaluate:
-            run.log("base", cfg.base.steps, heldout_eval(cfg, entry, _evaluated_domains(cfg)))
+            log_heldout_eval(cfg, run, "base", cfg.base.steps, entry)
     return entry
-
-
-def _evaluated_domains(cfg: RunConfig) -> list[Domain]:
-    """The domains the base stage evaluates: all four, less chat while its micro judge
-    is still training in the background (``rewards.micro_judge.train_in_background``,
-    started with the run on a machine that has not cached it). Waiting for the judge
-    here would hold the base stage for minutes, for one figure that only this first run
-    lacks; SFT's evaluation, which needs the judge, waits for it."""
-    from recipe_arena.rewards.micro_judge import training_in_background
-
-    pending = training_in_background(cfg.rewards.micro_judge)
-    if pending:
-        print(
-            "base: chat not evaluated (its micro judge is still training in the background)",
-            file=sys.stderr,
-        )
-    return [d for d in DOMAINS if not (pending and d == "chat")]

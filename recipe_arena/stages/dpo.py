@@ -270,7 +270,7 @@ def run_dpo(cfg: RunConfig, run: RunDir, init: Path, weak: Path) -> Path:
     """DPO from checkpoint ``init`` (also the reference) with rejected responses from the
     weak checkpoint ``weak``; returns ``<run>/checkpoints/dpo``."""
     from recipe_arena.rewards import build_scorer
-    from recipe_arena.stages.common import heldout_eval
+    from recipe_arena.stages.common import log_heldout_eval
 
     torch.manual_seed(cfg.seed)
     model, tok = load_checkpoint(init)
@@ -304,7 +304,7 @@ def run_dpo(cfg: RunConfig, run: RunDir, init: Path, weak: Path) -> Path:
     }
     run.log("dpo", best.best_step, chosen)
     if cfg.dpo.evaluate:
-        run.log("dpo", best.best_step, heldout_eval(cfg, out))
+        log_heldout_eval(cfg, run, "dpo", best.best_step, out)
     return out
 
 

@@ -26,7 +26,7 @@ from recipe_arena.data.micro import Example, generate_examples
 from recipe_arena.data.schema import DOMAINS
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
-from recipe_arena.stages.common import heldout_eval
+from recipe_arena.stages.common import log_heldout_eval
 from recipe_arena.supervised import assistant_mask, sft_batches, train_steps
 
 SYSTEM_PROMPT = "You are a helpful assistant. Think inside <think></think>, then answer."
@@ -94,5 +94,5 @@ def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
     )
     out = save_checkpoint(model, tok, run.checkpoints / "sft")
     if cfg.sft.evaluate:
-        run.log("sft", cfg.sft.steps, heldout_eval(cfg, out))
+        log_heldout_eval(cfg, run, "sft", cfg.sft.steps, out)
     return out
