@@ -356,6 +356,7 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
             if store_prefix is not None and name == store_prefix[0]:
                 from recipe_arena.prefix_cache import store
 
+                deferred.complete_pending(prefix_cfg, run)  # the prefix's own scores
                 store(store_prefix[1], run.path, asdict(state))
             if name in state.done:
                 console.print(f"[dim]stage {name}: done earlier, skipped")
@@ -366,13 +367,14 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
                 deferred.drop_pending(run, name)
             t0 = time.perf_counter()
             if not deferred.judge_training(cfg) or _needs_judge(cfg, name):
-                deferred.complete_pending(cfg, run)  # waits for the judge if it still trains
+                # the evaluations kept are the prefix's (base, SFT, DPO): its config scores them
+                deferred.complete_pending(prefix_cfg, run)  # waits for the judge if it trains
             state.inputs[name] = state.checkpoint
             STAGES[name](prefix_cfg if name in prefix else cfg, run, world, state)
             state.done[name] = round(time.perf_counter() - t0, 2)
             state.save(run)
             console.print(f"stage {name}: {state.done[name]:.1f} s")
-        deferred.complete_pending(cfg, run)
+        deferred.complete_pending(prefix_cfg, run)
         ok = True
     finally:
         micro_judge.finish_background(ok)

@@ -110,7 +110,14 @@ def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:
 _RUN = "{run}"
 """Stands for the run directory in a stored stages.json."""
 _STATE = "prefix_state.json"
-_SKIPPED = {"config.yaml", "stages.json", "report.md", "report.html", "wandb"}
+_SKIPPED = {
+    "config.yaml",
+    "stages.json",
+    "report.md",
+    "report.html",
+    "wandb",
+    "pending_scores.json",  # completed before a prefix is stored; never carried over
+}
 """Run-directory entries not stored: the run writes its own."""
 
 
