@@ -71,7 +71,7 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 7
+_FORMAT = 8
 """Part of the cache key: bump it when the verdict data, reply, tokenizer or batching changes."""
 
 
@@ -158,15 +158,11 @@ def game_chat(g: Game) -> list[dict[str, str]]:
 def judge_examples(
     cfg: MicroJudgeConfig, tok: PreTrainedTokenizerFast
 ) -> list[tuple[list[int], list[int]]]:
-    """(input_ids, loss mask) of the training verdicts (``training_verdicts``): the mask
-    covers the reply only, or the whole conversation when ``cfg.loss_on_prompt``;
-    verdicts longer than the model's context are dropped (with ``cfg.paired``, their
-    pair too, so pairs stay consecutive)."""
-    chats = [verdict_chat(v) for v in training_verdicts(cfg)]
-    games = training_games(cfg)
-    chats += [game_chat(g) for g in games]
-    chats += [rubric_chat(g) for g in games[::4]]  # one per two problems (pairs of games)
-    examples = assistant_masks(tok, chats)
+    """(input_ids, loss mask) of the training conversations (``judge_conversations``):
+    the mask covers the reply only, or the whole conversation when
+    ``cfg.loss_on_prompt``; verdicts longer than the model's context are dropped (with
+    ``cfg.paired``, their pair too, so pairs stay consecutive)."""
+    examples = assistant_masks(tok, judge_conversations(cfg))
     if cfg.loss_on_prompt:
         examples = [(ids, [1] * len(ids)) for ids, _ in examples]
     limit = cfg.model.max_position_embeddings
@@ -176,6 +172,16 @@ def judge_examples(
         if all(len(ids) <= limit for ids, _ in members)
         for e in members
     ]
+
+
+def judge_conversations(cfg: MicroJudgeConfig) -> list[list[dict[str, str]]]:
+    """The judge's training conversations: the verdicts (``training_verdicts``), the
+    games (``training_games``), then one rubric for each two problems' games."""
+    chats = [verdict_chat(v) for v in training_verdicts(cfg)]
+    games = training_games(cfg)
+    chats += [game_chat(g) for g in games]
+    chats += [rubric_chat(g) for g in games[::4]]  # one per two problems (pairs of games)
+    return chats
 
 
 def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
