@@ -297,8 +297,8 @@ class LengthSplit(torch.nn.Module):
         lengths = (real * positions).amax(dim=1)  # last real token's position, 1-based
         order = torch.argsort(lengths, stable=True)
         cuts = length_cuts([int(n) for n in lengths[order]], self.parts)
-        decoder = self.model.get_decoder()
-        head = self.model.get_output_embeddings()
+        model: Any = self.model
+        decoder, head = model.get_decoder(), model.get_output_embeddings()
         total = torch.zeros(())
         count = (labels[:, 1:] != -100).sum()
         for lo, hi in zip((0, *cuts), (*cuts, len(order)), strict=True):
@@ -323,10 +323,11 @@ def length_cuts(lengths: Sequence[int], parts: int) -> tuple[int, ...]:
     if n == 0:
         return ()
     # best[k][i]: (fewest positions, cuts) for the first i lengths in k runs
-    best: list[list[tuple[float, tuple[int, ...]]]] = [[(0.0, ())] + [(float("inf"), ())] * n]
+    none: tuple[int, ...] = ()
+    best = [[(0.0, none)] + [(float("inf"), none)] * n]
     for _ in range(min(parts, n)):
         prev = best[-1]
-        row: list[tuple[float, tuple[int, ...]]] = [(float("inf"), ())] * (n + 1)
+        row = [(float("inf"), none)] * (n + 1)
         for i in range(1, n + 1):
             row[i] = min(
                 (prev[j][0] + (i - j) * lengths[i - 1], (*prev[j][1], j)) for j in range(i)
