@@ -203,7 +203,7 @@ class MicroJudgeConfig(Strict):
     )
     """Shape of the judge (it only finds and compares two words)."""
     steps: int = Field(3200, ge=0)
-    """Optimiser steps, 0 or more (about 7 minutes of one core, once per machine)."""
+    """Optimiser steps, 0 or more (about 5 minutes of one core, once per machine)."""
     batch_size: int = Field(32, ge=1)
     """Verdict conversations per step, 1 or more, even when ``paired``."""
     lr: float = Field(2e-3, gt=0, le=1)

@@ -88,38 +88,75 @@ def train_steps(
     return losses
 
 
-def _ids(
-    tokenizer: PreTrainedTokenizerBase, messages: Sequence[dict[str, str]], gen: bool
-) -> list[int]:
-    enc: Any = tokenizer.apply_chat_template(
-        list(messages), add_generation_prompt=gen, tokenize=True
-    )
-    ids = enc if isinstance(enc, list) else enc["input_ids"]
-    return [int(i) for i in ids]
-
-
 def assistant_mask(
     tokenizer: PreTrainedTokenizerBase, messages: Sequence[dict[str, str]]
 ) -> tuple[list[int], list[int]]:
     """(input_ids, mask) of the whole conversation; mask is 1 exactly on each assistant
     turn's content and its end-of-turn token (see the module docstring)."""
-    if messages and messages[0]["role"] == "assistant":
-        raise ValueError("conversation starts with an assistant turn; start with system or user")
+    return assistant_masks(tokenizer, [messages])[0]
+
+
+def assistant_masks(
+    tokenizer: PreTrainedTokenizerBase, conversations: Sequence[Sequence[dict[str, str]]]
+) -> list[tuple[list[int], list[int]]]:
+    """``assistant_mask`` of each conversation, with all their distinct renderings
+    tokenized in one call, as ``apply_chat_template`` tokenizes a rendering (no special
+    tokens added). Why: a call's overhead outweighs the work on a short conversation, and
+    the micro judge masks ~30,000 of them, many repeated."""
+    texts: list[str] = []
+    turns: list[tuple[int, list[tuple[int, int]]]] = []  # text indices: full; per turn
+    for messages in conversations:
+        if messages and messages[0]["role"] == "assistant":
+            raise ValueError(
+                "conversation starts with an assistant turn; start with system or user"
+            )
+        full = len(texts)
+        texts.append(_text(tokenizer, messages, gen=False))
+        mine = []
+        for k, msg in enumerate(messages):
+            if msg["role"] != "assistant":
+                continue
+            before = len(texts)
+            texts.append(_text(tokenizer, messages[:k], gen=True))
+            upto = full  # the conversation up to this turn is the whole of it when it ends it
+            if k + 1 < len(messages):
+                upto = len(texts)
+                texts.append(_text(tokenizer, messages[: k + 1], gen=False))
+            mine.append((before, upto))
+        turns.append((full, mine))
+    unique = list(dict.fromkeys(texts))  # repeated conversations are tokenized once
+    ids_of = dict(
+        zip(
+            unique,
+            tokenizer(unique, add_special_tokens=False)["input_ids"] if unique else [],
+            strict=True,
+        )
+    )
+    encoded = [ids_of[t] for t in texts]
     eos = tokenizer.eos_token_id
-    ids = _ids(tokenizer, messages, gen=False)
-    mask = [0] * len(ids)
-    for k, msg in enumerate(messages):
-        if msg["role"] != "assistant":
-            continue
-        start = len(_ids(tokenizer, messages[:k], gen=True))
-        end = len(_ids(tokenizer, messages[: k + 1], gen=False))
-        turn = ids[start:end]
-        if ids[:end] != _ids(tokenizer, messages[: k + 1], gen=False) or eos not in turn:
-            raise ValueError("chat template renderings are not prefixes of each other; cannot mask")
-        last_eos = start + len(turn) - 1 - turn[::-1].index(eos)
-        for t in range(start, last_eos + 1):
-            mask[t] = 1
-    return ids, mask
+    out = []
+    for full, mine in turns:
+        ids = [int(i) for i in encoded[full]]
+        mask = [0] * len(ids)
+        for before, upto in mine:
+            start, prefix = len(encoded[before]), encoded[upto]
+            turn = ids[start : len(prefix)]
+            if ids[: len(prefix)] != list(prefix) or eos not in turn:
+                raise ValueError(
+                    "chat template renderings are not prefixes of each other; cannot mask"
+                )
+            last_eos = start + len(turn) - 1 - turn[::-1].index(eos)
+            for t in range(start, last_eos + 1):
+                mask[t] = 1
+        out.append((ids, mask))
+    return out
+
+
+def _text(tokenizer: PreTrainedTokenizerBase, messages: Sequence[dict[str, str]], gen: bool) -> str:
+    text: Any = tokenizer.apply_chat_template(
+        list(messages), add_generation_prompt=gen, tokenize=False
+    )
+    return str(text)
 
 
 LENGTH_GROUP = 8

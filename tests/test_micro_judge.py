@@ -437,6 +437,24 @@ def test_length_split_keeps_the_padded_batchs_loss_and_gradient() -> None:
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6)
 
 
+def test_length_cuts_compute_the_fewest_positions() -> None:
+    """``length_cuts`` cuts ascending lengths into runs, each computed at its longest.
+    [50, 60, 61, 100, 110] whole: 5 x 110 = 550 positions; in two runs, cut after 1, 2, 3
+    or 4: 50 + 4 x 110 = 490, 2 x 60 + 3 x 110 = 450, 3 x 61 + 2 x 110 = 403,
+    4 x 100 + 110 = 510, so after 3. In three: (1, 3) gives 50 + 2 x 61 + 2 x 110 = 392,
+    below (3, 4) 183 + 100 + 110 = 393 and every other pair (2, 3: 401; 2, 4: 430; 1, 2:
+    440; 1, 4: 460). Equal lengths gain nothing by a cut, so none is made (a forward pass
+    each); one part or one sequence has none."""
+    from recipe_arena.rewards.micro_judge import length_cuts
+
+    assert length_cuts([50, 60, 61, 100, 110], 2) == (3,)
+    assert length_cuts([50, 60, 61, 100, 110], 3) == (1, 3)
+    assert length_cuts([5, 5, 5], 2) == ()
+    assert length_cuts([1, 2, 3, 100], 1) == ()
+    assert length_cuts([7], 3) == ()
+    assert length_cuts([], 2) == ()
+
+
 class _Oracle:
     """A judge model that is right on every verdict but the first, which it answers
     unparsably: exercises ``judge_agreement`` with known counts."""

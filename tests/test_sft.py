@@ -162,6 +162,32 @@ def test_run_sft_lowers_loss_and_writes_a_checkpoint(tmp_path: Path) -> None:
     assert losses[-1] < losses[0] - 1.0
 
 
+def test_masks_of_many_conversations_are_each_ones_mask() -> None:
+    """``assistant_masks`` tokenizes the renderings of many conversations at once, each
+    distinct one once: the two-turn conversation above (twice), a conversation with no
+    assistant turn (``<|im_start|> u s e r \\n h i <|im_end|> \\n``: 10 tokens, none
+    trained) and the system-prompt one get the masks written out by hand above."""
+    from recipe_arena.supervised import assistant_masks
+
+    tok = build_char_tokenizer()
+    system = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    two = "0" * 10 + "0" * 11 + "1" * 5 + "0" + "0" * 12 + "0" * 11 + "1" * 2 + "0"
+    got = assistant_masks(tok, [TWO_TURNS, [{"role": "user", "content": "hi"}], system, TWO_TURNS])
+    assert ["".join(map(str, mask)) for _, mask in got] == [
+        two,
+        "0" * 10,
+        "0" * 11 + "0" * 10 + "0" * 11 + "111" + "0",
+        two,
+    ]
+    assert got[0] == got[3] and len(got[0][0]) == 53
+    assert tok.decode(got[1][0], skip_special_tokens=False) == "<|im_start|>user\nhi<|im_end|>\n"
+    assert assistant_masks(tok, []) == []
+
+
 def test_assistant_first_conversation_is_refused() -> None:
     with pytest.raises(ValueError, match="starts with an assistant turn"):
         assistant_mask(build_char_tokenizer(), [{"role": "assistant", "content": "x"}])

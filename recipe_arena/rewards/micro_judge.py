@@ -63,7 +63,7 @@ from recipe_arena.data.micro_verdicts import (
 )
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.models.tokenizer import build_char_tokenizer
-from recipe_arena.supervised import assistant_mask, sft_batches, train_steps
+from recipe_arena.supervised import assistant_masks, sft_batches, train_steps
 
 T = TypeVar("T")
 
@@ -71,7 +71,7 @@ _JUDGE_DATA_SEED = 4_000_037
 """Seed of the judge's verdict draw (train split only, so held-out chat rows stay unseen)."""
 
 
-_FORMAT = 7
+_FORMAT = 8
 """Part of the cache key: bump it when the verdict data, reply, tokenizer or batching changes."""
 
 
@@ -158,15 +158,11 @@ def game_chat(g: Game) -> list[dict[str, str]]:
 def judge_examples(
     cfg: MicroJudgeConfig, tok: PreTrainedTokenizerFast
 ) -> list[tuple[list[int], list[int]]]:
-    """(input_ids, loss mask) of the training verdicts (``training_verdicts``): the mask
-    covers the reply only, or the whole conversation when ``cfg.loss_on_prompt``;
-    verdicts longer than the model's context are dropped (with ``cfg.paired``, their
-    pair too, so pairs stay consecutive)."""
-    chats = [verdict_chat(v) for v in training_verdicts(cfg)]
-    games = training_games(cfg)
-    chats += [game_chat(g) for g in games]
-    chats += [rubric_chat(g) for g in games[::4]]  # one per two problems (pairs of games)
-    examples = [assistant_mask(tok, chat) for chat in chats]
+    """(input_ids, loss mask) of the training conversations (``judge_conversations``):
+    the mask covers the reply only, or the whole conversation when
+    ``cfg.loss_on_prompt``; verdicts longer than the model's context are dropped (with
+    ``cfg.paired``, their pair too, so pairs stay consecutive)."""
+    examples = assistant_masks(tok, judge_conversations(cfg))
     if cfg.loss_on_prompt:
         examples = [(ids, [1] * len(ids)) for ids, _ in examples]
     limit = cfg.model.max_position_embeddings
@@ -176,6 +172,16 @@ def judge_examples(
         if all(len(ids) <= limit for ids, _ in members)
         for e in members
     ]
+
+
+def judge_conversations(cfg: MicroJudgeConfig) -> list[list[dict[str, str]]]:
+    """The judge's training conversations: the verdicts (``training_verdicts``), the
+    games (``training_games``), then one rubric for each two problems' games."""
+    chats = [verdict_chat(v) for v in training_verdicts(cfg)]
+    games = training_games(cfg)
+    chats += [game_chat(g) for g in games]
+    chats += [rubric_chat(g) for g in games[::4]]  # one per two problems (pairs of games)
+    return chats
 
 
 def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
@@ -234,7 +240,7 @@ def _units(items: list[T], unit: int) -> list[list[T]]:
 
 
 def _train(cfg: MicroJudgeConfig, out: Path) -> None:
-    t0 = time.time()
+    t0, cpu0 = time.time(), time.process_time()
     tok = judge_tokenizer()
     model = build_tiny_model(cfg.model, tok, seed=cfg.seed)
     examples = judge_examples(cfg, tok)
@@ -258,6 +264,7 @@ def _train(cfg: MicroJudgeConfig, out: Path) -> None:
         "examples": len(examples),
         "final_loss": sum(losses[-20:]) / len(losses[-20:]) if losses else None,
         "seconds": time.time() - t0,
+        "cpu_seconds": time.process_time() - cpu0,
     }
     (out / "judge_meta.json").write_text(json.dumps(meta, indent=2))
 
@@ -269,14 +276,16 @@ out most of the padding, and each part costs a forward pass."""
 
 class LengthSplit(torch.nn.Module):
     """The judge model as ``train_steps`` trains it: each right-padded batch is sorted
-    by length and cut into ``parts`` micro-batches, each cut to its own longest member,
-    and the loss is the sum of their token losses over the batch's count of trained
-    tokens. That is the loss of the padded batch, and so its gradient (up to the order
-    of float sums): a token attends only to those before it, so the padding after a
-    sequence changes nothing of it, and padding carries no loss. Why: the batch is
-    padded to its longest member, a game (~100 tokens) beside verdicts of ~60; the
-    micro-batches leave out most of that padding. The batch itself stays as drawn, its
-    kinds mixed (``sft_batches`` with ``group=1``)."""
+    by length and cut into ``parts`` micro-batches (``length_cuts``: where the fewest
+    positions are computed), each cut to its own longest member, and the output layer
+    runs only where a token is trained; the loss is the sum of their token losses over
+    the batch's count of trained tokens. That is the loss of the padded batch, and so its
+    gradient (up to the order of float sums): a token attends only to those before it,
+    so the padding after a sequence changes nothing of it, and neither padding nor an
+    untrained position carries loss. Why: the batch is padded to its longest member, a
+    game (~100 tokens) beside verdicts of ~60, and only the reply (~22 of ~64 tokens) is
+    trained; the micro-batches leave out most of that padding. The batch itself stays as
+    drawn, its kinds mixed (``sft_batches`` with ``group=1``)."""
 
     def __init__(self, model: torch.nn.Module, pad_id: int, parts: int = LENGTH_PARTS) -> None:
         super().__init__()
@@ -287,19 +296,45 @@ class LengthSplit(torch.nn.Module):
         positions = torch.arange(1, input_ids.shape[1] + 1)
         lengths = (real * positions).amax(dim=1)  # last real token's position, 1-based
         order = torch.argsort(lengths, stable=True)
+        cuts = length_cuts([int(n) for n in lengths[order]], self.parts)
+        model: Any = self.model
+        decoder, head = model.get_decoder(), model.get_output_embeddings()
         total = torch.zeros(())
         count = (labels[:, 1:] != -100).sum()
-        for chunk in torch.tensor_split(order, min(self.parts, len(order))):
+        for lo, hi in zip((0, *cuts), (*cuts, len(order)), strict=True):
+            chunk = order[lo:hi]
             width = int(lengths[chunk].max())
-            ids, lab = input_ids[chunk, :width], labels[chunk, :width]
-            logits = self.model(input_ids=ids).logits[:, :-1]
+            hidden = decoder(input_ids=input_ids[chunk, :width]).last_hidden_state[:, :-1]
+            target = labels[chunk, 1:width]
+            trained = target != -100
+            logits = head(hidden[trained])
             total = total + torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]).float(),
-                lab[:, 1:].reshape(-1),
-                ignore_index=-100,
-                reduction="sum",
+                logits.float(), target[trained], reduction="sum"
             )
         return _Loss(total / count.clamp(min=1))
+
+
+def length_cuts(lengths: Sequence[int], parts: int) -> tuple[int, ...]:
+    """Where to cut ``lengths`` (ascending, one per sequence) into at most ``parts``
+    non-empty runs so that the positions computed, each run's size times its last
+    (longest) length, are fewest: the run ends, less the last, in ascending order.
+    Exhaustive over the cut positions by dynamic programming (a batch is tens long)."""
+    n = len(lengths)
+    if n == 0:
+        return ()
+    # best[k][i]: (fewest positions, cuts) for the first i lengths in k runs
+    none: tuple[int, ...] = ()
+    best = [[(0.0, none)] + [(float("inf"), none)] * n]
+    for _ in range(min(parts, n)):
+        prev = best[-1]
+        row = [(float("inf"), none)] * (n + 1)
+        for i in range(1, n + 1):
+            row[i] = min(
+                (prev[j][0] + (i - j) * lengths[i - 1], (*prev[j][1], j)) for j in range(i)
+            )
+        best.append(row)
+    cost, cuts = min(row[n] for row in best[1:])
+    return tuple(c for c in cuts if c > 0)
 
 
 class _Loss:
