@@ -197,16 +197,7 @@ def training_verdicts(cfg: MicroJudgeConfig) -> list[Verdict]:
         cfg.swap_fraction,
         paired=cfg.paired,
     )
-    units = _units(verdicts, _unit(cfg))
-    repeats = [cfg.kind_repeats.get(question_kind(u[0].row), 1) for u in units]
-    extra = [
-        v
-        for r in range(2, max(repeats, default=1) + 1)
-        for u, times in zip(units, repeats, strict=True)
-        if times >= r
-        for v in u
-    ]
-    return verdicts + extra
+    return verdicts + _kind_repeats(verdicts, _unit(cfg), cfg)
 
 
 def training_games(cfg: MicroJudgeConfig) -> list[Game]:
@@ -217,16 +208,25 @@ def training_games(cfg: MicroJudgeConfig) -> list[Game]:
     for each further repeat of its kind (``cfg.kind_repeats``), as ``training_verdicts``."""
     n = round(cfg.examples * cfg.games_per_verdict)
     games = paired_games("train", n, _JUDGE_DATA_SEED + 1 + cfg.seed, cfg.swap_fraction)
-    pairs = _units(games, 2)
-    repeats = [cfg.kind_repeats.get(question_kind(p[0].row), 1) for p in pairs]
-    extra = [
-        g
+    return games + _kind_repeats(games, 2, cfg)
+
+
+_Drawn = TypeVar("_Drawn", Verdict, Game)
+
+
+def _kind_repeats(items: list[_Drawn], unit: int, cfg: MicroJudgeConfig) -> list[_Drawn]:
+    """The further copies of ``items`` (verdicts or games), taken ``unit`` at a time
+    (the units drawn together): for r = 2, 3, ... each unit whose question kind repeats
+    at least r times (``cfg.kind_repeats``), in draw order."""
+    units = _units(items, unit)
+    repeats = [cfg.kind_repeats.get(question_kind(u[0].row), 1) for u in units]
+    return [
+        item
         for r in range(2, max(repeats, default=1) + 1)
-        for p, times in zip(pairs, repeats, strict=True)
+        for u, times in zip(units, repeats, strict=True)
         if times >= r
-        for g in p
+        for item in u
     ]
-    return games + extra
 
 
 def _unit(cfg: MicroJudgeConfig) -> int:
