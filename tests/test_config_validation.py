@@ -40,6 +40,12 @@ from recipe_arena.compose import ConfigError, load_config
     ],
 )
 def test_values_that_cannot_run_fail_naming_the_key(override: str, must_name: list[str]) -> None:
+    assert_refused_naming(override, must_name)
+
+
+def assert_refused_naming(override: str, must_name: list[str]) -> None:
+    """Composing a config with ``override`` raises ConfigError in one line that names
+    every part of ``must_name`` (the key, and what is wrong with its value)."""
     with pytest.raises(ConfigError) as info:
         load_config([override])
     msg = str(info.value)

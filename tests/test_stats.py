@@ -465,6 +465,15 @@ def test_design_mde_by_hand_at_one_and_three_seeds() -> None:
     assert got1 / 0.05 == pytest.approx(2.8291, abs=1e-4)
 
 
+def _passing(r_T: np.ndarray, questions: int) -> np.ndarray:
+    """Scores of 2 seeds x len(r_T) evaluations x ``questions``: at evaluation t the
+    first round(questions * r_T[t]) questions pass (1.0), the rest fail."""
+    y = np.zeros((2, len(r_T), questions))
+    for t, n in enumerate(np.round(r_T * questions).astype(int)):
+        y[:, t, :n] = 1.0
+    return y
+
+
 def test_curve_analysis_fits_with_exactly_three_points_after_the_start() -> None:
     """Evaluations at compute 0, 1, ..., 6, so the first half (compute <= 3) holds the
     start and three points: just enough for A, B and C_mid, so the fit is made (4 fit
@@ -474,10 +483,7 @@ def test_curve_analysis_fits_with_exactly_three_points_after_the_start() -> None
     hundredths)."""
     steps = np.arange(7) * 1.0
     r_T = stats.scaling_curve(steps, 0.2, 0.8, 1.5, 2.0)
-    y = np.zeros((2, 7, 100))
-    for t, n in enumerate(np.round(r_T * 100).astype(int)):
-        y[:, t, :n] = 1.0
-    res = stats.curve_analysis(np.tile(steps, (2, 1)), y, n_boot=20)
+    res = stats.curve_analysis(np.tile(steps, (2, 1)), _passing(r_T, 100), n_boot=20)
     assert res is not None
     assert (res.fit_points, res.rest_points) == (4, 3)
     assert res.a.value == pytest.approx(0.8, abs=0.1)
@@ -507,10 +513,7 @@ def test_a_pass_rates_fitted_ceiling_is_at_most_one() -> None:
     at 1 (the bound is what stops it)."""
     steps = np.arange(11) * 1.0
     r_T = stats.scaling_curve(steps, 0.1, 1.3, 1.0, 10.0)
-    y = np.zeros((2, 11, 1000))
-    for t, n in enumerate(np.round(r_T * 1000).astype(int)):
-        y[:, t, :n] = 1.0
-    res = stats.curve_analysis(np.tile(steps, (2, 1)), y, n_boot=20)
+    res = stats.curve_analysis(np.tile(steps, (2, 1)), _passing(r_T, 1000), n_boot=20)
     assert res is not None
     assert res.a.value == pytest.approx(1.0, abs=1e-6) and res.a.hi <= 1.0
     assert res.full_a.value == pytest.approx(1.0, abs=1e-6) and res.full_a.hi <= 1.0
