@@ -35,28 +35,29 @@ from recipe_arena.config import RunConfig
 PREFIX_ENDS = ("rlvr", "specialists", "mopd", "opd")
 """Stages that train the policy from rewards or teachers: a prefix ends before the first."""
 
-RL_ONLY: dict[str, tuple[str, ...] | None] = {
-    "name": None,  # where the run is written, not what it computes
-    "out_dir": None,
-    "resume": None,
-    "wandb": None,  # logging only
-    "advantage": None,  # read by the RL learner (wiring.make_learner)
-    "staleness": None,  # RL learner and actor hooks
-    "length_control": None,  # RL rewards and batches
-    "policy_loss": None,  # RL learner
-    "loss": None,  # RL learner
-    "spurious_reward": None,  # RL rewards (the prompt filter and evaluation stay exact)
-    "specialists": None,  # the specialists stage, itself an end of the prefix
-    "distill": None,  # the MOPD/OPD stages, ends of the prefix
-    # rl.*: only the prompt filter reads rl settings before RL (domain_weights picks its
-    # prompts, max_new_tokens caps its samples); every other rl field is left out
-    "rl": ("domain_weights", "max_new_tokens"),
-    # training rewards only: the prompt filter and evaluation score exactly
-    "rewards": ("label_flip",),
-}
-"""Top-level settings left out of the prefix key: None drops the section; a tuple
-under ``rl`` names the fields that stay in the key, under ``rewards`` the fields that
-go."""
+RL_ONLY = (
+    "name",  # where the run is written, not what it computes
+    "out_dir",
+    "resume",
+    "wandb",  # logging only
+    "advantage",  # read by the RL learner (wiring.make_learner)
+    "staleness",  # RL learner and actor hooks
+    "length_control",  # RL rewards and batches
+    "policy_loss",  # RL learner
+    "loss",  # RL learner
+    "spurious_reward",  # RL rewards (the prompt filter and evaluation stay exact)
+    "specialists",  # the specialists stage, itself an end of the prefix
+    "distill",  # the MOPD/OPD stages, ends of the prefix
+    "rewards.label_flip",  # training rewards only: the filter and evaluation score exactly
+    "engine.keep_kv_on_update",  # in-flight updates happen in RL alone
+    "pipeline.stages",  # the prefix's own stages are part of the key instead
+    "pipeline.prefix_seed",  # prefix_config has made it the seed
+)
+"""Settings (top-level sections or ``section.field``) left out of the prefix key."""
+
+RL_KEPT = ("domain_weights", "max_new_tokens")
+"""The ``rl`` fields the prefix reads (the prompt filter: domain_weights picks its
+prompts, max_new_tokens caps its samples); every other ``rl`` field is left out."""
 
 
 def prefix_stages(stages: list[str]) -> list[str]:
@@ -76,20 +77,16 @@ def prefix_config(cfg: RunConfig) -> RunConfig:
 
 
 def prefix_settings(cfg: RunConfig) -> dict[str, Any]:
-    """The resolved config as the prefix can read it (``RL_ONLY`` applied)."""
+    """The resolved config as the prefix can read it (less ``RL_ONLY``, ``rl`` cut to
+    ``RL_KEPT``)."""
     dump = cfg.model_dump(mode="json")
-    for key, fields in RL_ONLY.items():
-        if fields is None:
-            dump.pop(key, None)
-        elif key == "rl":
-            dump[key] = {f: dump[key][f] for f in fields}
+    dump["rl"] = {f: dump["rl"][f] for f in RL_KEPT}
+    for path in RL_ONLY:
+        section, _, field = path.partition(".")
+        if field:
+            del dump[section][field]
         else:
-            for f in fields:
-                dump[key].pop(f, None)
-    dump["pipeline"] = {
-        k: v for k, v in dump["pipeline"].items() if k not in ("stages", "prefix_seed")
-    }
-    dump["engine"].pop("keep_kv_on_update")  # in-flight updates happen in RL alone
+            del dump[section]
     return dump
 
 
@@ -170,8 +167,8 @@ def restore(entry: Path, run_path: Path) -> dict[str, Any] | None:
                 f.write(item.read_text(encoding="utf-8"))
         else:
             shutil.copy2(item, dest)
-    state = json.loads((entry / _STATE).read_text())
-    return _relocate(state, _RUN, str(run_path))
+    state: dict[str, Any] = _relocate(json.loads((entry / _STATE).read_text()), _RUN, str(run_path))
+    return state
 
 
 class _Damaged(Exception):
