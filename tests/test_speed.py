@@ -23,11 +23,10 @@ from recipe_arena.eval.comparison import (
     MATCHING_RULE,
     group_runs,
     load_comparison,
-    speed_comparisons,
-    trapezoid_auc,
 )
 from recipe_arena.eval.report import write_report
 from recipe_arena.eval.scores import log_eval_scores
+from recipe_arena.eval.speed import speed_comparisons, trapezoid_auc
 from recipe_arena.rundir import RunDir
 from recipe_arena.study import STUDY_FILE, StudySpec, row_plan
 

@@ -28,7 +28,6 @@ from recipe_arena.eval.comparison import (
     ArmData,
     Columns,
     Comparison,
-    Speed,
     arm_estimate,
     check_questions,
     columns,
@@ -38,8 +37,8 @@ from recipe_arena.eval.comparison import (
     load_comparison,
     paired_comparisons,
     series,
-    speed_comparisons,
 )
+from recipe_arena.eval.speed import Speed, speed_comparisons
 
 CURVE_METRICS = {
     "reward/mean": "training reward",

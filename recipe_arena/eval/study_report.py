@@ -11,7 +11,7 @@ Read only from the study directory: ``study.json`` and each comparison directory
    the noise", which says nothing smaller than the MDE is ruled out. An A/A control's
    line reads "inside the noise (as it should be)" or "FALSE POSITIVE".
    A second summary table gives each alternative's learning speed the same way: the
-   paired difference in the area under the held-out curve (``comparison.speed_comparisons``),
+   paired difference in the area under the held-out curve (``speed.speed_comparisons``),
    with its interval, MDE and verdict.
 2. One section per row and regime: the row's design note, the comparison's paired
    differences, its learning speed, the compute each arm used (under the matching rule,
@@ -33,12 +33,10 @@ from recipe_arena.eval.comparison import (
     MEAN,
     ArmData,
     Comparison,
-    Speed,
     check_questions,
     columns,
     load_comparison,
     paired_comparisons,
-    speed_comparisons,
 )
 from recipe_arena.eval.comparison_report import (
     _compute_table,
@@ -47,6 +45,7 @@ from recipe_arena.eval.comparison_report import (
     write_comparison_report,
 )
 from recipe_arena.eval.html import write_pages
+from recipe_arena.eval.speed import Speed, speed_comparisons
 
 MDE_DOMAIN = "math"
 """The domain whose MDE the summary prints (the mean over domains when absent)."""
