@@ -3,15 +3,15 @@
 Trains the judge of ``rewards.micro_judge`` (or finds it in the cache: the default cache,
 or ``--cache``), then judges held-out verdicts (``data.micro_verdicts.generate_verdicts(
 "heldout", N, seed=99)``, reference template) through ``rewards.judge.Judge`` and
-reports ``rewards.micro_judge.judge_agreement``: accuracy (a score >= 0.5 called right),
+reports ``rewards.judge_agreement.judge_agreement``: accuracy (a score >= 0.5 called right),
 right-vs-wrong pairs of a row ordered correctly, unparsable replies, and verdicts per
 second (greedy, the torch engine, distinct prompts); then the accuracy by question kind
 (most held-out verdicts ask for a number), and the same verdicts given the right copies
-(``rewards.micro_judge.verdicts_given_copies``: the judge fed its right reply up to
+(``rewards.judge_agreement.verdicts_given_copies``: the judge fed its right reply up to
 ``Score: ``), which separates comparing the two words from copying them. Then the
 rubric tournament's games (``rewards.chat=rubric_tournament``) on held-out problems
 (``data.micro_verdicts.paired_games("heldout", N, seed=99)``, each problem's two answers
-in both orders) through ``rewards.micro_judge.game_agreement``: the judge writes each
+in both orders) through ``rewards.judge_agreement.game_agreement``: the judge writes each
 problem's rubric, then compares the answers under it; ``pairwise`` is the share of games
 between a right and a wrong answer won by the right one. Config overrides are JSON for
 ``MicroJudgeConfig``. Last line:
@@ -33,13 +33,13 @@ from recipe_arena.data.micro_verdicts import generate_verdicts, paired_games, qu
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import load_checkpoint
 from recipe_arena.rewards.judge import EngineGenerator, Judge
-from recipe_arena.rewards.judge_model import judge_engine
-from recipe_arena.rewards.micro_judge import (
+from recipe_arena.rewards.judge_agreement import (
     game_agreement,
     judge_agreement,
-    micro_judge_checkpoint,
     verdicts_given_copies,
 )
+from recipe_arena.rewards.judge_model import judge_engine
+from recipe_arena.rewards.micro_judge import micro_judge_checkpoint
 
 
 def main() -> None:

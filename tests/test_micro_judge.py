@@ -21,11 +21,10 @@ from recipe_arena.data.micro_verdicts import (
 )
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import Judge, judge_prompt, template
+from recipe_arena.rewards.judge_agreement import game_agreement, judge_agreement, verdict_inputs
 from recipe_arena.rewards.micro_judge import (
     _JUDGE_DATA_SEED,
-    game_agreement,
     game_chat,
-    judge_agreement,
     judge_cache_entry,
     judge_examples,
     judge_tokenizer,
@@ -34,7 +33,6 @@ from recipe_arena.rewards.micro_judge import (
     rubric_chat,
     template_pieces,
     verdict_chat,
-    verdict_inputs,
 )
 
 
