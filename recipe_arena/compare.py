@@ -168,10 +168,12 @@ def _dump(cfg: RunConfig) -> dict[str, Any]:
     return {k: v for k, v in flat.items() if k not in RUN_KEYS}
 
 
-def check_pairing(plan: Plan, configs: dict[str, RunConfig]) -> None:
+def check_pairing(plan: Plan, configs: dict[str, RunConfig], same_budget: bool = True) -> None:
     """Refuse arms that would not be paired: different world or eval settings (so
-    different evaluation prompts or scoring), or a different trained-sample budget,
-    unless the axis is that setting. ``configs``: arm name -> one of its configs."""
+    different evaluation prompts or scoring), or, when ``same_budget``, a different
+    trained-sample budget, unless the axis is that setting. ``configs``: arm name -> one
+    of its configs. ``same_budget`` False: the arms' budgets differ by a stated design
+    (a study row matched on learner tokens)."""
     dumps = {name: _dump(cfg) for name, cfg in configs.items()}
     base = dumps[plan.baseline]
     axis = plan.axis or ""
@@ -179,7 +181,7 @@ def check_pairing(plan: Plan, configs: dict[str, RunConfig]) -> None:
         for key in sorted(set(base) | set(flat)):
             if axis and (key == axis or key.startswith(axis + ".")):
                 continue
-            paired = key.split(".", 1)[0] in PAIRED_KEYS or key in BUDGET_KEYS
+            paired = key.split(".", 1)[0] in PAIRED_KEYS or (same_budget and key in BUDGET_KEYS)
             if paired and base.get(key) != flat.get(key):
                 raise ConfigError(
                     f"arm {name} has {key}={flat.get(key)!r} but the baseline "
@@ -230,14 +232,27 @@ def _say(msg: str) -> None:
     print(f"compare: {msg}", file=sys.stderr, flush=True)
 
 
-def execute(jobs: list[_Job], parallel: int, first_alone: bool) -> list[str]:
+def child_env(parallel: int, threads: int | None) -> dict[str, str]:
+    """The environment of each child run: ours, with OMP/MKL_NUM_THREADS set to
+    ``threads``, or when None and ``parallel`` > 1 to the cores divided among the
+    children (at least 1), so that parallel runs do not oversubscribe the cores."""
+    env = dict(os.environ)
+    if threads is None and parallel > 1:
+        threads = max(1, (os.cpu_count() or 1) // parallel)
+    if threads is not None:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return env
+
+
+def execute(
+    jobs: list[_Job], parallel: int, first_alone: bool, threads: int | None = None
+) -> list[str]:
     """Run ``jobs`` as child processes, ``parallel`` at a time (the first one alone when
     ``first_alone``, so that it builds shared caches once); return the names that failed.
-    On an interrupt every child is stopped, and the comparison can be resumed."""
-    env = dict(os.environ)
-    if parallel > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // parallel))
-        env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    Each child gets ``threads`` torch threads, or by default the cores shared among the
+    ``parallel`` children (torch's own default when alone). On an interrupt every child
+    is stopped, and the comparison can be resumed."""
+    env = child_env(parallel, threads)
     waiting = list(jobs)
     running: list[_Job] = []
     failed: list[str] = []

@@ -9,6 +9,7 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
     name: table_9_2
     recipe: olmo3_think
     seeds: [0, 1, 2, 3]
+    threads: 1                                 # torch threads of every run (optional)
     common: [rl.schedule=deterministic]        # every run of the study
     regimes:                                   # named sets of overrides
       default: []
@@ -103,6 +104,10 @@ class RowSpec(_Strict):
     design: str | None = None
     """How the row's arms were made comparable beyond the paired design (e.g. the
     steps that match a pipeline's learner tokens); printed in the row's section."""
+    budget: Literal["samples", "design"] = "samples"
+    """'samples': every arm trains the same RL samples (steps x prompts x group), which
+    is checked; 'design': the arms' step counts differ on purpose, matched as
+    ``design`` states (required then), e.g. on learner tokens across pipelines."""
 
     @model_validator(mode="after")
     def _two_arms(self) -> RowSpec:
@@ -112,6 +117,8 @@ class RowSpec(_Strict):
             raise ValueError(f"row {self.name}: without axis, arms maps names to overrides")
         if self.axis is not None and isinstance(self.arms, dict):
             raise ValueError(f"row {self.name}: with axis={self.axis}, arms is a list of values")
+        if self.budget == "design" and not self.design:
+            raise ValueError(f"row {self.name}: budget: design needs the design that matches it")
         return self
 
 
@@ -134,6 +141,11 @@ class StudySpec(_Strict):
     title: str | None = None
     recipe: str = DEFAULT_RECIPE
     seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    threads: int | None = Field(None, ge=1)
+    """torch threads of every run, 1 or more, whatever ``jobs=N`` and the machine's cores;
+    None: the cores shared among the jobs. The thread count changes floating-point sums,
+    so a study that fixes it gives the same numbers at any ``jobs`` and on any machine of
+    the same type; it is part of each run's key."""
     common: list[str] = []
     regimes: dict[Name, list[str]] = {"default": []}
     rows: list[RowSpec] = Field(min_length=1)
@@ -211,10 +223,13 @@ def row_dir_name(row: str, regime: str) -> str:
     return f"{row}.{regime}"
 
 
-def settings_digest(cfg: RunConfig) -> str:
+def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     """What identifies a run's settings: a hash of its resolved configuration but for
-    seed, name and place (``compare``'s RUN_KEYS)."""
+    seed, name and place (``compare``'s RUN_KEYS), and of its fixed torch thread count
+    (``StudySpec.threads``) when the study sets one."""
     flat = json.dumps(_dump(cfg), sort_keys=True, default=str)
+    if threads is not None:
+        flat += f"|threads={threads}"
     return hashlib.sha256(flat.encode()).hexdigest()[:12]
 
 
@@ -256,7 +271,7 @@ def prepare(
                         raise ConfigError(
                             f"row {row.name} ({regime}), arm {arm.name}: {e}"
                         ) from None
-                    composed[tuple(args)] = (cfg, settings_digest(cfg))
+                    composed[tuple(args)] = (cfg, settings_digest(cfg, spec.threads))
                 cfg, digest = composed[tuple(args)]
                 firsts.setdefault(arm.name, cfg)
                 key = run_key(digest, seed)
@@ -265,7 +280,7 @@ def prepare(
                 )
                 here[f"{arm.name}-s{seed}"] = key
             try:
-                check_pairing(plan, firsts)
+                check_pairing(plan, firsts, same_budget=row.budget == "samples")
             except ConfigError as e:
                 raise ConfigError(f"row {row.name} ({regime}): {e}") from None
             name = row_dir_name(row.name, regime)
@@ -328,7 +343,7 @@ def run_study(items: list[str]) -> int:
     (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
     total = len({k for runs in links.values() for k in runs.values()})
     _say(f"{len(links)} comparisons, {total} distinct runs, {len(jobs)} to run, in {root}")
-    failed = execute(jobs, jobs_n, first_alone=True) if jobs else []
+    failed = execute(jobs, jobs_n, first_alone=True, threads=spec.threads) if jobs else []
     from recipe_arena.eval.study_report import write_study_report
 
     report = write_study_report(root)

@@ -121,6 +121,27 @@ def test_a_bad_arm_names_its_row_before_any_run(tmp_path: Path) -> None:
         prepare(load_spec(_write(tmp_path, STUDY)), tmp_path / "out", rows=["missing"])
 
 
+def test_a_row_matched_by_design_may_train_different_steps(tmp_path: Path) -> None:
+    """Arms with different rl.steps are refused as unpaired, unless the row says its
+    budget is matched by a stated design (``budget: design``), which then needs the
+    design; the world and evaluation stay checked either way."""
+    arms = {"long": [], "short": ["rl.steps=1"]}
+    row = {"name": "steps", "arms": arms}
+    study = {**STUDY, "rows": [row], "findings": []}
+    with pytest.raises(ConfigError, match="rl.steps=1 but the baseline long has 2"):
+        prepare(load_spec(_write(tmp_path, study)), tmp_path / "a", rows=None)
+    with pytest.raises(ConfigError, match="budget: design needs the design"):
+        load_spec(_write(tmp_path, {**study, "rows": [{**row, "budget": "design"}]}))
+    matched = {**row, "budget": "design", "design": "short does half the steps"}
+    jobs, _ = prepare(
+        load_spec(_write(tmp_path, {**study, "rows": [matched]})), tmp_path / "b", None
+    )
+    assert len(jobs) == 2
+    unpaired = {**matched, "arms": {**arms, "other_world": ["world.seed=1"]}}
+    with pytest.raises(ConfigError, match="world.seed"):
+        prepare(load_spec(_write(tmp_path, {**study, "rows": [unpaired]})), tmp_path / "c", None)
+
+
 def test_findings_follow_from_the_verdict() -> None:
     """A claim of an effect is confirmed only by a significant effect in its direction,
     refuted by one in the other; a claim of no effect is refuted by any significant one."""
@@ -204,3 +225,29 @@ def test_table_9_2_every_run_composes(tmp_path: Path) -> None:
     jobs, links = prepare(spec, tmp_path, rows=None)
     per_row = sum(len(v) for v in links.values())
     assert len(jobs) < per_row  # shared baselines are made once
+
+
+def test_a_fixed_thread_count_is_part_of_each_run_and_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``threads: 1`` gives every run one torch thread whatever ``jobs``, and keys its
+    runs apart from the same study without it (thread counts change floating-point
+    sums, so a finished run at another count must not be taken for it). Without it the
+    cores are shared among the jobs: 1 each for 2 jobs on 2 cores, torch's default
+    (no variable) for one job. A key that ignored threads would make the two plans'
+    run names equal; an env that ignored it would leave OMP_NUM_THREADS unset at jobs=1."""
+    from recipe_arena.compare import child_env
+
+    free = load_spec(_write(tmp_path, STUDY))
+    fixed = load_spec(_write(tmp_path, {**STUDY, "threads": 1}))
+    _, free_links = prepare(free, tmp_path / "a", rows=["advantage"])
+    _, fixed_links = prepare(fixed, tmp_path / "b", rows=["advantage"])
+    free_keys = set(free_links["advantage.default"].values())
+    fixed_keys = set(fixed_links["advantage.default"].values())
+    assert len(fixed_keys) == len(free_keys) == 3 and not free_keys & fixed_keys
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert child_env(1, 1)["OMP_NUM_THREADS"] == "1"
+    assert child_env(3, 2)["MKL_NUM_THREADS"] == "2"
+    assert "OMP_NUM_THREADS" not in child_env(1, None)
+    cores = os.cpu_count() or 1
+    assert child_env(2, None)["OMP_NUM_THREADS"] == str(max(1, cores // 2))
