@@ -2,7 +2,7 @@
 reported from one command.
 
     recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [out_dir=DIR]
-                       [export=docs/studies/table_9_2]
+                       [seeds=4,5,6,7] [export=docs/studies/table_9_2]
 
 The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
 
@@ -40,7 +40,8 @@ choice. A run is identified by its resolved configuration and seed: a run that t
 compare against, is made once, under ``runs/``, and every comparison that needs it
 links to it. Rerunning the command resumes: finished runs are kept, interrupted ones
 continue from their checkpoints. ``rows=`` runs only the named rows (and reports the
-study with whatever has finished).
+study with whatever has finished). ``seeds=`` replaces the file's seeds (the prefix seed
+stays), to check that a verdict holds on other draws; give it its own ``out_dir``.
 
 The study directory ``<out_dir>/<name>/`` holds ``study.json`` (the file as read),
 ``runs/``, ``rows/<row>.<regime>/`` (each a comparison directory with its own report)
@@ -316,12 +317,26 @@ def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
     opts: dict[str, str] = {}
     for item in items[1:]:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("jobs", "rows", "out_dir", "export"):
+        if not sep or key not in ("jobs", "rows", "seeds", "out_dir", "export"):
             raise ConfigError(
-                f"argument {item!r}: allowed: jobs=N, rows=a,b, out_dir=DIR, export=DIR"
+                f"argument {item!r}: allowed: jobs=N, rows=a,b, seeds=4,5,6,7, out_dir=DIR, "
+                "export=DIR"
             )
         opts[key] = value
     return Path(items[0]), opts
+
+
+def with_seeds(spec: StudySpec, text: str) -> StudySpec:
+    """``spec`` on the seeds ``text`` lists ("4,5,6,7"): the same study on other draws,
+    to see whether its verdicts hold; ConfigError (one line) for a bad list."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise ConfigError(f"seeds={text!r}: expected integers, e.g. 4,5,6,7") from None
+    try:
+        return StudySpec.model_validate({**spec.model_dump(), "seeds": seeds})
+    except ValidationError as e:
+        raise ConfigError(f"seeds={text!r}: {e.errors()[0]['msg']}") from None
 
 
 def run_study(items: list[str]) -> int:
@@ -329,6 +344,8 @@ def run_study(items: list[str]) -> int:
     chosen rows finished, 1 when some failed (the report covers the finished ones)."""
     path, opts = _options(items)
     spec = load_spec(path)
+    if "seeds" in opts:
+        spec = with_seeds(spec, opts["seeds"])
     try:
         jobs_n = int(opts.get("jobs", max(1, (os.cpu_count() or 1) // 2)))
     except ValueError:

@@ -251,3 +251,19 @@ def test_a_fixed_thread_count_is_part_of_each_run_and_its_key(
     assert "OMP_NUM_THREADS" not in child_env(1, None)
     cores = os.cpu_count() or 1
     assert child_env(2, None)["OMP_NUM_THREADS"] == str(max(1, cores // 2))
+
+
+def test_seeds_replaces_the_files_seeds_and_is_checked(tmp_path: Path) -> None:
+    """``seeds=4,5`` runs the same study on other draws: each run's seed is one of them
+    (the A/A control's are 1004, 1005); a bad list fails in one line before any run."""
+    from recipe_arena.study import run_study, with_seeds
+
+    path = _write(tmp_path, STUDY)
+    for bad, message in (("a,b", "expected integers"), ("", "at least 1"), ("-1", "greater")):
+        with pytest.raises(ConfigError, match=message) as e:
+            run_study([str(path), f"seeds={bad}", f"out_dir={tmp_path}"])
+        assert "\n" not in str(e.value)
+    other = with_seeds(load_spec(path), "4,5")
+    _, links = prepare(other, tmp_path / "o", rows=["advantage"])
+    seeds = sorted(int(k.rsplit("-s", 1)[1]) for k in links["advantage.default"])
+    assert seeds == [4, 4, 5, 5, 1004, 1005]
