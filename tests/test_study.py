@@ -267,3 +267,30 @@ def test_seeds_replaces_the_files_seeds_and_is_checked(tmp_path: Path) -> None:
     _, links = prepare(other, tmp_path / "o", rows=["advantage"])
     seeds = sorted(int(k.rsplit("-s", 1)[1]) for k in links["advantage.default"])
     assert seeds == [4, 4, 5, 5, 1004, 1005]
+
+
+def test_a_rows_time_counts_each_prefix_once(tmp_path: Path) -> None:
+    """Two runs of one prefix (base 1 s, sft 10, dpo 5, prompt_filter 4: 20 s, the same
+    figures in both as a copied prefix carries them) with RL + eval of 102 s and 50 s:
+    own stages 152 s, one prefix of 20 s, 172 s = 2.9 min. A third run of another prefix
+    (sft 12 s, no dpo) adds a prefix. Counting the prefix per run would say 192 s."""
+    from recipe_arena.eval.study_report import _time_line, run_time
+
+    stages = ["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]
+
+    def run(name: str, done: dict[str, float], pipeline: list[str]) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "stages.json").write_text(json.dumps({"done": done}))
+        (path / "config.yaml").write_text(yaml.safe_dump({"pipeline": {"stages": pipeline}}))
+        return path
+
+    prefix = {"base": 1.0, "sft": 10.0, "dpo": 5.0, "prompt_filter": 4.0}
+    a = run("a", {**prefix, "rlvr": 100.0, "eval": 2.0}, stages)
+    b = run("b", {**prefix, "rlvr": 49.0, "eval": 1.0}, stages)
+    c = run("c", {"base": 1.0, "sft": 12.0, "rlvr": 30.0}, ["base", "sft", "rlvr"])
+    ta, tb = run_time(a), run_time(b)
+    assert (ta.own, ta.prefix, tb.own) == (102.0, 20.0, 50.0) and ta.prefix_id == tb.prefix_id
+    assert _time_line("r | default", {a: ta, b: tb}) == "| r | default | 2 | 152 | 1 | 20 | 2.9 |"
+    line = _time_line("r | default", {a: ta, b: tb, c: run_time(c)})
+    assert line == "| r | default | 3 | 182 | 2 | 33 | 3.6 |"

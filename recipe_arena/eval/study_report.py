@@ -17,7 +17,9 @@ Read only from the study directory: ``study.json`` and each comparison directory
    differences, its learning speed, the compute each arm used (under the matching rule,
    ``comparison.MATCHING_RULE``) and its figures (every row also has its full comparison report, with
    the learning curves and their fit, in ``rows/<row>.<regime>/report.md``).
-3. The findings: each claim of the study file, the comparison it is read from, and
+3. Time: per row and regime, the seconds its distinct runs took after their shared
+   prefix and those of the prefixes they trained (stages.json), and the whole study's.
+4. The findings: each claim of the study file, the comparison it is read from, and
    whether this world confirms it, refutes it, or cannot tell at its MDE.
 """
 
@@ -27,6 +29,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from recipe_arena.eval import stats
 from recipe_arena.eval.comparison import (
@@ -46,6 +50,7 @@ from recipe_arena.eval.comparison_report import (
 )
 from recipe_arena.eval.html import write_pages
 from recipe_arena.eval.speed import Speed, speed_comparisons
+from recipe_arena.prefix_cache import prefix_stages
 
 MDE_DOMAIN = "math"
 """The domain whose MDE the summary prints (the mean over domains when absent)."""
@@ -235,6 +240,63 @@ def _row_section(r: RowResult, root: Path) -> list[str]:
     return md
 
 
+@dataclass(frozen=True)
+class RunTime:
+    """One finished run's wall time, from its stages.json, in seconds."""
+
+    own: float
+    """The stages from the first RL, specialists or distillation stage on (all of them
+    for a pipeline without one)."""
+    prefix: float
+    """The stages before it, as the run that trained them measured them (a run that
+    reused a stored prefix carries the same figures)."""
+    prefix_id: str
+    """Which prefix: its stages and their recorded seconds (equal only for copies)."""
+
+
+def run_time(path: Path) -> RunTime:
+    """``RunTime`` of the finished run at ``path``."""
+    done: dict[str, float] = json.loads((path / "stages.json").read_text()).get("done", {})
+    raw = yaml.safe_load((path / "config.yaml").read_text())
+    before = set(prefix_stages(list((raw.get("pipeline") or {}).get("stages", []))))
+    prefix = {s: float(t) for s, t in done.items() if s in before}
+    own = sum(float(t) for s, t in done.items() if s not in before)
+    return RunTime(own, sum(prefix.values()), json.dumps(sorted(prefix.items())))
+
+
+def _time_section(rows: list[RowResult]) -> list[str]:
+    """Seconds per row and regime, and for the whole study (each distinct run and prefix
+    once)."""
+    md = [
+        "## Time",
+        "",
+        "Wall seconds as each run measured them (stages.json), summed: the stages from the "
+        "RL start on for each distinct run of the row, and the stages before it once per "
+        "prefix that those runs trained (runs that share a prefix copy it). A run shared by "
+        "several rows counts in each of them, once in the total. Runs made side by side "
+        "(jobs=N) overlap, so the wall clock is shorter than the sum.",
+        "",
+        "| row | regime | runs | their own stages (s) | prefixes | prefix stages (s) | total (min) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    everything: dict[Path, RunTime] = {}
+    for r in rows:
+        times = {run.path.resolve(): run_time(run.path) for arm in r.arms for run in arm.runs}
+        everything.update(times)
+        md.append(_time_line(f"{r.title} | {r.regime}", times))
+    return md + [_time_line("**whole study** | all", everything), ""]
+
+
+def _time_line(label: str, times: dict[Path, RunTime]) -> str:
+    own = sum(t.own for t in times.values())
+    prefixes = {t.prefix_id: t.prefix for t in times.values()}
+    pre = sum(prefixes.values())
+    return (
+        f"| {label} | {len(times)} | {own:,.0f} | {len(prefixes)} | {pre:,.0f} | "
+        f"{(own + pre) / 60:.1f} |"
+    )
+
+
 def _findings(spec: dict, rows: list[RowResult]) -> list[str]:
     findings = spec.get("findings") or []
     if not findings:
@@ -308,6 +370,7 @@ def write_study_report(root: Path) -> Path:
     md += _summary(rows)
     for r in rows:
         md += _row_section(r, root)
+    md += _time_section(rows)
     md += _findings(spec, rows)
     write_pages(root, title, md)
     return root / "report.md"
