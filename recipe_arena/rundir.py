@@ -19,13 +19,14 @@ name under it. A run reads, writes, moves and deletes only there and in
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import os
 import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -188,13 +189,23 @@ def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
+def open_log(path: Path) -> IO[str]:
+    """A JSON-lines log for reading: ``path``, or its gzipped copy ``path``.gz when only
+    that exists (an exported study keeps its runs' logs gzipped, at a twentieth of the
+    size)."""
+    if not path.exists() and (packed := path.with_name(path.name + ".gz")).exists():
+        return gzip.open(packed, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """The records of metrics.jsonl (of a run directory, or the file itself) in file
-    order; a torn line (a process killed mid-write) is skipped, the lines after it kept."""
+    """The records of metrics.jsonl (of a run directory, or the file itself; or its
+    ``open_log`` copy) in file order; a torn line (a process killed mid-write) is
+    skipped, the lines after it kept."""
     p = Path(path)
     if p.is_dir():
         p = p / "metrics.jsonl"
-    with open(p, encoding="utf-8", errors="replace") as f:
+    with open_log(p) as f:
         return [r for r in map(_record, f) if r is not None]
 
 

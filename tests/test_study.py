@@ -196,6 +196,7 @@ def test_smoke_study_runs_resumes_and_rerenders(tmp_path: Path) -> None:
     again = _study("study", str(path), f"out_dir={out}", "jobs=1", f"export={exported}")
     assert again.returncode == 0 and "3 distinct runs, 0 to run" in again.stderr
     assert not list(exported.rglob("checkpoints"))  # artifacts only
+    assert list(exported.rglob("eval_scores.jsonl.gz")) and not list(exported.rglob("*.jsonl"))
     for where in (root, exported):
         (where / "report.md").unlink()
         rerender = _study("report", str(where))
@@ -294,3 +295,31 @@ def test_a_rows_time_counts_each_prefix_once(tmp_path: Path) -> None:
     assert _time_line("r | default", {a: ta, b: tb}) == "| r | default | 2 | 152 | 1 | 20 | 2.9 |"
     line = _time_line("r | default", {a: ta, b: tb, c: run_time(c)})
     assert line == "| r | default | 3 | 182 | 2 | 33 | 3.6 |"
+
+
+def test_an_exported_runs_logs_are_gzipped_and_read_the_same(tmp_path: Path) -> None:
+    """The export keeps metrics.jsonl and eval_scores.jsonl gzipped; the readers the
+    report uses give the same records from the .gz alone (a reader that only knew the
+    plain file would find no scores), and two exports are the same bytes (no time in
+    the gzip header), so re-exporting an unchanged run changes nothing in git."""
+    from recipe_arena.eval.scores import read_eval_scores
+    from recipe_arena.rundir import read_metrics
+    from recipe_arena.study import _gzip
+
+    run, packed = tmp_path / "run", tmp_path / "packed"
+    run.mkdir()
+    packed.mkdir()
+    metrics = [{"stage": "rlvr", "step": s, "loss": 0.5 / (s + 1)} for s in range(3)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    score = {"stage": "rlvr", "step": 4, "ids": ["q0", "q1"], "domains": ["math", "math"]}
+    score |= {"sources": ["a", "b"], "scores": [1.0, 0.0]}
+    (run / "eval_scores.jsonl").write_text(json.dumps(score) + "\n")
+    for name in ("metrics.jsonl", "eval_scores.jsonl"):
+        _gzip(run / name, packed / f"{name}.gz")
+    assert read_metrics(packed) == read_metrics(run) == metrics
+    (scores,) = read_eval_scores(packed)
+    assert (scores.step, scores.scores) == (4, [1.0, 0.0]) and read_eval_scores(run) == [scores]
+    first = (packed / "metrics.jsonl.gz").read_bytes()
+    os.utime(run / "metrics.jsonl", (1, 1))
+    _gzip(run / "metrics.jsonl", packed / "metrics.jsonl.gz")
+    assert (packed / "metrics.jsonl.gz").read_bytes() == first

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.rundir import open_log
 
 SCORES_FILE = "eval_scores.jsonl"
 
@@ -64,10 +65,10 @@ def read_eval_scores(run_path: str | Path) -> list[ScoreRecord]:
     (a resumed run repeats the steps after its last checkpoint) the later one counts. A
     torn last line (a crash mid-write) is ignored."""
     path = Path(run_path) / SCORES_FILE
-    if not path.exists():
+    if not path.exists() and not path.with_name(SCORES_FILE + ".gz").exists():
         return []
     latest: dict[tuple[str, int], ScoreRecord] = {}
-    with open(path, encoding="utf-8") as f:
+    with open_log(path) as f:
         for line in f:
             try:
                 raw = json.loads(line)
