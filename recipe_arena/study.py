@@ -2,7 +2,7 @@
 reported from one command.
 
     recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [out_dir=DIR]
-                       [seeds=4,5,6,7] [export=docs/studies/table_9_2]
+                       [seeds=4,5,6,7] [export=docs/studies/table_9_2] [check=DIR]
 
 The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
 
@@ -42,6 +42,9 @@ links to it. Rerunning the command resumes: finished runs are kept, interrupted 
 continue from their checkpoints. ``rows=`` runs only the named rows (and reports the
 study with whatever has finished). ``seeds=`` replaces the file's seeds (the prefix seed
 stays), to check that a verdict holds on other draws; give it its own ``out_dir``.
+``check=DIR`` compares, once the chosen rows have run, each run's per-question scores
+with the same run in DIR (a committed export): the reproduction check of a published
+study, exit status 1 when any differs.
 
 The study directory ``<out_dir>/<name>/`` holds ``study.json`` (the file as read),
 ``runs/``, ``rows/<row>.<regime>/`` (each a comparison directory with its own report)
@@ -318,10 +321,10 @@ def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
     opts: dict[str, str] = {}
     for item in items[1:]:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("jobs", "rows", "seeds", "out_dir", "export"):
+        if not sep or key not in ("jobs", "rows", "seeds", "out_dir", "export", "check"):
             raise ConfigError(
                 f"argument {item!r}: allowed: jobs=N, rows=a,b, seeds=4,5,6,7, out_dir=DIR, "
-                "export=DIR"
+                "export=DIR, check=DIR"
             )
         opts[key] = value
     return Path(items[0]), opts
@@ -372,7 +375,36 @@ def run_study(items: list[str]) -> int:
     if failed:
         _say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")
         return 1
+    if "check" in opts:
+        keys = sorted({k for runs in links.values() for k in runs.values()})
+        differ = check_reproduction(root / "runs", Path(opts["check"]) / "runs", keys)
+        return 1 if differ else 0
     return 0
+
+
+def check_reproduction(mine: Path, theirs: Path, keys: list[str]) -> list[str]:
+    """Compare the per-question scores of the runs ``keys`` under ``mine`` with those of
+    the same runs under ``theirs`` (a committed export): every evaluation's stage, step,
+    questions and scores must be equal. Says what it found; returns the keys that differ
+    or that ``theirs`` lacks."""
+    from recipe_arena.eval.scores import read_eval_scores
+
+    bad: list[str] = []
+    for key in keys:
+        ours, other = read_eval_scores(mine / key), read_eval_scores(theirs / key)
+        if not other:
+            bad.append(key)
+            _say(f"check: {key}: not in {theirs}")
+        elif ours != other:
+            bad.append(key)
+            first = next(
+                (f"{a.stage} step {a.step}" for a, b in zip(ours, other, strict=False) if a != b),
+                f"{len(ours)} evaluations against {len(other)}",
+            )
+            _say(f"check: {key}: per-question scores DIFFER from {theirs} (first at {first})")
+    same = len(keys) - len(bad)
+    _say(f"check: {same} of {len(keys)} runs have per-question scores identical to {theirs}")
+    return bad
 
 
 RUN_ARTIFACTS = ("config.yaml", "stages.json", "metrics.jsonl", "eval_scores.jsonl")

@@ -197,6 +197,10 @@ def test_smoke_study_runs_resumes_and_rerenders(tmp_path: Path) -> None:
     assert again.returncode == 0 and "3 distinct runs, 0 to run" in again.stderr
     assert not list(exported.rglob("checkpoints"))  # artifacts only
     assert list(exported.rglob("eval_scores.jsonl.gz")) and not list(exported.rglob("*.jsonl"))
+    check = _study("study", str(path), f"out_dir={out}", "jobs=1", f"check={exported}")
+    assert (
+        check.returncode == 0 and "3 of 3 runs have per-question scores identical" in check.stderr
+    )
     for where in (root, exported):
         (where / "report.md").unlink()
         rerender = _study("report", str(where))
@@ -323,3 +327,24 @@ def test_an_exported_runs_logs_are_gzipped_and_read_the_same(tmp_path: Path) -> 
     os.utime(run / "metrics.jsonl", (1, 1))
     _gzip(run / "metrics.jsonl", packed / "metrics.jsonl.gz")
     assert (packed / "metrics.jsonl.gz").read_bytes() == first
+
+
+def test_the_reproduction_check_finds_one_changed_score(tmp_path: Path) -> None:
+    """check=DIR: a run whose per-question scores equal the export's passes (the export
+    gzipped, as committed); one score flipped in one evaluation, or a run missing from
+    the export, is named. A check that compared only the mean would miss the flip
+    (1 + 0 and 0 + 1 have one mean)."""
+    from recipe_arena.study import _gzip, check_reproduction
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    for key, scores in (("a", [1.0, 0.0]), ("b", [0.0, 1.0])):
+        for where, vals in ((mine, [1.0, 0.0]), (theirs, scores)):
+            (where / key).mkdir(parents=True)
+            rec = {"stage": "rlvr", "step": 8, "ids": ["q0", "q1"], "domains": ["math"] * 2}
+            rec |= {"sources": ["x", "y"], "scores": vals}
+            (where / key / "eval_scores.jsonl").write_text(json.dumps(rec) + "\n")
+        _gzip(theirs / key / "eval_scores.jsonl", theirs / key / "eval_scores.jsonl.gz")
+        (theirs / key / "eval_scores.jsonl").unlink()
+    (mine / "c").mkdir()
+    assert check_reproduction(mine, theirs, ["a"]) == []
+    assert check_reproduction(mine, theirs, ["a", "b", "c"]) == ["b", "c"]
