@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recipe_arena.cache import entry_ready
 from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Arm, Plan, flatten, run_finished
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
@@ -211,6 +212,20 @@ class _Job:
     log: Path
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
+    builds: Path | None = None
+    """A shared cache entry the run builds unless it is ready (a study run's stored
+    prefix): two runs that would build the same one are not started together, since
+    the second would repeat the first's work instead of copying it."""
+
+
+def next_job(waiting: list[_Job], running: list[_Job]) -> int | None:
+    """Index in ``waiting`` of the first job that does not need an entry a running job
+    is building; None when every waiting job does (then the next waits for it)."""
+    busy = {j.builds for j in running if j.builds is not None and not entry_ready(j.builds)}
+    for i, job in enumerate(waiting):
+        if job.builds is None or job.builds not in busy or entry_ready(job.builds):
+            return i
+    return None
 
 
 def _last_progress(log: Path) -> str:
@@ -267,7 +282,10 @@ def execute(
         while waiting or running:
             limit = 1 if first_alone and done == 0 and not failed else parallel
             while waiting and len(running) < limit:
-                job = waiting.pop(0)
+                pick = next_job(waiting, running)
+                if pick is None:
+                    break
+                job = waiting.pop(pick)
                 job.log.parent.mkdir(parents=True, exist_ok=True)
                 with open(job.log, "ab") as log:
                     job.proc = subprocess.Popen(
@@ -312,10 +330,11 @@ def execute(
     return failed
 
 
-def _needs_cold_cache(cfg: RunConfig) -> bool:
+def needs_cold_cache(cfg: RunConfig) -> bool:
+    """Whether the run would build the world's base model (shared by every run, so the
+    first run goes alone)."""
     if "base" not in cfg.pipeline.stages or cfg.world.checkpoint:
         return False
-    from recipe_arena.cache import entry_ready
     from recipe_arena.stages.base import base_cache_entry
 
     return not entry_ready(base_cache_entry(cfg))
@@ -350,7 +369,7 @@ def prepare(plan: Plan, opts: Options) -> tuple[Path, list[_Job], bool]:
             _say(f"{name}: interrupted earlier, resuming")
         jobs.append(_Job(name, args, root / "logs" / f"{name}.log"))
     first = configs[(plan.arms[0].name, plan.arms[0].seeds[0])]
-    return root, jobs, _needs_cold_cache(first)
+    return root, jobs, needs_cold_cache(first)
 
 
 def run_comparison(items: list[str]) -> int:

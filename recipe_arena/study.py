@@ -73,7 +73,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from recipe_arena.compare import _dump, _Job, check_pairing, execute
+from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold_cache
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
@@ -260,6 +260,7 @@ def prepare(
         )
     runs_dir = root / "runs"
     args_of: dict[str, list[str]] = {}
+    builds: dict[str, Path | None] = {}
     links: dict[str, dict[str, str]] = {}
     composed: dict[tuple[str, ...], tuple[RunConfig, str]] = {}
     for row in chosen:
@@ -280,9 +281,9 @@ def prepare(
                 cfg, digest = composed[tuple(args)]
                 firsts.setdefault(arm.name, cfg)
                 key = run_key(digest, seed)
-                args_of.setdefault(
-                    key, [*args, f"seed={seed}", f"out_dir={runs_dir}", f"name={key}"]
-                )
+                if key not in args_of:
+                    args_of[key] = [*args, f"seed={seed}", f"out_dir={runs_dir}", f"name={key}"]
+                    builds[key] = _prefix_entry(cfg.model_copy(update={"seed": seed}), spec)
                 here[f"{arm.name}-s{seed}"] = key
             try:
                 check_pairing(plan, firsts, same_budget=row.budget == "samples")
@@ -297,8 +298,19 @@ def prepare(
             continue
         if (runs_dir / key).exists():
             args = [*args, "resume=true"]
-        jobs.append(_Job(key, args, root / "logs" / f"{key}.log"))
+        jobs.append(_Job(key, args, root / "logs" / f"{key}.log", builds=builds[key]))
     return jobs, links
+
+
+def _prefix_entry(cfg: RunConfig, spec: StudySpec) -> Path | None:
+    """The stored prefix the run reads or builds (``pipeline.reuse_prefix``); None when
+    it has none, or when the study leaves the thread count (part of the entry) free."""
+    from recipe_arena import prefix_cache
+
+    stages = prefix_cache.prefix_stages(cfg.pipeline.stages)
+    if not cfg.pipeline.reuse_prefix or not stages or spec.threads is None:
+        return None
+    return prefix_cache.prefix_entry(prefix_cache.prefix_config(cfg), stages, spec.threads)
 
 
 def _link(row_dir: Path, plan: Plan, runs: dict[str, str]) -> None:
@@ -364,7 +376,8 @@ def run_study(items: list[str]) -> int:
     (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
     total = len({k for runs in links.values() for k in runs.values()})
     _say(f"{len(links)} comparisons, {total} distinct runs, {len(jobs)} to run, in {root}")
-    failed = execute(jobs, jobs_n, first_alone=True, threads=spec.threads) if jobs else []
+    alone = bool(jobs) and needs_cold_cache(load_config(jobs[0].args))
+    failed = execute(jobs, jobs_n, alone, threads=spec.threads) if jobs else []
     from recipe_arena.eval.study_report import write_study_report
 
     report = write_study_report(root)

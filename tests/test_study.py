@@ -348,3 +348,28 @@ def test_the_reproduction_check_finds_one_changed_score(tmp_path: Path) -> None:
     (mine / "c").mkdir()
     assert check_reproduction(mine, theirs, ["a"]) == []
     assert check_reproduction(mine, theirs, ["a", "b", "c"]) == ["b", "c"]
+
+
+def test_two_runs_that_would_build_one_prefix_are_not_started_together(tmp_path: Path) -> None:
+    """While a running job builds prefix X, the next job started is the first waiting
+    one that does not need X (Y's, then one without a prefix); with only X's left it
+    waits (None); once X is sealed, X's jobs start and copy it. In the committed study
+    the runs of each new prefix follow one another, so a plain first-in-first-out
+    queue would start two builders of X side by side."""
+    from recipe_arena.cache import SEAL
+    from recipe_arena.compare import _Job, next_job
+
+    x, y = tmp_path / "x", tmp_path / "y"
+
+    def job(name: str, builds: Path | None) -> _Job:
+        return _Job(name, [], tmp_path / f"{name}.log", builds=builds)
+
+    running = [job("x0", x)]
+    waiting = [job("x1", x), job("y0", y), job("free", None)]
+    assert next_job(waiting, running) == 1
+    assert next_job([waiting[0], waiting[2]], running) == 1
+    assert next_job([waiting[0]], running) is None
+    assert next_job([waiting[0]], []) == 0
+    x.mkdir()
+    (x / SEAL).write_text("{}")
+    assert next_job(waiting, running) == 0
