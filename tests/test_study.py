@@ -144,12 +144,20 @@ def test_a_row_matched_by_design_may_train_different_steps(tmp_path: Path) -> No
 
 def test_findings_follow_from_the_verdict() -> None:
     """A claim of an effect is confirmed only by a significant effect in its direction,
-    refuted by one in the other; a claim of no effect is refuted by any significant one."""
-    assert judge("worse", "worse", 0.05) == "confirms"
-    assert judge("worse", "better", 0.05) == "refutes (better)"
-    assert judge("worse", "inside the noise", 0.05) == "cannot tell at MDE 0.050"
-    assert judge("same", "inside the noise", 0.05).startswith("confirms")
-    assert judge("same", "worse", 0.05) == "refutes (worse)"
+    refuted by one in the other; a claim of no effect is refuted by any significant one
+    and confirmed only when its interval lies within ±0.05: [-0.04, +0.03] confirms,
+    [-0.09, +0.03] (inside the noise too, but a 9-point loss not ruled out) cannot tell.
+    One seed gives no verdict either way."""
+    narrow, wide = (-0.04, 0.03), (-0.09, 0.03)
+    assert judge("worse", "worse", 0.05, (-0.2, -0.1)) == "confirms"
+    assert judge("worse", "better", 0.05, (0.1, 0.2)) == "refutes (better)"
+    assert judge("worse", "inside the noise", 0.05, wide) == "cannot tell at MDE 0.050"
+    assert judge("same", "inside the noise", 0.03, narrow).startswith("confirms")
+    assert judge("same", "inside the noise", 0.08, wide).startswith("cannot tell")
+    assert judge("same", "worse", 0.05, (-0.2, -0.1)) == "refutes (worse)"
+    assert judge("worse", "one seed so far: no verdict", 0.01, (-0.2, -0.1)).startswith(
+        "cannot tell yet"
+    )
 
 
 def _study(*args: str) -> subprocess.CompletedProcess[str]:

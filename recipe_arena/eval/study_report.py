@@ -75,7 +75,11 @@ class RowResult:
 
 def verdict(c: Comparison) -> str:
     """better / worse (Holm-corrected p below 0.05, by the sign of the difference), or
-    inside the noise; for the A/A control, whether it stayed inside it."""
+    inside the noise; for the A/A control, whether it stayed inside it. No verdict from
+    one seed (a study still running): its interval covers the questions alone, not the
+    seed-to-seed noise that a claim about the arm must include."""
+    if c.test.seeds < 2:
+        return "one seed so far: no verdict"
     if c.control:
         return "FALSE POSITIVE" if c.test.p < stats.ALPHA else "inside the noise (as it should be)"
     if c.p_holm < stats.ALPHA:
@@ -201,6 +205,8 @@ def _effect(c: Comparison) -> str:
 
 def _row_verdict(comps: list[Comparison]) -> str:
     """One alternative's verdict over its domains (the mean over domains included)."""
+    if comps[0].test.seeds < 2:
+        return verdict(comps[0])
     if comps[0].control:
         bad = [c.domain for c in comps if verdict(c) == "FALSE POSITIVE"]
         return (
@@ -305,9 +311,10 @@ def _findings(spec: dict, rows: list[RowResult]) -> list[str]:
         "## Findings",
         "",
         "Each claim read off one comparison: confirmed when the effect is significant in "
-        "the claimed direction (or, for a claim of no effect, inside the noise with the "
-        "MDE stated), refuted when it is significant the other way (or at all, for a "
-        "claim of no effect), otherwise this world cannot tell at its MDE.",
+        "the claimed direction (for a claim of no effect: not significant, and the whole "
+        f"95% interval within ±{SAME_MARGIN:.2f}), refuted when it is significant the other "
+        "way (or at all, for a claim of no effect), otherwise this world cannot tell at its "
+        "MDE.",
         "",
         "| claim | row (regime) | arm vs OLMo 3's choice | domain | effect [95% interval] "
         "| MDE | verdict | this world |",
@@ -329,18 +336,31 @@ def _findings(spec: dict, rows: list[RowResult]) -> list[str]:
         v = verdict(c)
         md.append(
             f"| {f['claim']} | {where} | {f['arm']} | {f['domain']} | {_effect(c)} | "
-            f"{c.test.mde:.3f} | {v} | {judge(f['expect'], v, c.test.mde)} |"
+            f"{c.test.mde:.3f} | {v} | "
+            f"{judge(f['expect'], v, c.test.mde, (c.test.diff.lo, c.test.diff.hi))} |"
         )
     return md + [""]
 
 
-def judge(expect: str, v: str, mde: float) -> str:
+SAME_MARGIN = 0.05
+"""Pass@1 difference (absolute, 5 points) below which two arms count as the same: a
+claim of no effect is confirmed only when the whole 95% interval lies inside
+[-SAME_MARGIN, +SAME_MARGIN] (an equivalence test), the study's target resolution for
+held-out math. Inside the noise with a wider interval cannot tell them apart."""
+
+
+def judge(expect: str, v: str, mde: float, interval: tuple[float, float]) -> str:
     """Whether a claim that the arm is ``expect`` (better, worse, same) holds, given the
-    comparison's verdict ``v`` and its MDE."""
+    comparison's verdict ``v``, its MDE and the 95% interval of its effect."""
+    if v.startswith("one seed"):
+        return "cannot tell yet (one seed)"
     if expect == "same":
-        if v == "inside the noise":
-            return f"confirms (no effect larger than the MDE {mde:.3f} seen)"
-        return f"refutes ({v})"
+        if v != "inside the noise":
+            return f"refutes ({v})"
+        lo, hi = interval
+        if lo >= -SAME_MARGIN and hi <= SAME_MARGIN:
+            return f"confirms (the interval lies within ±{SAME_MARGIN:.2f})"
+        return f"cannot tell (the interval reaches beyond ±{SAME_MARGIN:.2f}; MDE {mde:.3f})"
     if v == expect:
         return "confirms"
     if v in ("better", "worse"):
