@@ -6,7 +6,8 @@ t over seeds and questions); the paired difference of each arm to the
 baseline per domain (95% interval, p-value, Holm-corrected p-value, minimum
 detectable effect, verdict); the A/A control; learning speed (the paired area under the
 held-out curve, tested like the final scores, and the learner tokens to reach 80% of the
-baseline's gain); the compute each arm used, under the matching rule; ScaleRL's
+baseline's gain); the compute each arm used, under the matching rule; what each arm's
+RL stage did (training reward, lengths, truncation, lag: ``eval.behaviour``); ScaleRL's
 compute-curve fit per arm; reward, length and staleness curves (mean over seeds and
 their range); the runs. Every figure comes with its interval, and a difference whose
 corrected p-value is not below 0.05 is labelled "inside the noise".
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from recipe_arena.eval import stats
+from recipe_arena.eval.behaviour import behaviour_table
 from recipe_arena.eval.comparison import (
     MATCHING_RULE,
     MEAN,
@@ -91,6 +93,7 @@ def _body(arms: list[ArmData], out: Path) -> list[str]:
     md += _control_section([c for c in comps if c.control])
     md += _speed_section(speed_comparisons(ready))
     md += _compute_table(ready)
+    md += behaviour_table(ready)
     md += _curve_section(ready, cols, out)
     md += _rl_curves(ready, out)
     md += _runs_table(ready, out)

@@ -33,6 +33,7 @@ from pathlib import Path
 import yaml
 
 from recipe_arena.eval import stats
+from recipe_arena.eval.behaviour import behaviour_table
 from recipe_arena.eval.comparison import (
     MEAN,
     ArmData,
@@ -234,6 +235,7 @@ def _row_section(r: RowResult, root: Path) -> list[str]:
         _paired_table([c for c in r.comps if not c.control], ready)
         + _speed_section(r.speed)
         + _compute_table(ready)
+        + behaviour_table(ready)
     )
     md += ["#" + line if line.startswith(("## ", "### ")) else line for line in parts]  # down
     for png, alt in (
