@@ -32,6 +32,10 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
         arm: none
         domain: math
         expect: worse                          # better | worse | same
+    contrasts:                                 # which group of rows moves the score more
+      - claim: The verifier matters more than the optimizer
+        groups: [{name: rewards, rows: [rewards]}, {name: optimizer, rows: [stale_data]}]
+        domain: mean
 
 Each (row, regime) is one comparison of ``recipe-arena compare`` (a paired design: the
 same seeds, world, evaluation and budget for every arm), whose baseline is OLMo 3's
@@ -141,6 +145,23 @@ class FindingSpec(_Strict):
     """What the claim says of the arm against OLMo 3's choice."""
 
 
+class GroupSpec(_Strict):
+    name: str
+    """What the group's rows vary, for the report ("rewards")."""
+    rows: list[str] = Field(min_length=1)
+
+
+class ContrastSpec(_Strict):
+    """Two groups of rows: which one's choices move held-out pass@1 more
+    (``eval.contrast``)."""
+
+    claim: str
+    groups: tuple[GroupSpec, GroupSpec]
+    """The claim says the first group moves it more."""
+    domain: str = "mean"
+    regime: str = "default"
+
+
 class StudySpec(_Strict):
     name: Name
     title: str | None = None
@@ -155,6 +176,7 @@ class StudySpec(_Strict):
     regimes: dict[Name, list[str]] = {"default": []}
     rows: list[RowSpec] = Field(min_length=1)
     findings: list[FindingSpec] = []
+    contrasts: list[ContrastSpec] = []
 
     @model_validator(mode="after")
     def _references(self) -> StudySpec:
@@ -179,6 +201,13 @@ class StudySpec(_Strict):
                 )
             if f.regime not in rows[f.row].regimes:
                 raise ValueError(f"finding {f.claim!r}: row {f.row} is not run in {f.regime!r}")
+        for c in self.contrasts:
+            for g in c.groups:
+                for name in g.rows:
+                    if name not in rows or c.regime not in rows[name].regimes:
+                        raise ValueError(
+                            f"contrast {c.claim!r}: no row {name!r} run in {c.regime!r}"
+                        )
         return self
 
 

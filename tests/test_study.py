@@ -103,6 +103,17 @@ def load_spec_dict(study: dict):  # type: ignore[no-untyped-def]
             "regime 'hot' is not one of",
         ),
         ({"seeds": []}, "seeds"),
+        (
+            {
+                "contrasts": [
+                    {
+                        "claim": "c",
+                        "groups": [{"name": "a", "rows": ["lr"]}, {"name": "b", "rows": ["nope"]}],
+                    }
+                ]
+            },
+            "contrast 'c': no row 'nope' run in 'default'",
+        ),
         ({"colour": "blue"}, "colour"),
     ],
 )

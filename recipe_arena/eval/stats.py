@@ -106,7 +106,7 @@ def bootstrap_mean(
     return Estimate(float(y.mean()), float(lo), float(hi))
 
 
-def _paired_differences(
+def paired_differences(
     arm_SQ: Sequence[Sequence[float]] | np.ndarray,
     base_SQ: Sequence[Sequence[float]] | np.ndarray,
     weights_Q: Sequence[float] | np.ndarray | None,
@@ -147,7 +147,7 @@ def paired_bootstrap(
     With 2 to 4 seeds the seed draw has few distinct outcomes and the interval
     undercovers (benchmarks/stats_coverage.py); the reports print
     ``paired_test``'s interval instead."""
-    d = _paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_bootstrap")
+    d = paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_bootstrap")
     return bootstrap_mean(d, n_boot=n_boot, seed=seed, level=level)
 
 
@@ -311,7 +311,7 @@ def paired_test(
 
     ``weights_Q`` re-weights questions (mean 1), e.g. so that each domain counts
     equally in a mean over domains: the test then runs on ``w_q * d_sq``."""
-    d = _paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_test")
+    d = paired_differences(arm_SQ, base_SQ, weights_Q, clusters_Q, "paired_test")
     s, q = d.shape
     var, df, sa2, _, _ = variance_components(d)
     mean = float(d.mean())

@@ -49,6 +49,7 @@ from recipe_arena.eval.comparison_report import (
     _speed_section,
     write_comparison_report,
 )
+from recipe_arena.eval.contrast import Contrast
 from recipe_arena.eval.html import write_pages
 from recipe_arena.eval.speed import Speed, speed_comparisons
 from recipe_arena.prefix_cache import prefix_stages
@@ -351,6 +352,67 @@ claim of no effect is confirmed only when the whole 95% interval lies inside
 held-out math. Inside the noise with a wider interval cannot tell them apart."""
 
 
+def _contrasts(spec: dict, rows: list[RowResult]) -> list[str]:
+    """Each contrast of the study file: the two groups' spreads and their difference."""
+    from recipe_arena.eval.contrast import verdict as contrast_verdict
+
+    out: list[str] = []
+    for c in spec.get("contrasts") or []:
+        out += [f"## {c['claim']}", ""]
+        res, used, seeds = _contrast_of(c, rows)
+        if res is None:
+            out += ["Not enough finished runs in both groups yet (two shared seeds).", ""]
+            continue
+        out += [
+            "Each group's spread is its largest absolute effect on held-out pass@1 "
+            f"({c.get('domain', MEAN)}) against OLMo 3's choice over the alternatives of its "
+            f"rows; intervals from one crossed bootstrap of the seeds ({', '.join(map(str, seeds))}) "
+            "and the questions, the same draw for both groups (`eval.contrast`). The largest "
+            "of several noisy effects leans away from zero, the more so the more alternatives "
+            "a group has; with 4 seeds the bootstrap's interval is approximate.",
+            "",
+            "| group | rows | alternatives | largest effect from | spread [95% interval] |",
+            "|---|---|---|---|---|",
+        ]
+        for (name, n, top, est), names in zip((res.first, res.second), used, strict=True):
+            out.append(f"| {name} | {', '.join(names)} | {n} | {top} | {est.fmt()} |")
+        out += [
+            "",
+            f"Difference ({res.first[0]} - {res.second[0]}): {res.diff.fmt(signed=True)}: "
+            f"{contrast_verdict(res)}.",
+            "",
+        ]
+    return out
+
+
+def _contrast_of(
+    c: dict, rows: list[RowResult]
+) -> tuple[Contrast | None, list[list[str]], list[int]]:
+    """(the contrast, the rows of each group that have comparisons, the shared seeds)."""
+    from recipe_arena.eval.contrast import contrast, group_effects
+
+    by_row = {r.row: r for r in rows if r.regime == c.get("regime", "default") and r.comps}
+    used = [[n for n in g["rows"] if n in by_row] for g in c["groups"]]
+    arms = [a for names in used for n in names for a in by_row[n].arms if a.runs]
+    if not all(used):
+        return None, used, []
+    seeds = sorted(set.intersection(*(set(a.seeds) for a in arms if not a.control)))
+    if len(seeds) < 2:
+        return None, used, seeds
+    cols = columns(check_questions(arms))
+    effects = [
+        group_effects(
+            {n: [a for a in by_row[n].arms if a.runs] for n in names},
+            cols,
+            c.get("domain", MEAN),
+            seeds,
+        )
+        for names in used
+    ]
+    first, second = c["groups"]
+    return contrast((first["name"], effects[0]), (second["name"], effects[1])), used, seeds
+
+
 def judge(expect: str, v: str, mde: float, interval: tuple[float, float]) -> str:
     """Whether a claim that the arm is ``expect`` (better, worse, same) holds, given the
     comparison's verdict ``v``, its MDE and the 95% interval of its effect."""
@@ -392,7 +454,8 @@ def write_study_report(root: Path) -> Path:
     md += _summary(rows)
     for r in rows:
         md += _row_section(r, root)
-    md += _time_section(rows)
     md += _findings(spec, rows)
+    md += _contrasts(spec, rows)
+    md += _time_section(rows)
     write_pages(root, title, md)
     return root / "report.md"
