@@ -262,3 +262,23 @@ def test_a_learning_rate_of_zero_freezes_the_policy(tmp_path: Path) -> None:
     start = load_file(str(Path(stages["inputs"]["rlvr"]) / "model.safetensors"))
     final = load_file(str(Path(stages["checkpoint"]) / "model.safetensors"))
     assert all((start[k] == final[k]).all() for k in final)
+
+
+def test_one_seeds_significant_difference_is_said_to_be_that_seeds() -> None:
+    """A difference significant over one seed's questions speaks of that draw alone (its
+    interval has no seed-to-seed noise in it): the comparison report says so and the
+    study report gives no verdict; with two seeds both say what the test says."""
+    from recipe_arena.eval import stats
+    from recipe_arena.eval.comparison import Comparison
+    from recipe_arena.eval.comparison_report import _verdict
+    from recipe_arena.eval.study_report import verdict
+
+    def comp(seeds: int) -> Comparison:
+        test = stats.PairedTest(
+            stats.Estimate(0.1, 0.05, 0.15), 0.02, 1.0, 0.001, 0.05, seeds, 300, 0.0
+        )
+        return Comparison("none", "math", test, 0.002, False)
+
+    assert _verdict(comp(1)) == "significant for this seed only"
+    assert verdict(comp(1)) == "one seed so far: no verdict"
+    assert _verdict(comp(2)) == "significant" and verdict(comp(2)) == "better"
