@@ -83,7 +83,8 @@ def test_the_study_report_prints_the_contrast_from_its_rows() -> None:
     comparisons, each group's spread and the verdict (the same runs as above); a group
     none of whose rows has finished gives the waiting line instead."""
     from recipe_arena.eval.comparison import paired_comparisons
-    from recipe_arena.eval.study_report import RowResult, _contrasts
+    from recipe_arena.eval.study_report import RowResult
+    from recipe_arena.eval.study_tables import contrasts_section
 
     base = np.zeros((4, Q))
     base[:, :20] = 1
@@ -114,7 +115,7 @@ def test_the_study_report_prints_the_contrast_from_its_rows() -> None:
             },
         ]
     }
-    md = "\n".join(_contrasts(spec, rows))
+    md = "\n".join(contrasts_section(spec, rows))
     assert "| rewards | noisy | 1 | noisy/flip | 0.100 [" in md
     assert "| optimizer | stale | 1 | stale/none | 0.500 [" in md
     assert "optimizer move held-out pass@1 more" in md

@@ -298,7 +298,7 @@ def test_a_rows_time_counts_each_prefix_once(tmp_path: Path) -> None:
     figures in both as a copied prefix carries them) with RL + eval of 102 s and 50 s:
     own stages 152 s, one prefix of 20 s, 172 s = 2.9 min. A third run of another prefix
     (sft 12 s, no dpo) adds a prefix. Counting the prefix per run would say 192 s."""
-    from recipe_arena.eval.study_report import _time_line, run_time
+    from recipe_arena.eval.study_tables import run_time, time_line
 
     stages = ["base", "sft", "dpo", "prompt_filter", "rlvr", "eval"]
 
@@ -315,8 +315,8 @@ def test_a_rows_time_counts_each_prefix_once(tmp_path: Path) -> None:
     c = run("c", {"base": 1.0, "sft": 12.0, "rlvr": 30.0}, ["base", "sft", "rlvr"])
     ta, tb = run_time(a), run_time(b)
     assert (ta.own, ta.prefix, tb.own) == (102.0, 20.0, 50.0) and ta.prefix_id == tb.prefix_id
-    assert _time_line("r | default", {a: ta, b: tb}) == "| r | default | 2 | 152 | 1 | 20 | 2.9 |"
-    line = _time_line("r | default", {a: ta, b: tb, c: run_time(c)})
+    assert time_line("r | default", {a: ta, b: tb}) == "| r | default | 2 | 152 | 1 | 20 | 2.9 |"
+    line = time_line("r | default", {a: ta, b: tb, c: run_time(c)})
     assert line == "| r | default | 3 | 182 | 2 | 33 | 3.6 |"
 
 

@@ -17,10 +17,10 @@ Read only from the study directory: ``study.json`` and each comparison directory
    differences, its learning speed, the compute each arm used (under the matching rule,
    ``comparison.MATCHING_RULE``) and its figures (every row also has its full comparison report, with
    the learning curves and their fit, in ``rows/<row>.<regime>/report.md``).
-3. Time: per row and regime, the seconds its distinct runs took after their shared
-   prefix and those of the prefixes they trained (stages.json), and the whole study's.
-4. The findings: each claim of the study file, the comparison it is read from, and
+3. The findings: each claim of the study file, the comparison it is read from, and
    whether this world confirms it, refutes it, or cannot tell at its MDE.
+4. The study's cross-row tables (``eval.study_tables``): its contrasts between groups
+   of rows, the power of each comparison, and the time each row took.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
 
 from recipe_arena.eval import stats
 from recipe_arena.eval.behaviour import behaviour_table
@@ -49,10 +47,9 @@ from recipe_arena.eval.comparison_report import (
     _speed_section,
     write_comparison_report,
 )
-from recipe_arena.eval.contrast import Contrast
 from recipe_arena.eval.html import write_pages
 from recipe_arena.eval.speed import Speed, speed_comparisons
-from recipe_arena.prefix_cache import prefix_stages
+from recipe_arena.eval.study_tables import contrasts_section, power_section, time_section
 
 MDE_DOMAIN = "math"
 """The domain whose MDE the summary prints (the mean over domains when absent)."""
@@ -249,63 +246,6 @@ def _row_section(r: RowResult, root: Path) -> list[str]:
     return md
 
 
-@dataclass(frozen=True)
-class RunTime:
-    """One finished run's wall time, from its stages.json, in seconds."""
-
-    own: float
-    """The stages from the first RL, specialists or distillation stage on (all of them
-    for a pipeline without one)."""
-    prefix: float
-    """The stages before it, as the run that trained them measured them (a run that
-    reused a stored prefix carries the same figures)."""
-    prefix_id: str
-    """Which prefix: its stages and their recorded seconds (equal only for copies)."""
-
-
-def run_time(path: Path) -> RunTime:
-    """``RunTime`` of the finished run at ``path``."""
-    done: dict[str, float] = json.loads((path / "stages.json").read_text()).get("done", {})
-    raw = yaml.safe_load((path / "config.yaml").read_text())
-    before = set(prefix_stages(list((raw.get("pipeline") or {}).get("stages", []))))
-    prefix = {s: float(t) for s, t in done.items() if s in before}
-    own = sum(float(t) for s, t in done.items() if s not in before)
-    return RunTime(own, sum(prefix.values()), json.dumps(sorted(prefix.items())))
-
-
-def _time_section(rows: list[RowResult]) -> list[str]:
-    """Seconds per row and regime, and for the whole study (each distinct run and prefix
-    once)."""
-    md = [
-        "## Time",
-        "",
-        "Wall seconds as each run measured them (stages.json), summed: the stages from the "
-        "RL start on for each distinct run of the row, and the stages before it once per "
-        "prefix that those runs trained (runs that share a prefix copy it). A run shared by "
-        "several rows counts in each of them, once in the total. Runs made side by side "
-        "(jobs=N) overlap, so the wall clock is shorter than the sum.",
-        "",
-        "| row | regime | runs | their own stages (s) | prefixes | prefix stages (s) | total (min) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    everything: dict[Path, RunTime] = {}
-    for r in rows:
-        times = {run.path.resolve(): run_time(run.path) for arm in r.arms for run in arm.runs}
-        everything.update(times)
-        md.append(_time_line(f"{r.title} | {r.regime}", times))
-    return md + [_time_line("**whole study** | all", everything), ""]
-
-
-def _time_line(label: str, times: dict[Path, RunTime]) -> str:
-    own = sum(t.own for t in times.values())
-    prefixes = {t.prefix_id: t.prefix for t in times.values()}
-    pre = sum(prefixes.values())
-    return (
-        f"| {label} | {len(times)} | {own:,.0f} | {len(prefixes)} | {pre:,.0f} | "
-        f"{(own + pre) / 60:.1f} |"
-    )
-
-
 def _findings(spec: dict, rows: list[RowResult]) -> list[str]:
     findings = spec.get("findings") or []
     if not findings:
@@ -352,67 +292,6 @@ claim of no effect is confirmed only when the whole 95% interval lies inside
 held-out math. Inside the noise with a wider interval cannot tell them apart."""
 
 
-def _contrasts(spec: dict, rows: list[RowResult]) -> list[str]:
-    """Each contrast of the study file: the two groups' spreads and their difference."""
-    from recipe_arena.eval.contrast import verdict as contrast_verdict
-
-    out: list[str] = []
-    for c in spec.get("contrasts") or []:
-        out += [f"## {c['claim']}", ""]
-        res, used, seeds = _contrast_of(c, rows)
-        if res is None:
-            out += ["Not enough finished runs in both groups yet (two shared seeds).", ""]
-            continue
-        out += [
-            "Each group's spread is its largest absolute effect on held-out pass@1 "
-            f"({c.get('domain', MEAN)}) against OLMo 3's choice over the alternatives of its "
-            f"rows; intervals from one crossed bootstrap of the seeds ({', '.join(map(str, seeds))}) "
-            "and the questions, the same draw for both groups (`eval.contrast`). The largest "
-            "of several noisy effects leans away from zero, the more so the more alternatives "
-            "a group has; with 4 seeds the bootstrap's interval is approximate.",
-            "",
-            "| group | rows | alternatives | largest effect from | spread [95% interval] |",
-            "|---|---|---|---|---|",
-        ]
-        for (name, n, top, est), names in zip((res.first, res.second), used, strict=True):
-            out.append(f"| {name} | {', '.join(names)} | {n} | {top} | {est.fmt()} |")
-        out += [
-            "",
-            f"Difference ({res.first[0]} - {res.second[0]}): {res.diff.fmt(signed=True)}: "
-            f"{contrast_verdict(res)}.",
-            "",
-        ]
-    return out
-
-
-def _contrast_of(
-    c: dict, rows: list[RowResult]
-) -> tuple[Contrast | None, list[list[str]], list[int]]:
-    """(the contrast, the rows of each group that have comparisons, the shared seeds)."""
-    from recipe_arena.eval.contrast import contrast, group_effects
-
-    by_row = {r.row: r for r in rows if r.regime == c.get("regime", "default") and r.comps}
-    used = [[n for n in g["rows"] if n in by_row] for g in c["groups"]]
-    arms = [a for names in used for n in names for a in by_row[n].arms if a.runs]
-    if not all(used):
-        return None, used, []
-    seeds = sorted(set.intersection(*(set(a.seeds) for a in arms if not a.control)))
-    if len(seeds) < 2:
-        return None, used, seeds
-    cols = columns(check_questions(arms))
-    effects = [
-        group_effects(
-            {n: [a for a in by_row[n].arms if a.runs] for n in names},
-            cols,
-            c.get("domain", MEAN),
-            seeds,
-        )
-        for names in used
-    ]
-    first, second = c["groups"]
-    return contrast((first["name"], effects[0]), (second["name"], effects[1])), used, seeds
-
-
 def judge(expect: str, v: str, mde: float, interval: tuple[float, float]) -> str:
     """Whether a claim that the arm is ``expect`` (better, worse, same) holds, given the
     comparison's verdict ``v``, its MDE and the 95% interval of its effect."""
@@ -455,7 +334,8 @@ def write_study_report(root: Path) -> Path:
     for r in rows:
         md += _row_section(r, root)
     md += _findings(spec, rows)
-    md += _contrasts(spec, rows)
-    md += _time_section(rows)
+    md += contrasts_section(spec, rows)
+    md += power_section(rows)
+    md += time_section(rows)
     write_pages(root, title, md)
     return root / "report.md"
