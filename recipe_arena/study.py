@@ -70,6 +70,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -371,6 +372,40 @@ def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
     return Path(items[0]), opts
 
 
+def build_base(args: list[str], root: Path) -> bool:
+    """Build the world's base model before any run of the study, in a run of the base
+    stage alone with this process's thread settings, as ``recipe-arena run`` builds it.
+    The study's ``threads`` are its runs'; a base model built at another thread count
+    would differ from the one every other command builds (its key does not hold the
+    count), so a study on a fresh machine would not reproduce one on a used one.
+    Returns whether it was built."""
+    keep = [
+        a for a in args if not a.startswith(("name=", "out_dir=", "resume=", "pipeline.stages="))
+    ]
+    log = root / "logs" / "base.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    _say(f"building the base model first (log: {log})")
+    with open(log, "ab") as out:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "recipe_arena.cli",
+                "run",
+                *keep,
+                "pipeline.stages=[base]",
+                f"out_dir={root / 'base'}",
+                "name=base",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if done.returncode != 0:
+        _say(f"building the base model failed (exit {done.returncode}); see {log}")
+    return done.returncode == 0
+
+
 def with_seeds(spec: StudySpec, text: str) -> StudySpec:
     """``spec`` on the seeds ``text`` lists ("4,5,6,7"): the same study on other draws,
     to see whether its verdicts hold; ConfigError (one line) for a bad list."""
@@ -405,8 +440,9 @@ def run_study(items: list[str]) -> int:
     (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
     total = len({k for runs in links.values() for k in runs.values()})
     _say(f"{len(links)} comparisons, {total} distinct runs, {len(jobs)} to run, in {root}")
-    alone = bool(jobs) and needs_cold_cache(load_config(jobs[0].args))
-    failed = execute(jobs, jobs_n, alone, threads=spec.threads) if jobs else []
+    if jobs and needs_cold_cache(load_config(jobs[0].args)) and not build_base(jobs[0].args, root):
+        return 1
+    failed = execute(jobs, jobs_n, False, threads=spec.threads) if jobs else []
     from recipe_arena.eval.study_report import write_study_report
 
     report = write_study_report(root)

@@ -392,3 +392,29 @@ def test_two_runs_that_would_build_one_prefix_are_not_started_together(tmp_path:
     x.mkdir()
     (x / SEAL).write_text("{}")
     assert next_job(waiting, running) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_study_on_a_cold_cache_builds_the_base_model_first(tmp_path: Path) -> None:
+    """With an empty model cache and ``threads: 1``, the base model is built before any
+    run, by a run of the base stage alone with the command's own thread settings (as
+    ``recipe-arena run`` builds it), and then the study's run copies it: the cache holds
+    one base model and the run's log says it found it."""
+    cache = tmp_path / "cache"
+    study = {
+        **STUDY,
+        "threads": 1,
+        "common": [*STUDY["common"], "rl.steps=1", f"world.cache_dir={cache}"],
+        "rows": [{"name": "lr", "axis": "rl.lr", "arms": ["1e-5", "0"]}],
+        "findings": [],
+    }
+    out = tmp_path / "studies"
+    done = _study("study", str(_write(tmp_path, study)), f"out_dir={out}", "jobs=2", "rows=lr")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "building the base model first" in done.stderr
+    base_log = (out / "tiny" / "logs" / "base.log").read_text()
+    assert "stage base:" in base_log
+    assert len([p for p in (cache / "base").iterdir() if p.is_dir()]) == 1
+    run_logs = [p.read_text() for p in (out / "tiny" / "logs").glob("r*.log")]
+    assert run_logs and all("(cached)" in t for t in run_logs)
