@@ -175,6 +175,8 @@ class StudySpec(_Strict):
     the same type; it is part of each run's key."""
     common: list[str] = []
     regimes: dict[Name, list[str]] = {"default": []}
+    regime_notes: dict[Name, str] = {}
+    """How a regime was made and why, printed under its overrides in the report."""
     rows: list[RowSpec] = Field(min_length=1)
     findings: list[FindingSpec] = []
     contrasts: list[ContrastSpec] = []
@@ -190,6 +192,8 @@ class StudySpec(_Strict):
                     raise ValueError(
                         f"row {r.name}: regime {g!r} is not one of {sorted(self.regimes)}"
                     )
+        if unknown := set(self.regime_notes) - set(self.regimes):
+            raise ValueError(f"regime_notes: no regime {sorted(unknown)[0]!r}")
         rows = {r.name: r for r in self.rows}
         for f in self.findings:
             if f.row not in rows:

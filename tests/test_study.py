@@ -103,6 +103,7 @@ def load_spec_dict(study: dict):  # type: ignore[no-untyped-def]
             "regime 'hot' is not one of",
         ),
         ({"seeds": []}, "seeds"),
+        ({"regime_notes": {"hot": "made hot"}}, "regime_notes: no regime 'hot'"),
         (
             {
                 "contrasts": [

@@ -330,6 +330,13 @@ def write_study_report(root: Path) -> Path:
         + ".",
         "",
     ]
+    for name, note in (spec.get("regime_notes") or {}).items():
+        md += [f"**{name}**: {note}", ""]
+    if spec.get("threads"):
+        md += [
+            f"Every run used {spec['threads']} torch thread(s), whatever the jobs in parallel.",
+            "",
+        ]
     md += _summary(rows)
     for r in rows:
         md += _row_section(r, root)
