@@ -14,6 +14,8 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
     regimes:                                   # named sets of overrides
       default: []
       stressed: [engine.dtype=bfloat16, rl.lag=4, rl.max_staleness=4]
+    regime_notes:                              # how a regime was made (optional)
+      stressed: a bfloat16 engine, an actor 4 versions behind
     rows:
       - name: stale_data
         axis: staleness                        # arms are options of one axis ...
@@ -25,6 +27,10 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
           exact: []
           quarantine: [rewards.audit_quarantine=true]
         design: Both arms train the same steps # how the arms were matched (optional)
+      - name: pipeline
+        arms: {mixed: [], opd: [pipeline=rl_opd, rl.steps=36]}
+        budget: design                         # steps differ on purpose (design says how)
+        design: Matched on learner tokens
     findings:                                  # claims, each read off one comparison
       - claim: Uncorrected stale data hurts under heavy mismatch
         row: stale_data
