@@ -3,7 +3,7 @@
 Arms of a comparison differ in what RL does (the stale-data correction, the advantage,
 the loss) and start from the same SFT/DPO/prompt-filter pipeline of their seed. Those
 stages take most of a micro run's time (SFT, DPO and the prompt filter are about 230 s
-of a 400 s default run on 2 cores), so a study of 116 runs repeats hours of identical
+of a 400 s default run on 2 cores), so a study of 120 runs repeats hours of identical
 work. With ``pipeline.reuse_prefix=true`` the first run that finishes a *prefix* (the
 stages before the first one that trains from rewards or teachers, see
 ``prefix_stages``) stores what they produced in the model cache, and every later run
