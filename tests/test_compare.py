@@ -282,3 +282,18 @@ def test_one_seeds_significant_difference_is_said_to_be_that_seeds() -> None:
     assert _verdict(comp(1)) == "significant for this seed only"
     assert verdict(comp(1)) == "one seed so far: no verdict"
     assert _verdict(comp(2)) == "significant" and verdict(comp(2)) == "better"
+
+
+def test_a_difference_significant_only_before_holm_says_so() -> None:
+    """p 0.01 but Holm-corrected 0.06 (several alternatives): the interval shown (the
+    uncorrected one) excludes 0, so the verdict names the rule that kept it inside the
+    noise; a claim of no effect is then not refuted, a claim of an effect not confirmed."""
+    from recipe_arena.eval import stats
+    from recipe_arena.eval.comparison import Comparison
+    from recipe_arena.eval.study_report import HOLM_ONLY, judge, verdict
+
+    test = stats.PairedTest(stats.Estimate(-0.1, -0.17, -0.03), 0.02, 3.0, 0.01, 0.06, 4, 300, 0.01)
+    v = verdict(Comparison("none", "math", test, 0.06, False))
+    assert v == HOLM_ONLY
+    assert judge("worse", v, 0.06, (-0.17, -0.03)).startswith("cannot tell")
+    assert judge("same", v, 0.06, (-0.17, -0.03)).startswith("cannot tell")

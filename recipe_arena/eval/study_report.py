@@ -7,8 +7,9 @@ Read only from the study directory: ``study.json`` and each comparison directory
    held-out pass@1 per domain against OLMo 3's choice (paired difference, 95%
    interval), the minimum detectable effect on math (the mean over domains where math
    is not evaluated) and a verdict. An effect is "better" or "worse" when its
-   Holm-corrected p-value is below 0.05 (then its interval excludes 0), else "inside
-   the noise", which says nothing smaller than the MDE is ruled out. An A/A control's
+   Holm-corrected p-value is below 0.05 (then its interval excludes 0), "inside the
+   noise after Holm's correction" when only its uncorrected interval excludes 0, else
+   "inside the noise", which says nothing smaller than the MDE is ruled out. An A/A control's
    line reads "inside the noise (as it should be)" or "FALSE POSITIVE".
    A second summary table gives each alternative's learning speed the same way: the
    paired difference in the area under the held-out curve (``speed.speed_comparisons``),
@@ -83,7 +84,15 @@ def verdict(c: Comparison) -> str:
         return "FALSE POSITIVE" if c.test.p < stats.ALPHA else "inside the noise (as it should be)"
     if c.p_holm < stats.ALPHA:
         return "better" if c.test.diff.value > 0 else "worse"
+    if c.test.p < stats.ALPHA:
+        return HOLM_ONLY
     return "inside the noise"
+
+
+HOLM_ONLY = "inside the noise after Holm's correction"
+"""The verdict of a difference whose own 95% interval excludes 0 but whose p-value,
+corrected for the row's several alternatives, is not below 0.05: the printed interval
+is the uncorrected one, so the verdict says which rule decided."""
 
 
 def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
@@ -134,7 +143,9 @@ def _summary(rows: list[RowResult]) -> list[str]:
         "row and regime: mean paired difference (same seed, same question) with its 95% "
         f"interval. MDE: the smallest true difference on {mde_dom} this design finds with "
         "80% power at the 5% level. Verdict: better or worse where the Holm-corrected "
-        "p-value is below 0.05, per domain; else inside the noise.",
+        "p-value (over the row's alternatives) is below 0.05, per domain; inside the noise "
+        "after Holm's correction where only the uncorrected interval shown excludes 0; "
+        "else inside the noise.",
         "",
         *final[1],
         "",
@@ -212,7 +223,7 @@ def _row_verdict(comps: list[Comparison]) -> str:
             f"FALSE POSITIVE on {', '.join(bad)}" if bad else "inside the noise (as it should be)"
         )
     parts = []
-    for word in ("better", "worse"):
+    for word in ("better", "worse", HOLM_ONLY):
         doms = [c.domain for c in comps if verdict(c) == word]
         if doms:
             parts.append(f"{word} on {', '.join(doms)}")
@@ -298,7 +309,7 @@ def judge(expect: str, v: str, mde: float, interval: tuple[float, float]) -> str
     if v.startswith("one seed"):
         return "cannot tell yet (one seed)"
     if expect == "same":
-        if v != "inside the noise":
+        if not v.startswith("inside the noise"):
             return f"refutes ({v})"
         lo, hi = interval
         if lo >= -SAME_MARGIN and hi <= SAME_MARGIN:
