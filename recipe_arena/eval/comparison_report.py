@@ -402,7 +402,8 @@ def _runs_table(arms: list[ArmData], out: Path) -> list[str]:
                 where = r.path.resolve().relative_to(out.resolve())
             except ValueError:
                 where = r.path
-            md.append(f"| {a.name} | {r.seed} | {where} | [report]({where}/report.html) |")
+            page = f"[report]({where}/report.html)" if (r.path / "report.html").exists() else "-"
+            md.append(f"| {a.name} | {r.seed} | {where} | {page} |")
     return md + [""]
 
 
