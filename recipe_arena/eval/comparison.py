@@ -297,11 +297,18 @@ def paired(arm: ArmData, base: ArmData) -> tuple[np.ndarray, np.ndarray, list[in
     )
 
 
-def domain_test(a_SQ: np.ndarray, b_SQ: np.ndarray, cols: Columns, domain: str) -> stats.PairedTest:
+def domain_columns(cols: Columns, domain: str) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    """(question indices, weights or None, cluster labels) of ``domain``: every question
+    weighted so that each domain counts equally for ``MEAN``, else the domain's own."""
     if domain == MEAN:
-        return stats.paired_test(a_SQ, b_SQ, clusters_Q=cols.sources, weights_Q=cols.weights_Q)
+        return np.arange(len(cols.sources)), cols.weights_Q, list(cols.sources)
     idx = cols.index[domain]
-    return stats.paired_test(a_SQ[:, idx], b_SQ[:, idx], clusters_Q=[cols.sources[i] for i in idx])
+    return idx, None, [cols.sources[i] for i in idx]
+
+
+def domain_test(a_SQ: np.ndarray, b_SQ: np.ndarray, cols: Columns, domain: str) -> stats.PairedTest:
+    idx, w, clusters = domain_columns(cols, domain)
+    return stats.paired_test(a_SQ[:, idx], b_SQ[:, idx], clusters_Q=clusters, weights_Q=w)
 
 
 @dataclass(frozen=True)

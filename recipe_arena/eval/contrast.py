@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recipe_arena.eval import stats
-from recipe_arena.eval.comparison import MEAN, ArmData, Columns, paired_runs
+from recipe_arena.eval.comparison import ArmData, Columns, domain_columns, paired_runs
 
 N_BOOT = 4000
 """Bootstrap replicates of the contrast."""
@@ -48,8 +48,7 @@ def group_effects(
     name -> its arms, OLMo 3's first) on ``domain`` (or ``MEAN``, questions weighted so
     that each domain counts equally), over ``seeds``."""
     names, mats = [], []
-    idx = np.arange(len(cols.weights_Q)) if domain == MEAN else cols.index[domain]
-    w = cols.weights_Q[idx] if domain == MEAN else np.ones(len(idx))
+    idx, w, clusters = domain_columns(cols, domain)
     for row, arms in rows.items():
         base = arms[0]
         for arm in arms[1:]:
@@ -60,10 +59,10 @@ def group_effects(
             by_b = {r.seed: r for r in b}
             if not set(seeds) <= set(by_a) & set(by_b):
                 continue
-            d = np.array([np.array(by_a[s].final.scores) - by_b[s].final.scores for s in seeds])
-            weighted = d[:, idx] * (w / w.mean())[None, :]
+            a_SQ = np.array([by_a[s].final.scores for s in seeds])[:, idx]
+            b_SQ = np.array([by_b[s].final.scores for s in seeds])[:, idx]
             names.append(f"{row}/{arm.name}")
-            mats.append(stats.cluster_means(weighted, [cols.sources[i] for i in idx]))
+            mats.append(stats.paired_differences(a_SQ, b_SQ, w, clusters, "contrast"))
     return Effects(names, np.array(mats) if mats else np.zeros((0, len(seeds), 1)))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import yaml
 
 from recipe_arena.eval import stats
-from recipe_arena.eval.comparison import MEAN, check_questions, columns, paired
+from recipe_arena.eval.comparison import MEAN, check_questions, columns, domain_columns, paired
 from recipe_arena.eval.contrast import Contrast
 from recipe_arena.prefix_cache import prefix_stages
 
@@ -167,14 +167,12 @@ def power_section(rows: list[RowResult], domain: str = "math") -> list[str]:
         if not r.comps or domain not in r.domains:
             continue
         cols = columns(check_questions(ready))
-        idx = cols.index[domain]
+        idx, w, clusters = domain_columns(cols, domain)
         for arm in ready[1:]:
             a, b, seeds = paired(arm, ready[0])
             if len(seeds) < 2:
                 continue
-            d = stats.paired_differences(
-                a[:, idx], b[:, idx], None, [cols.sources[i] for i in idx], "power"
-            )
+            d = stats.paired_differences(a[:, idx], b[:, idx], w, clusters, "power")
             _, _, sa2, sb2, se2 = stats.variance_components(d)
             test = next(c.test for c in r.comps if c.arm == arm.name and c.domain == domain)
             need = seeds_for(TARGET_MDE, d.shape[1], sa2, sb2, se2)
