@@ -65,17 +65,15 @@ then each row's section, then the findings. ``recipe-arena report STUDY_DIR``
 re-renders it from the run artifacts alone (config.yaml, stages.json, metrics.jsonl,
 eval_scores.jsonl). ``export=DIR`` copies the study with those artifacts and nothing
 else (no checkpoints, no logs) to DIR, small enough to commit, where ``recipe-arena
-report DIR`` renders the same report.
+report DIR`` renders the same report (``study_export``).
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -457,6 +455,8 @@ def run_study(items: list[str]) -> int:
 
     report = write_study_report(root)
     _say(f"report: {report} (and report.html)")
+    from recipe_arena.study_export import check_reproduction, export_study
+
     if "export" in opts:
         dest = export_study(root, Path(opts["export"]))
         _say(f"exported the report and its artifacts to {dest}")
@@ -468,82 +468,3 @@ def run_study(items: list[str]) -> int:
         differ = check_reproduction(root / "runs", Path(opts["check"]) / "runs", keys)
         return 1 if differ else 0
     return 0
-
-
-def check_reproduction(mine: Path, theirs: Path, keys: list[str]) -> list[str]:
-    """Compare the per-question scores of the runs ``keys`` under ``mine`` with those of
-    the same runs under ``theirs`` (a committed export): every evaluation's stage, step,
-    questions and scores must be equal. Says what it found; returns the keys that differ
-    or that ``theirs`` lacks."""
-    from recipe_arena.eval.scores import read_eval_scores
-
-    bad: list[str] = []
-    for key in keys:
-        ours, other = read_eval_scores(mine / key), read_eval_scores(theirs / key)
-        if not other:
-            bad.append(key)
-            _say(f"check: {key}: not in {theirs}")
-        elif ours != other:
-            bad.append(key)
-            first = next(
-                (f"{a.stage} step {a.step}" for a, b in zip(ours, other, strict=False) if a != b),
-                f"{len(ours)} evaluations against {len(other)}",
-            )
-            _say(f"check: {key}: per-question scores DIFFER from {theirs} (first at {first})")
-    same = len(keys) - len(bad)
-    _say(f"check: {same} of {len(keys)} runs have per-question scores identical to {theirs}")
-    return bad
-
-
-RUN_ARTIFACTS = ("config.yaml", "stages.json", "metrics.jsonl", "eval_scores.jsonl")
-"""What a study report reads from each run (``eval.comparison.load_run``). An export
-keeps the .jsonl logs gzipped (``rundir.open_log`` reads them): about 30 KB a run
-instead of 600."""
-
-
-def _gzip(src: Path, dest: Path) -> None:
-    """``src`` gzipped to ``dest``, the same bytes for the same file (no name or time in
-    the header), so a re-export changes nothing that did not change."""
-    with (
-        open(src, "rb") as f,
-        open(dest, "wb") as raw,
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out,
-    ):
-        shutil.copyfileobj(f, out)
-
-
-def export_study(root: Path, dest: Path) -> Path:
-    """Copy the study at ``root`` to ``dest`` with only what its report reads: study.json,
-    each comparison's plan and run links, each linked run's ``RUN_ARTIFACTS``, and the
-    rendered reports and figures. ``dest`` is replaced."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    shutil.copy2(root / STUDY_FILE, dest / STUDY_FILE)
-    spec = json.loads((root / STUDY_FILE).read_text())
-    names = [row_dir_name(r["name"], g) for r in spec["rows"] for g in r["regimes"]]
-    needed: set[str] = set()
-    for row in [root / "rows" / n for n in names if (root / "rows" / n).is_dir()]:
-        out = dest / "rows" / row.name
-        (out / "runs").mkdir(parents=True)
-        for f in row.iterdir():
-            if f.is_file():
-                shutil.copy2(f, out / f.name)
-        for link in sorted((row / "runs").iterdir()):
-            target = Path(os.readlink(link))
-            (out / "runs" / link.name).symlink_to(target, target_is_directory=True)
-            needed.add(target.name)
-    for key in sorted(needed):
-        src, out = root / "runs" / key, dest / "runs" / key
-        out.mkdir(parents=True)
-        for name in RUN_ARTIFACTS:
-            if not (src / name).exists():
-                continue
-            if name.endswith(".jsonl"):
-                _gzip(src / name, out / f"{name}.gz")
-            else:
-                shutil.copy2(src / name, out / name)
-    for f in root.iterdir():
-        if f.is_file() and f.name != STUDY_FILE:
-            shutil.copy2(f, dest / f.name)
-    return dest

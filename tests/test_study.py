@@ -328,7 +328,7 @@ def test_an_exported_runs_logs_are_gzipped_and_read_the_same(tmp_path: Path) -> 
     the gzip header), so re-exporting an unchanged run changes nothing in git."""
     from recipe_arena.eval.scores import read_eval_scores
     from recipe_arena.rundir import read_metrics
-    from recipe_arena.study import _gzip
+    from recipe_arena.study_export import _gzip
 
     run, packed = tmp_path / "run", tmp_path / "packed"
     run.mkdir()
@@ -354,7 +354,7 @@ def test_the_reproduction_check_finds_one_changed_score(tmp_path: Path) -> None:
     gzipped, as committed); one score flipped in one evaluation, or a run missing from
     the export, is named. A check that compared only the mean would miss the flip
     (1 + 0 and 0 + 1 have one mean)."""
-    from recipe_arena.study import _gzip, check_reproduction
+    from recipe_arena.study_export import _gzip, check_reproduction
 
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     for key, scores in (("a", [1.0, 0.0]), ("b", [0.0, 1.0])):
