@@ -86,8 +86,14 @@ from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
+from recipe_arena.study_export import (
+    STUDY_FILE,
+    _say,
+    check_reproduction,
+    export_study,
+    row_dir_name,
+)
 
-STUDY_FILE = "study.json"
 AA_SEED_OFFSET = 1000
 """The A/A control's seeds: the study's seeds plus this (as in ``compare``)."""
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")]
@@ -262,10 +268,6 @@ def row_plan(spec: StudySpec, row: RowSpec, regime: str) -> Plan:
     return Plan(spec.recipe, row.axis, arms, arms[0].name, common)
 
 
-def row_dir_name(row: str, regime: str) -> str:
-    return f"{row}.{regime}"
-
-
 def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     """What identifies a run's settings: a hash of its resolved configuration but for
     seed, name and place (``compare``'s RUN_KEYS), and of its fixed torch thread count
@@ -279,10 +281,6 @@ def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
 def run_key(digest: str, seed: int) -> str:
     """A run's directory name under ``runs/``: its settings digest and seed."""
     return f"r{digest}-s{seed}"
-
-
-def _say(msg: str) -> None:
-    print(f"study: {msg}", file=sys.stderr, flush=True)
 
 
 def prepare(
@@ -455,8 +453,6 @@ def run_study(items: list[str]) -> int:
 
     report = write_study_report(root)
     _say(f"report: {report} (and report.html)")
-    from recipe_arena.study_export import check_reproduction, export_study
-
     if "export" in opts:
         dest = export_study(root, Path(opts["export"]))
         _say(f"exported the report and its artifacts to {dest}")

@@ -8,9 +8,20 @@ import gzip
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
-from recipe_arena.study import STUDY_FILE, _say, row_dir_name
+STUDY_FILE = "study.json"
+"""The study's resolved spec, as JSON, at the top of a study directory and its export."""
+
+
+def row_dir_name(row: str, regime: str) -> str:
+    """A row's directory under ``rows/`` for one regime: ``<row>.<regime>``."""
+    return f"{row}.{regime}"
+
+
+def _say(msg: str) -> None:
+    print(f"study: {msg}", file=sys.stderr, flush=True)
 
 
 def check_reproduction(mine: Path, theirs: Path, keys: list[str]) -> list[str]:
