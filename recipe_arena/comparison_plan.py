@@ -15,6 +15,12 @@ import yaml
 PLAN_FILE = "comparison.json"
 RUN_KEYS = ("seed", "name", "out_dir", "resume")
 """Settings that differ between runs by construction and never between arms."""
+LATER_DEFAULTS: dict[str, Any] = {"eval.dtype": None}
+"""Settings added after runs were keyed (``section.field``: its default): left out of a
+run's settings digest (``study.settings_digest``), its stored prefix's key
+(``prefix_cache``) and the comparison's view of its config while at this value, so the
+keys of earlier runs still name them and their config.yaml, which lacks the field,
+reads as the same settings."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,11 @@ def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:
             out.update(flatten(v, f"{prefix}{k}."))
         return out
     return {prefix[:-1]: raw}
+
+
+def without_later_defaults(flat: dict[str, Any]) -> dict[str, Any]:
+    """``flat`` (a ``flatten``ed config) less each ``LATER_DEFAULTS`` key at its value."""
+    return {k: v for k, v in flat.items() if not (k in LATER_DEFAULTS and LATER_DEFAULTS[k] == v)}
 
 
 def run_finished(run_dir: Path) -> bool:

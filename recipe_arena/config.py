@@ -357,6 +357,12 @@ class EvalConfig(Strict):
     """Completions per prompt when ``temperature`` > 0, 1 or more."""
     max_new_tokens: int = Field(160, ge=1)
     """Response cap in tokens (micro references are up to ~150)."""
+    dtype: Literal["float32", "bfloat16", "float16"] | None = None
+    """Precision of the held-out evaluation's engine (weights, activations, KV cache);
+    None: ``engine.dtype``, the sampler's own. An evaluation measures the trained policy,
+    not the sampler's precision; and a half-precision engine is slow on a CPU without
+    native bfloat16 (docs/results.md, the Table 9.2 study's throughput). Every arm of a
+    comparison shares it (``compare.PAIRED_KEYS``)."""
 
     def prompts_for(self, domain: str) -> int:
         """How many held-out rows of ``domain`` are evaluated."""

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from recipe_arena.cache import build_cached, cache_key, cache_root, entry_ready
+from recipe_arena.comparison_plan import LATER_DEFAULTS
 from recipe_arena.config import RunConfig
 
 PREFIX_ENDS = ("rlvr", "specialists", "mopd", "opd")
@@ -78,16 +79,27 @@ def prefix_config(cfg: RunConfig) -> RunConfig:
 
 def prefix_settings(cfg: RunConfig) -> dict[str, Any]:
     """The resolved config as the prefix can read it (less ``RL_ONLY``, ``rl`` cut to
-    ``RL_KEPT``)."""
+    ``RL_KEPT``, and each setting of ``comparison_plan.LATER_DEFAULTS`` at its value, so
+    prefixes stored before it existed keep their keys)."""
     dump = cfg.model_dump(mode="json")
     dump["rl"] = {f: dump["rl"][f] for f in RL_KEPT}
-    for path in RL_ONLY:
+    later = [p for p, v in LATER_DEFAULTS.items() if _at(dump, p) == (True, v)]
+    for path in (*RL_ONLY, *later):
         section, _, field = path.partition(".")
         if field:
             del dump[section][field]
         else:
             del dump[section]
     return dump
+
+
+def _at(dump: dict[str, Any], path: str) -> tuple[bool, Any]:
+    """(whether ``dump`` holds the ``section.field`` ``path``, its value)."""
+    section, _, field = path.partition(".")
+    inner = dump.get(section)
+    if isinstance(inner, dict) and field in inner:
+        return True, inner[field]
+    return False, None
 
 
 def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:

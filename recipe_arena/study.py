@@ -83,7 +83,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold_cache
-from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished
+from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 from recipe_arena.study_export import (
@@ -271,8 +271,9 @@ def row_plan(spec: StudySpec, row: RowSpec, regime: str) -> Plan:
 def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     """What identifies a run's settings: a hash of its resolved configuration but for
     seed, name and place (``compare``'s RUN_KEYS), and of its fixed torch thread count
-    (``StudySpec.threads``) when the study sets one."""
-    flat = json.dumps(_dump(cfg), sort_keys=True, default=str)
+    (``StudySpec.threads``) when the study sets one. A setting of ``LATER_DEFAULTS`` at
+    its value is left out, so runs keyed before it existed keep their keys."""
+    flat = json.dumps(without_later_defaults(_dump(cfg)), sort_keys=True, default=str)
     if threads is not None:
         flat += f"|threads={threads}"
     return hashlib.sha256(flat.encode()).hexdigest()[:12]

@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Plan, flatten, run_finished
+from recipe_arena.comparison_plan import (
+    PLAN_FILE,
+    RUN_KEYS,
+    Plan,
+    flatten,
+    run_finished,
+    without_later_defaults,
+)
 from recipe_arena.eval import stats
 from recipe_arena.eval.scores import ScoreRecord, final_scores, read_eval_scores, rl_evaluations
 from recipe_arena.rundir import read_metrics
@@ -165,7 +172,7 @@ def load_run(path: Path) -> RunData | None:
             trained.setdefault(str(r["stage"]), []).append(r)
     for recs in trained.values():
         recs.sort(key=lambda r: r["step"])
-    config = {k: v for k, v in flatten(raw).items() if k not in RUN_KEYS}
+    config = without_later_defaults({k: v for k, v in flatten(raw).items() if k not in RUN_KEYS})
     mine = [s for s in (raw.get("pipeline") or {}).get("stages", []) if s in POLICY_STAGES]
     curve_stage = mine[-1] if mine else None
     return RunData(

@@ -114,12 +114,13 @@ def _generate_and_verify(
     and the score of each row the pool's verifiers check (None for a judged row)."""
     from recipe_arena.engines import build_engine
     from recipe_arena.eval.evaluate import generate_samples, row_means, samples_per_row
+    from recipe_arena.eval.final import eval_engine_config
     from recipe_arena.models.factory import load_checkpoint
     from recipe_arena.rewards import build_scorer
 
     model, tok = load_checkpoint(checkpoint)
     model.eval()
-    engine = build_engine(cfg.engine.name, model, tok, cfg.engine)
+    engine = build_engine(cfg.engine.name, model, tok, eval_engine_config(cfg))
     try:
         texts, lengths = generate_samples(engine, tok, rows, cfg.eval, template=cfg.prompt_template)
     finally:
