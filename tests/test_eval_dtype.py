@@ -14,10 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from recipe_arena.compose import load_config
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import generate_split
+from recipe_arena.eval.comparison import group_runs
 from recipe_arena.eval.deferred import _generate_and_verify
 from recipe_arena.eval.final import eval_cache_path, eval_engine_config, evaluate_model
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
@@ -25,6 +27,7 @@ from recipe_arena.prefix_cache import prefix_config, prefix_entry, prefix_stages
 from recipe_arena.rewards import build_scorer
 from recipe_arena.stages.base import train_base
 from recipe_arena.study import settings_digest
+from tests.test_compare import _write_run
 from tests.test_config_validation import assert_refused_naming
 
 STUDY = [
@@ -119,6 +122,25 @@ def test_eval_engine_config_replaces_only_the_dtype() -> None:
     fp32 = eval_engine_config(load_config([*over, "eval.dtype=float32"]))
     assert fp32.dtype == "float32"
     assert fp32.model_dump(exclude={"dtype"}) == cfg.engine.model_dump(exclude={"dtype"})
+
+
+def test_runs_written_before_the_field_share_an_arm_with_runs_after(tmp_path: Path) -> None:
+    """A run directory's config.yaml written before ``eval.dtype`` existed lacks the key;
+    one written now holds ``dtype: null``. Both are the same settings, so loose run
+    directories (``eval.comparison.group_runs``) put them in one arm; a run with
+    ``eval.dtype=float32`` is an arm of its own, named by that setting."""
+    scores = [float(i < 10) for i in range(30)]
+    old = _write_run(tmp_path, ["budget=smoke"], "old", 0, scores)
+    raw = yaml.safe_load((old / "config.yaml").read_text())
+    del raw["eval"]["dtype"]
+    (old / "config.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    new = _write_run(tmp_path, ["budget=smoke"], "new", 1, scores)
+    fp32 = _write_run(tmp_path, ["budget=smoke", "eval.dtype=float32"], "fp32", 0, scores)
+    arms = group_runs([old, new, fp32])
+    assert [(a.name, [r.seed for r in a.runs]) for a in arms] == [
+        ("baseline", [0, 1]),
+        ("eval.dtype=float32", [0]),
+    ]
 
 
 # ----------------------------------------------------------------------------- evaluation
