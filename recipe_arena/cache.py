@@ -38,6 +38,13 @@ from recipe_arena.integrity import _sha256
 CODE_VERSION = "stages-v5"
 """Part of every cache key: bump it when a change alters what a cached stage produces."""
 
+VERDICTS_VERSION = "verdicts-v2"
+"""Part of the key of everything that stores or follows verifiers' verdicts: a cached
+held-out evaluation, a stored prefix (its DPO validation and prompt filter read verdicts)
+and a study run. Bump it when a verifier's verdict on some response changes, so that
+nothing computed under the old verdicts is reused (v2: IFEval's language check made a
+function of the text, ``rewards.ifeval.LANGDETECT_SEED``)."""
+
 STALE_TMP_S = 6 * 3600
 """A temporary build directory untouched this long was left by a killed process."""
 

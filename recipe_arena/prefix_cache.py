@@ -29,7 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from recipe_arena.cache import build_cached, cache_key, cache_root, entry_ready
+from recipe_arena.cache import VERDICTS_VERSION, build_cached, cache_key, cache_root, entry_ready
 from recipe_arena.comparison_plan import LATER_DEFAULTS
 from recipe_arena.config import RunConfig
 
@@ -108,6 +108,7 @@ def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:
     key = cache_key(
         {
             "stage": "prefix",
+            "verdicts": VERDICTS_VERSION,
             "stages": stages,
             "settings": prefix_settings(cfg),
             "threads": threads,

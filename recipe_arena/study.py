@@ -82,6 +82,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from recipe_arena.cache import CODE_VERSION, VERDICTS_VERSION
 from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold_cache
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
 from recipe_arena.compose import ConfigError, load_config
@@ -272,8 +273,12 @@ def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     """What identifies a run's settings: a hash of its resolved configuration but for
     seed, name and place (``compare``'s RUN_KEYS), and of its fixed torch thread count
     (``StudySpec.threads``) when the study sets one. A setting of ``LATER_DEFAULTS`` at
-    its value is left out, so runs keyed before it existed keep their keys."""
+    its value is left out, so runs keyed before it existed keep their keys. The versions
+    of the stages' code and of the verifiers' verdicts (``cache.CODE_VERSION``,
+    ``cache.VERDICTS_VERSION``) are part of it: a run made before either changed is run
+    again, not reused."""
     flat = json.dumps(without_later_defaults(_dump(cfg)), sort_keys=True, default=str)
+    flat += f"|{CODE_VERSION}|{VERDICTS_VERSION}"
     if threads is not None:
         flat += f"|threads={threads}"
     return hashlib.sha256(flat.encode()).hexdigest()[:12]

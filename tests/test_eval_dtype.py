@@ -68,26 +68,29 @@ def test_study_run_and_prefix_keys_are_those_of_the_runs_on_disk() -> None:
     """A study run's directory is ``r<settings_digest>-s<seed>`` and its stages before RL
     are stored under ``prefix_entry``'s key; a resumed study finds what it made only
     while both keys stay what they were. The values are the keys of the Table 9.2 study's
-    runs made before ``eval.dtype`` existed (the default regime's tis arm, the stressed
-    regime's none arm, and their shared prefix), computed then; a fixed value is right
-    because keys on disk must keep naming their runs. ``eval.dtype`` at its default is
+    default-regime tis arm, of a stressed none arm evaluated in the engine's bfloat16,
+    and of their shared prefix, at ``cache.VERDICTS_VERSION`` verdicts-v2 (the version
+    enters both keys: bumping it is the one deliberate change of these values); a fixed
+    value is right because keys on disk must keep naming their runs, and adding
+    ``eval.dtype`` did not move them. ``eval.dtype`` at its default is
     left out of both (``comparison_plan.LATER_DEFAULTS``); set, it enters them, since it
     changes what the run logs."""
     default = load_config([*STUDY, "seed=0"])
-    assert settings_digest(default, 1) == "53048a8bc18c"
+    assert settings_digest(default, 1) == "cecaf79d3d9f"
     assert settings_digest(load_config([*STUDY, *STRESSED, "staleness=none", "seed=0"]), 1) == (
-        "660bd63e5b8d"
+        "e46c7982aa3d"
     )
     stages = prefix_stages(default.pipeline.stages)
-    assert prefix_entry(prefix_config(default), stages, 1).name == "f1529582deb010eb"
+    assert prefix_entry(prefix_config(default), stages, 1).name == "bb38fa126849dc98"
     fp32_eval = load_config([*STUDY, "eval.dtype=float32", "seed=0"])
-    assert settings_digest(fp32_eval, 1) != "53048a8bc18c"
-    assert prefix_entry(prefix_config(fp32_eval), stages, 1).name != "f1529582deb010eb"
+    assert settings_digest(fp32_eval, 1) != "cecaf79d3d9f"
+    assert prefix_entry(prefix_config(fp32_eval), stages, 1).name != "bb38fa126849dc98"
 
 
 def test_eval_cache_key_holds_the_evaluation_engines_precision() -> None:
     """A float32 evaluation with ``eval.dtype`` unset keeps the cache file it had before
-    the field existed (known answer, computed then), so existing caches stay valid. An
+    the field existed (known answer at verdicts-v2: ``cache.VERDICTS_VERSION`` is part of the
+    key, and adding the field did not move it), so existing caches stay valid. An
     engine in bfloat16 evaluates in bfloat16 and gets another file: before the fix it
     got the float32 one, which is how the stressed regime's RL start was served a
     float32 result. A bfloat16 engine evaluating in float32 (``eval.dtype=float32``)
@@ -96,7 +99,7 @@ def test_eval_cache_key_holds_the_evaluation_engines_precision() -> None:
     ck = Path("/checkpoint")
     rows = _rows()
     fp32 = RunConfig()
-    assert eval_cache_path(fp32, ck, rows).name == "eval-a17e0a5246c7d839.json"
+    assert eval_cache_path(fp32, ck, rows).name == "eval-e4608993b4aff768.json"
     assert eval_cache_path(load_config([*STUDY, "seed=0"]), ck, rows) == (
         eval_cache_path(fp32, ck, rows)
     )

@@ -111,3 +111,35 @@ print(lm_eval.tasks.TaskManager.__name__, len(instructions_registry.INSTRUCTION_
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     ).stdout.splitlines()
     assert out == ["1.0 0.0", "[]", "TaskManager 25"]
+
+
+AMBIGUOUS = "p.s. yes"
+"""A lowercase answer that unseeded langdetect calls English on some calls and Turkish on
+others (about 17 and 23 of 40 here), so ``change_case:english_lowercase`` held or failed
+by chance before the checkers' langdetect was seeded."""
+
+
+def test_the_language_check_is_a_function_of_the_text() -> None:
+    """The verdict on an answer whose language langdetect finds ambiguous is the same on
+    every call and in a fresh process: langdetect is seeded when the checkers load
+    (``LANGDETECT_SEED``). Unseeded, 30 calls would all agree with probability about
+    0.575**30 + 0.425**30 < 1e-7, so a registry that left it unseeded fails here; the
+    probe's ambiguity is checked first, with the seed taken off."""
+    from langdetect import DetectorFactory, detect
+
+    g = gt(("change_case:english_lowercase", {}))
+    here = {check_ifeval(g, AMBIGUOUS)[0] for _ in range(30)}
+    assert len(here) == 1
+    seed = DetectorFactory.seed
+    DetectorFactory.seed = None
+    try:
+        assert len({detect(AMBIGUOUS) for _ in range(40)}) > 1
+    finally:
+        DetectorFactory.seed = seed
+    code = (
+        "from recipe_arena.rewards.ifeval import check_ifeval\n"
+        "g = {'instruction_id_list': ['change_case:english_lowercase'], 'kwargs': [{}]}\n"
+        f"print(sorted({{check_ifeval(g, {AMBIGUOUS!r})[0] for _ in range(30)}}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(sorted(here))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe_arena.cache import cache_key, read_json_checked, write_json_atomic
+from recipe_arena.cache import VERDICTS_VERSION, cache_key, read_json_checked, write_json_atomic
 from recipe_arena.config import EngineConfig, RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation
@@ -87,6 +87,7 @@ def eval_cache_path(cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow])
     key = cache_key(
         {
             "version": EVAL_CACHE_VERSION,
+            "verdicts": VERDICTS_VERSION,
             "eval": cfg.eval.model_dump(mode="json", exclude={"dtype"}),
             # label flips act on training rewards only: evaluation uses the exact verifiers
             "rewards": cfg.rewards.model_dump(mode="json", exclude=UNKEYED_REWARDS),

