@@ -11,6 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from recipe_arena.comparison_plan import run_finished
+
 STUDY_FILE = "study.json"
 """The study's resolved spec, as JSON, at the top of a study directory and its export."""
 
@@ -69,7 +71,9 @@ def _gzip(src: Path, dest: Path) -> None:
 def export_study(root: Path, dest: Path) -> Path:
     """Copy the study at ``root`` to ``dest`` with only what its report reads: study.json,
     each comparison's plan and run links, each linked run's ``RUN_ARTIFACTS``, and the
-    rendered reports and figures. ``dest`` is replaced."""
+    rendered reports and figures. ``dest`` is replaced. A run not yet finished (an
+    interrupted study) is left out with its link: its partial logs are not a result, and
+    a rerun's full scores would never match them."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -85,6 +89,8 @@ def export_study(root: Path, dest: Path) -> Path:
                 shutil.copy2(f, out / f.name)
         for link in sorted((row / "runs").iterdir()):
             target = Path(os.readlink(link))
+            if not run_finished(root / "runs" / target.name):
+                continue
             (out / "runs" / link.name).symlink_to(target, target_is_directory=True)
             needed.add(target.name)
     for key in sorted(needed):

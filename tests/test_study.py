@@ -419,3 +419,29 @@ def test_a_study_on_a_cold_cache_builds_the_base_model_first(tmp_path: Path) -> 
     assert len([p for p in (cache / "base").iterdir() if p.is_dir()]) == 1
     run_logs = [p.read_text() for p in (out / "tiny" / "logs").glob("r*.log")]
     assert run_logs and all("(cached)" in t for t in run_logs)
+
+
+def test_an_export_leaves_out_runs_that_have_not_finished(tmp_path: Path) -> None:
+    """An interrupted study is exported with its finished runs only: a run whose
+    stages.json lacks a stage of its pipeline is left out with its row's link (its
+    partial scores are not a result, and ``check=`` would compare a rerun's full scores
+    with them). An export that copied every linked run would hold ``rB-s0``."""
+    from recipe_arena.study_export import export_study
+
+    root = tmp_path / "study"
+    row = root / "rows" / "r.default"
+    (row / "runs").mkdir(parents=True)
+    (root / "study.json").write_text(json.dumps({"rows": [{"name": "r", "regimes": ["default"]}]}))
+    (row / "comparison.json").write_text("{}")
+    for key, done in (("rA-s0", {"base": 1.0, "rlvr": 2.0}), ("rB-s0", {"base": 1.0})):
+        run = root / "runs" / key
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text("pipeline:\n  stages: [base, rlvr]\n")
+        (run / "stages.json").write_text(json.dumps({"done": done}))
+        (run / "eval_scores.jsonl").write_text("{}\n")
+        (row / "runs" / f"{key[1]}-s0").symlink_to(Path("../../../runs") / key)
+    dest = export_study(root, tmp_path / "export")
+    assert sorted(p.name for p in (dest / "runs").iterdir()) == ["rA-s0"]
+    assert (dest / "runs" / "rA-s0" / "eval_scores.jsonl.gz").is_file()
+    links = list((dest / "rows" / "r.default" / "runs").iterdir())
+    assert [p.name for p in links] == ["A-s0"] and links[0].resolve().is_dir()
