@@ -461,6 +461,9 @@ def run_study(items: list[str]) -> int:
     _say(f"report: {report} (and report.html)")
     if "export" in opts:
         dest = export_study(root, Path(opts["export"]))
+        # rendered again where it now lies: the rows' reports link only run pages that
+        # exist, and an export holds none
+        write_study_report(dest)
         _say(f"exported the report and its artifacts to {dest}")
     if failed:
         _say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")

@@ -297,3 +297,31 @@ def test_a_difference_significant_only_before_holm_says_so() -> None:
     assert v == HOLM_ONLY
     assert judge("worse", v, 0.06, (-0.17, -0.03)).startswith("cannot tell")
     assert judge("same", v, 0.06, (-0.17, -0.03)).startswith("cannot tell")
+
+
+def test_the_runs_table_links_a_study_rows_runs_through_its_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A study row keeps its runs as links under ``runs/`` to the study's shared run
+    directories, and its report is rendered with paths relative to the working directory.
+    The runs table then links ``runs/<arm>-s<seed>/report.html`` from the row's report,
+    where it resolves; a run without a page (an export) gets no link. Resolving the link
+    first (the study's ``runs/r<key>-s<seed>``, outside the row) gave a path relative to
+    the working directory, broken from the report."""
+    from recipe_arena.eval.comparison import ArmData, RunData
+    from recipe_arena.eval.comparison_report import _runs_table
+    from recipe_arena.eval.scores import ScoreRecord
+
+    monkeypatch.chdir(tmp_path)
+    row = Path("study") / "rows" / "r.default"
+    (row / "runs").mkdir(parents=True)
+    for key in ("rk-s0", "rk-s1"):
+        (Path("study") / "runs" / key).mkdir(parents=True)
+        (row / "runs" / f"a-{key[-2:]}").symlink_to(Path("../../../runs") / key)
+    (Path("study") / "runs" / "rk-s0" / "report.html").write_text("<html></html>")
+    score = ScoreRecord("rlvr", 0, [], [], [], [])
+    runs = [RunData(row / "runs" / f"a-s{s}", s, {}, score, [], [], 1.0) for s in (0, 1)]
+    table = _runs_table([ArmData("a", runs)], row)
+    assert table[4] == "| a | 0 | runs/a-s0 | [report](runs/a-s0/report.html) |"
+    assert table[5] == "| a | 1 | runs/a-s1 | - |"
+    assert (row / "runs" / "a-s0" / "report.html").is_file()

@@ -398,8 +398,8 @@ def _runs_table(arms: list[ArmData], out: Path) -> list[str]:
     md = ["## Runs", "", "| arm | seed | run directory | report |", "|---|---|---|---|"]
     for a in arms:
         for r in a.runs:
-            try:
-                where = r.path.resolve().relative_to(out.resolve())
+            try:  # a study row's runs are links under it: keep them, do not resolve them
+                where = r.path.absolute().relative_to(out.absolute())
             except ValueError:
                 where = r.path
             page = f"[report]({where}/report.html)" if (r.path / "report.html").exists() else "-"
