@@ -83,23 +83,18 @@ def prefix_settings(cfg: RunConfig) -> dict[str, Any]:
     prefixes stored before it existed keep their keys)."""
     dump = cfg.model_dump(mode="json")
     dump["rl"] = {f: dump["rl"][f] for f in RL_KEPT}
-    later = [p for p, v in LATER_DEFAULTS.items() if _at(dump, p) == (True, v)]
-    for path in (*RL_ONLY, *later):
+    for path in RL_ONLY:
         section, _, field = path.partition(".")
         if field:
             del dump[section][field]
         else:
             del dump[section]
+    for path, default in LATER_DEFAULTS.items():
+        section, _, field = path.partition(".")
+        inner = dump.get(section, {})
+        if field in inner and inner[field] == default:
+            del dump[section][field]
     return dump
-
-
-def _at(dump: dict[str, Any], path: str) -> tuple[bool, Any]:
-    """(whether ``dump`` holds the ``section.field`` ``path``, its value)."""
-    section, _, field = path.partition(".")
-    inner = dump.get(section)
-    if isinstance(inner, dict) and field in inner:
-        return True, inner[field]
-    return False, None
 
 
 def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:

@@ -89,10 +89,10 @@ from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 from recipe_arena.study_export import (
     STUDY_FILE,
-    _say,
     check_reproduction,
     export_study,
     row_dir_name,
+    say,
 )
 
 AA_SEED_OFFSET = 1000
@@ -396,7 +396,7 @@ def build_base(args: list[str], root: Path) -> bool:
     ]
     log = root / "logs" / "base.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    _say(f"building the base model first (log: {log})")
+    say(f"building the base model first (log: {log})")
     with open(log, "ab") as out:
         done = subprocess.run(
             [
@@ -414,7 +414,7 @@ def build_base(args: list[str], root: Path) -> bool:
             check=False,
         )
     if done.returncode != 0:
-        _say(f"building the base model failed (exit {done.returncode}); see {log}")
+        say(f"building the base model failed (exit {done.returncode}); see {log}")
     return done.returncode == 0
 
 
@@ -451,22 +451,22 @@ def run_study(items: list[str]) -> int:
     # runs are found by what they are, so an edited study keeps every run it still needs
     (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
     total = len({k for runs in links.values() for k in runs.values()})
-    _say(f"{len(links)} comparisons, {total} distinct runs, {len(jobs)} to run, in {root}")
+    say(f"{len(links)} comparisons, {total} distinct runs, {len(jobs)} to run, in {root}")
     if jobs and needs_cold_cache(load_config(jobs[0].args)) and not build_base(jobs[0].args, root):
         return 1
     failed = execute(jobs, jobs_n, False, threads=spec.threads) if jobs else []
     from recipe_arena.eval.study_report import write_study_report
 
     report = write_study_report(root)
-    _say(f"report: {report} (and report.html)")
+    say(f"report: {report} (and report.html)")
     if "export" in opts:
         dest = export_study(root, Path(opts["export"]))
         # rendered again where it now lies: the rows' reports link only run pages that
         # exist, and an export holds none
         write_study_report(dest)
-        _say(f"exported the report and its artifacts to {dest}")
+        say(f"exported the report and its artifacts to {dest}")
     if failed:
-        _say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")
+        say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")
         return 1
     if "check" in opts:
         keys = sorted({k for runs in links.values() for k in runs.values()})

@@ -22,7 +22,8 @@ def row_dir_name(row: str, regime: str) -> str:
     return f"{row}.{regime}"
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
+    """A line of the study command's progress, on standard error."""
     print(f"study: {msg}", file=sys.stderr, flush=True)
 
 
@@ -38,16 +39,16 @@ def check_reproduction(mine: Path, theirs: Path, keys: list[str]) -> list[str]:
         ours, other = read_eval_scores(mine / key), read_eval_scores(theirs / key)
         if not other:
             bad.append(key)
-            _say(f"check: {key}: not in {theirs}")
+            say(f"check: {key}: not in {theirs}")
         elif ours != other:
             bad.append(key)
             first = next(
                 (f"{a.stage} step {a.step}" for a, b in zip(ours, other, strict=False) if a != b),
                 f"{len(ours)} evaluations against {len(other)}",
             )
-            _say(f"check: {key}: per-question scores DIFFER from {theirs} (first at {first})")
+            say(f"check: {key}: per-question scores DIFFER from {theirs} (first at {first})")
     same = len(keys) - len(bad)
-    _say(f"check: {same} of {len(keys)} runs have per-question scores identical to {theirs}")
+    say(f"check: {same} of {len(keys)} runs have per-question scores identical to {theirs}")
     return bad
 
 
