@@ -68,3 +68,47 @@ def test_the_power_table_reads_each_comparisons_noise() -> None:
     (line,) = [x for x in power_section([row]) if x.startswith("| Row |")]
     mde = next(c.test.mde for c in comps if c.domain == "math")
     assert line == f"| Row | default | arm | 4 | {mde:.3f} | 0.075 | more than 400 |"
+
+
+def test_an_arm_that_ran_alike_reads_identical_not_precise() -> None:
+    """An arm whose per-question scores equal the baseline's on all 4 seeds (a setting
+    that never took effect): every paired difference is 0, so its interval is [0, 0] and
+    its MDE 0. The summary must call it identical, the power table must not ask for 2
+    seeds, and a claim read from it is not put to a test. One question changed on one
+    seed is a real (tiny) difference: no longer identical."""
+    from recipe_arena.eval.study_report import IDENTICAL, _row_verdict, judge
+
+    q = 10
+    ids = [f"q{i}" for i in range(q)]
+    base = np.zeros((4, q))
+    base[:, :5] = 1
+
+    def data(name: str, y: np.ndarray) -> ArmData:
+        runs = [
+            RunData(
+                Path(f"{name}{s}"),
+                s,
+                {},
+                ScoreRecord("e", 48, ids, ["math"] * q, ids, list(y[s])),
+                [],
+                [],
+                0.0,
+            )
+            for s in range(4)
+        ]
+        return ArmData(name, runs)
+
+    arms = [data("base", base), data("same", base.copy())]
+    cols = columns(arms[0].runs[0].final)
+    comps = paired_comparisons(arms, cols)
+    assert _row_verdict(comps) == IDENTICAL
+    row = RowResult("r", "Row", "default", Path("r"), arms, comps, ["math", MEAN])
+    (line,) = [x for x in power_section([row]) if x.startswith("| Row |")]
+    assert line.endswith("| - (identical scores: no noise to measure) |")
+    assert judge("worse", IDENTICAL, 0.0, (0.0, 0.0)).startswith("cannot tell: the arms ran alike")
+    assert judge("same", IDENTICAL, 0.0, (0.0, 0.0)).startswith("cannot tell")
+
+    moved = base.copy()
+    moved[2, 7] = 1
+    comps = paired_comparisons([arms[0], data("moved", moved)], cols)
+    assert _row_verdict(comps) == "inside the noise"

@@ -327,6 +327,14 @@ class Comparison:
     control: bool
 
 
+def identical(comps: Sequence[Comparison]) -> bool:
+    """Every comparison of one arm (one per domain and the mean, at two seeds or more)
+    has a zero mean difference with zero standard error: every paired difference is 0."""
+    return bool(comps) and all(
+        c.test.seeds >= 2 and c.test.diff.value == 0.0 and c.test.se == 0.0 for c in comps
+    )
+
+
 Matrices = Callable[[ArmData, ArmData], tuple[np.ndarray, np.ndarray, list[int]]]
 """(arm, baseline) -> (arm_SQ, base_SQ, paired seeds) of the figure compared."""
 

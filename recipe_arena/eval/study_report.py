@@ -10,7 +10,10 @@ Read only from the study directory: ``study.json`` and each comparison directory
    Holm-corrected p-value is below 0.05 (then its interval excludes 0), "inside the
    noise after Holm's correction" when only its uncorrected interval excludes 0, else
    "inside the noise", which says nothing smaller than the MDE is ruled out. An A/A control's
-   line reads "inside the noise (as it should be)" or "FALSE POSITIVE".
+   line reads "inside the noise (as it should be)" or "FALSE POSITIVE". An alternative
+   whose scores equal the baseline's on every question of every seed reads "identical"
+   (``IDENTICAL``): its zero interval and MDE say the arms ran alike, not that the design
+   is precise, and a claim read from it is not put to a test.
    A second summary table gives each alternative's learning speed the same way: the
    paired difference in the area under the held-out curve (``speed.speed_comparisons``),
    with its interval, MDE and verdict.
@@ -39,6 +42,7 @@ from recipe_arena.eval.comparison import (
     Comparison,
     check_questions,
     columns,
+    identical,
     load_comparison,
     paired_comparisons,
 )
@@ -90,6 +94,13 @@ def verdict(c: Comparison) -> str:
 
 
 HOLM_ONLY = "inside the noise after Holm's correction"
+
+IDENTICAL = "identical: the same score on every question of every seed"
+"""The verdict of an arm whose held-out scores equal the baseline's on every question of
+every paired seed, in every domain: its interval is [0, 0] and its MDE 0 only because
+there is no noise to measure, not because the design is precise. Such arms did not
+differ on this world (the setting they change never took effect), so they test nothing."""
+
 """The verdict of a difference whose own 95% interval excludes 0 but whose p-value,
 corrected for the row's several alternatives, is not below 0.05: the printed interval
 is the uncorrected one, so the verdict says which rule decided."""
@@ -145,7 +156,8 @@ def _summary(rows: list[RowResult]) -> list[str]:
         "80% power at the 5% level. Verdict: better or worse where the Holm-corrected "
         "p-value (over the row's alternatives) is below 0.05, per domain; inside the noise "
         "after Holm's correction where only the uncorrected interval shown excludes 0; "
-        "else inside the noise.",
+        "else inside the noise. Identical: the arm's scores equal the baseline's on every "
+        "question of every seed (the arms ran alike; a zero MDE there is no precision).",
         "",
         *final[1],
         "",
@@ -217,6 +229,8 @@ def _row_verdict(comps: list[Comparison]) -> str:
     """One alternative's verdict over its domains (the mean over domains included)."""
     if comps[0].test.seeds < 2:
         return verdict(comps[0])
+    if identical(comps):
+        return IDENTICAL
     if comps[0].control:
         bad = [c.domain for c in comps if verdict(c) == "FALSE POSITIVE"]
         return (
@@ -288,6 +302,8 @@ def _findings(spec: dict, rows: list[RowResult]) -> list[str]:
             )
             continue
         v = verdict(c)
+        if identical([x for x in r.comps if x.arm == f["arm"]]):  # type: ignore[union-attr]
+            v = IDENTICAL
         md.append(
             f"| {f['claim']} | {where} | {f['arm']} | {f['domain']} | {_effect(c)} | "
             f"{c.test.mde:.3f} | {v} | "
@@ -308,6 +324,8 @@ def judge(expect: str, v: str, mde: float, interval: tuple[float, float]) -> str
     comparison's verdict ``v``, its MDE and the 95% interval of its effect."""
     if v.startswith("one seed"):
         return "cannot tell yet (one seed)"
+    if v == IDENTICAL:
+        return "cannot tell: the arms ran alike (identical scores); the claim was not tested"
     if expect == "same":
         if not v.startswith("inside the noise"):
             return f"refutes ({v})"

@@ -14,7 +14,14 @@ import numpy as np
 import yaml
 
 from recipe_arena.eval import stats
-from recipe_arena.eval.comparison import MEAN, check_questions, columns, domain_columns, paired
+from recipe_arena.eval.comparison import (
+    MEAN,
+    check_questions,
+    columns,
+    domain_columns,
+    identical,
+    paired,
+)
 from recipe_arena.eval.contrast import Contrast
 from recipe_arena.prefix_cache import prefix_stages
 
@@ -177,9 +184,13 @@ def power_section(rows: list[RowResult], domain: str = "math") -> list[str]:
             test = next(c.test for c in r.comps if c.arm == arm.name and c.domain == domain)
             need = seeds_for(TARGET_MDE, d.shape[1], sa2, sb2, se2)
             label = "A/A control" if arm.control else arm.name
+            if identical([c for c in r.comps if c.arm == arm.name]):
+                needed = "- (identical scores: no noise to measure)"
+            else:
+                needed = str(need) if need else f"more than {MAX_SEEDS}"
             lines.append(
                 f"| {r.title} | {r.regime} | {label} | {len(seeds)} | {test.mde:.3f} | "
-                f"{np.sqrt(sa2):.3f} | {need if need else f'more than {MAX_SEEDS}'} |"
+                f"{np.sqrt(sa2):.3f} | {needed} |"
             )
     if not lines:
         return []
