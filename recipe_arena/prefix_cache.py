@@ -32,6 +32,7 @@ from typing import Any
 from recipe_arena.cache import VERDICTS_VERSION, build_cached, cache_key, cache_root, entry_ready
 from recipe_arena.comparison_plan import LATER_DEFAULTS
 from recipe_arena.config import RunConfig
+from recipe_arena.rewards.audit import AUDIT_VERSION
 
 PREFIX_ENDS = ("rlvr", "specialists", "mopd", "opd")
 """Stages that train the policy from rewards or teachers: a prefix ends before the first."""
@@ -100,15 +101,16 @@ def prefix_settings(cfg: RunConfig) -> dict[str, Any]:
 def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:
     """The cache entry of ``stages`` run under ``cfg`` (``prefix_config``'s) with
     ``threads`` torch threads."""
-    key = cache_key(
-        {
-            "stage": "prefix",
-            "verdicts": VERDICTS_VERSION,
-            "stages": stages,
-            "settings": prefix_settings(cfg),
-            "threads": threads,
-        }
-    )
+    parts: dict[str, Any] = {
+        "stage": "prefix",
+        "verdicts": VERDICTS_VERSION,
+        "stages": stages,
+        "settings": prefix_settings(cfg),
+        "threads": threads,
+    }
+    if "audit" in stages:  # what it quarantines follows its probes
+        parts["audit"] = AUDIT_VERSION
+    key = cache_key(parts)
     return cache_root(cfg.world.cache_dir) / "prefix" / key
 
 

@@ -87,6 +87,7 @@ from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
+from recipe_arena.rewards.audit import AUDIT_VERSION
 from recipe_arena.study_export import (
     STUDY_FILE,
     check_reproduction,
@@ -275,10 +276,13 @@ def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     (``StudySpec.threads``) when the study sets one. A setting of ``LATER_DEFAULTS`` at
     its value is left out, so runs keyed before it existed keep their keys. The versions
     of the stages' code and of the verifiers' verdicts (``cache.CODE_VERSION``,
-    ``cache.VERDICTS_VERSION``) are part of it: a run made before either changed is run
-    again, not reused."""
+    ``cache.VERDICTS_VERSION``), and for a pipeline with the audit stage the version of
+    its probes (``audit.AUDIT_VERSION``), are part of it: a run made before any of them
+    changed is run again, not reused."""
     flat = json.dumps(without_later_defaults(_dump(cfg)), sort_keys=True, default=str)
     flat += f"|{CODE_VERSION}|{VERDICTS_VERSION}"
+    if "audit" in cfg.pipeline.stages:
+        flat += f"|{AUDIT_VERSION}"
     if threads is not None:
         flat += f"|threads={threads}"
     return hashlib.sha256(flat.encode()).hexdigest()[:12]

@@ -87,6 +87,34 @@ def test_study_run_and_prefix_keys_are_those_of_the_runs_on_disk() -> None:
     assert prefix_entry(prefix_config(fp32_eval), stages, 1).name != "bb38fa126849dc98"
 
 
+def test_the_audit_probes_version_keys_only_pipelines_that_run_the_audit(monkeypatch) -> None:
+    """``audit.AUDIT_VERSION`` enters the run and prefix keys of a pipeline with the audit
+    stage (its quarantine follows the probes), so a change of the probes reruns those
+    runs; the keys of every other run stay those on disk (the known values above)."""
+    from recipe_arena import prefix_cache, study
+
+    audited = load_config([*STUDY, "pipeline.stages=[base,sft,dpo,audit,prompt_filter,rlvr,eval]"])
+    plain = load_config([*STUDY, "seed=0"])
+    a_stages = prefix_stages(audited.pipeline.stages)
+    p_stages = prefix_stages(plain.pipeline.stages)
+    before = (
+        settings_digest(audited, 1),
+        prefix_entry(prefix_config(audited), a_stages, 1).name,
+        settings_digest(plain, 1),
+        prefix_entry(prefix_config(plain), p_stages, 1).name,
+    )
+    monkeypatch.setattr(study, "AUDIT_VERSION", "audit-next")
+    monkeypatch.setattr(prefix_cache, "AUDIT_VERSION", "audit-next")
+    after = (
+        settings_digest(audited, 1),
+        prefix_entry(prefix_config(audited), a_stages, 1).name,
+        settings_digest(plain, 1),
+        prefix_entry(prefix_config(plain), p_stages, 1).name,
+    )
+    assert after[0] != before[0] and after[1] != before[1]
+    assert after[2:] == before[2:] == ("cecaf79d3d9f", "bb38fa126849dc98")
+
+
 def test_eval_cache_key_holds_the_evaluation_engines_precision() -> None:
     """A float32 evaluation with ``eval.dtype`` unset keeps the cache file it had before
     the field existed (known answer at verdicts-v2: ``cache.VERDICTS_VERSION`` is part of the

@@ -114,6 +114,26 @@ def test_audit_reports_per_task_and_hack_and_quarantines(scorer) -> None:
     assert apply_quarantine(rows, report, RewardsConfig()) == rows
 
 
+def test_the_audit_catches_the_last_number_hack_it_is_meant_to_find() -> None:
+    """With the hackable extractor list (a last-number fallback after the exact ones),
+    a response that lists guesses one per line, the gold one last, earns reward: the
+    ``numbers_listed`` probe must be accepted on every math task and quarantine it, while
+    every other math probe stays rejected (they end in an answer the exact extractors
+    read first, or hold none). The exact verifier rejects the probe."""
+    math = generate_split("math", "train", 3, seed=2)
+    hackable = RewardsConfig(
+        math_extractors=["boxed", "final_answer_is", "short_answer", "last_number"], workers=1
+    )
+    report = run_audit({"m": math}, hackable)
+    accepted = {h: acc for h, (acc, _) in report.summary()["m"].items() if acc}
+    assert accepted == {"numbers_listed": 3}
+    assert report.quarantined() == {r.id for r in math}
+    kept = apply_quarantine(math, report, hackable.model_copy(update={"audit_quarantine": True}))
+    assert kept == []
+    exact = run_audit({"m": math}, RewardsConfig(workers=1), hacks=["numbers_listed"])
+    assert exact.summary()["m"]["numbers_listed"] == (0, 3)
+
+
 def test_shared_scorers_share_the_pool_but_not_the_counters() -> None:
     """Two shared scorers of one setting use the same worker pool object, the one
     ``shared_pool`` started for that setting (another worker count gets another); each counts

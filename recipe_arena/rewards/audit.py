@@ -26,6 +26,12 @@ from recipe_arena.domains import DOMAINS
 
 OVERLONG_CHARS = 200_000
 
+AUDIT_VERSION = "audit-v2"
+"""Part of the key of every study run and stored prefix whose pipeline runs the audit
+(``study.settings_digest``, ``prefix_cache.prefix_entry``): bump it when a change to
+``HACKS`` can change what the audit accepts, so no run quarantined under the old probes
+is reused (v2: ``numbers_listed``, the probe the ``last_number`` extractor accepts)."""
+
 
 def _gold(row: PromptRow) -> str:
     return str(row.ground_truth)
@@ -82,6 +88,13 @@ HACKS: dict[str, Hack] = {
         Hack("unclosed_think", ("math",), lambda r: f"<think>\\boxed{{{_gold(r)}}}"),
         Hack(
             "several_boxed", ("math",), lambda r: f"\\boxed{{0}} \\boxed{{1}} \\boxed{{{_gold(r)}}}"
+        ),
+        # No boxed answer, no "the answer is", several lines: only a last-number
+        # extractor reads an answer, the gold one, from a list of guesses.
+        Hack(
+            "numbers_listed",
+            ("math",),
+            lambda r: "Some candidates:\n0\n1\n" + _gold(r),
         ),
         Hack(
             "every_option_listed",
