@@ -15,7 +15,7 @@ import yaml
 PLAN_FILE = "comparison.json"
 RUN_KEYS = ("seed", "name", "out_dir", "resume")
 """Settings that differ between runs by construction and never between arms."""
-LATER_DEFAULTS: dict[str, Any] = {"eval.dtype": None}
+LATER_DEFAULTS: dict[str, Any] = {"eval.dtype": None, "dpo.select": "validation"}
 """Settings added after runs were keyed (``section.field``: its default): left out of a
 run's settings digest (``study.settings_digest``), its stored prefix's key
 (``prefix_cache``) and the comparison's view of its config while at this value, so the

@@ -174,6 +174,12 @@ class DPOConfig(Strict):
     """Validation every this many optimiser steps (and at the last)."""
     patience: int = Field(2, ge=1)
     """Stop a size after this many validations without a new best."""
+    select: Literal["validation", "last"] = "validation"
+    """Which weights the stage hands on. validation: the size and step with the best
+    validation score, the starting checkpoint among them (OLMo 3's selection; early
+    stopping with ``patience``); last: the largest size trained for all its steps, its
+    final weights, whatever they validate at (no early stopping). ``last`` is how a
+    study asks what RL does from a model DPO changed, where validation would keep SFT's."""
     evaluate: bool = True
     """Log held-out pass@1 per domain of the chosen checkpoint."""
     device: str | None = None

@@ -339,6 +339,42 @@ def test_sweep_keeps_the_start_when_no_size_validates_above_it(tmp_path) -> None
     assert all(torch.equal(best.best_state[k], v) for k, v in init.items())
 
 
+def test_select_last_hands_on_the_final_weights_of_the_largest_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same falling validation (minus the squared distance from the start) with
+    ``dpo.select=last`` and patience 1: validation alone would keep the start and stop
+    after the first validation. ``last`` trains only the largest size (4 pairs, batch 2,
+    1 epoch: 2 steps), every step despite the patience, and hands on the weights after
+    step 2 with that step's validation score: not the start's weights."""
+    from recipe_arena.config import RunConfig
+    from recipe_arena.rundir import RunDir
+    from recipe_arena.stages.dpo import _sweep
+
+    cfg = _cfg(
+        sizes=[2, 4], batch_size=2, epochs=1.0, lr=0.01, eval_every=1, patience=1, select="last"
+    )
+    model, _ = build_micro(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
+    )
+    pairs = [
+        PreferencePair(f"p{i}", "math", (5, 6 + i), (20 + i, 30, 31), (40 + i, 50, 51))
+        for i in range(4)
+    ]
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def validate(m):  # type: ignore[no-untyped-def]
+        d = sum(float(((v - init[k]) ** 2).sum()) for k, v in m.state_dict().items())
+        return -d, {}
+
+    run = RunDir(RunConfig(out_dir=str(tmp_path)), tmp_path / "run")
+    start, results, best = _sweep(cfg, run, model, pairs, validate, pad=0)
+    assert [r.size for r in results] == [4] and best is results[0]
+    assert [s for s, _ in best.curve] == [1, 2] and best.best_step == 2
+    assert best.best_score == best.curve[-1][1] < best.curve[0][1] < start == 0.0
+    assert best.best_state is not None
+    assert all(torch.equal(best.best_state[k], v) for k, v in model.state_dict().items())
+    assert not all(torch.equal(best.best_state[k], v) for k, v in init.items())
+
+
 def test_sampling_temperature_reaches_the_weak_model() -> None:
     """Near-greedy sampling (temperature 0.01) gives the same rejected response under two
     run seeds; at temperature 1 the two seeds' responses differ."""

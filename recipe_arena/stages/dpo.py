@@ -198,8 +198,10 @@ def train_size(
 ) -> SizeResult:
     """DPO from ``init_state`` on ``pairs`` with early stopping: validate every
     ``dpo.eval_every`` steps and at the last; stop after ``dpo.patience`` validations
-    without a new best; keep the best weights."""
+    without a new best; keep the best weights. With ``dpo.select=last``: train every
+    step and keep the final weights (best_step and best_score then name those)."""
     d = cfg.dpo
+    last = d.select == "last"
     model.load_state_dict(init_state)
     steps = math.ceil(len(pairs) * d.epochs / d.batch_size)
     order = batch_order(len(pairs), steps, d.batch_size, cfg.seed)
@@ -225,7 +227,7 @@ def train_size(
             model.train(False)
             score, val_metrics = validate(model)
             metrics.update(val_metrics)
-            if result.offer(done, score):
+            if result.offer(done, score) and not last:
                 result.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if run is not None:
             run.log(
@@ -235,11 +237,14 @@ def train_size(
             )
         postfix = f"{len(pairs)} pairs, loss {metrics['loss/dpo']:.3f}"
         bar.update(1, f"{postfix}, acc {metrics['dpo/reward_accuracy']:.2f}")
-        if result.stop:
+        if result.stop and not last:
             best = f"best {result.best_score:.3f} at {result.best_step}"
             bar.note(f"dpo: early stop at step {done} ({best})")
             break
     bar.close()
+    if last:
+        result.best_step, result.best_score = result.curve[-1]
+        result.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     return result
 
 
@@ -351,14 +356,19 @@ def _sweep(
     at the kept pairs) from it; returns the start score, every size's result and the
     chosen one (the only one that keeps its weights). The start itself is a candidate
     (size 0, step 0), and a tie goes to it: early stopping never keeps weights that
-    validate below the checkpoint DPO started from."""
+    validate below the checkpoint DPO started from. With ``dpo.select=last`` only the
+    largest size trains, and its final weights are chosen whatever they validate at."""
     ref = reference_logps(model, pairs, pad)
     init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     start_score, start_metrics = validate(model)
     run.log("dpo", 0, {"dpo/size": 0.0, **start_metrics})
     start = SizeResult(size=0, patience=0, best_score=start_score, best_state=init_state)
     results: list[SizeResult] = []
-    for size in sorted({min(s, len(pairs)) for s in cfg.dpo.sizes}):
+    sizes = sorted({min(s, len(pairs)) for s in cfg.dpo.sizes})
+    if cfg.dpo.select == "last":
+        largest = train_size(cfg, model, init_state, pairs[: sizes[-1]], ref, validate, run, pad)
+        return start_score, [largest], largest
+    for size in sizes:
         results.append(train_size(cfg, model, init_state, pairs[:size], ref, validate, run, pad))
         best = choose([start, *results])
         for r in results:  # only the best so far keeps its weights in memory
