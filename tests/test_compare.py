@@ -146,7 +146,8 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     Math: the baseline solves questions 0-3 (plus question 4 in seed 1), the arm 0-15
     (plus 16 in seed 2): a paired difference of about +0.6 with little seed noise, so
     significant (p far below 0.05 even on 2 degrees of freedom). ifeval: both solve
-    questions 20-24 in every seed: difference 0, inside the noise. The A/A control has
+    questions 20-24 in every seed: difference 0 on every question, which reads
+    "identical scores" (not "inside the noise": its MDE 0 is no precision). The A/A control has
     the baseline's scores: difference 0, not a false positive. Only the staleness
     option differs between the arms (its name, and tis's cap, which none lacks); the HTML page has real tables and embedded plots."""
     root = tmp_path / "cmp"
@@ -179,7 +180,7 @@ def test_report_of_a_comparison_directory(tmp_path: Path) -> None:
     }
     assert rows[("none", "math")].endswith("| significant |")
     assert "+0.600" in rows[("none", "math")]
-    assert rows[("none", "ifeval")].endswith("| inside the noise |")
+    assert rows[("none", "ifeval")].endswith("| identical scores |")
     assert "| tis_aa | math | +0.000" in md and "inside the noise (as it should be)" in md
     assert "0 of 3 A/A tests significant" in md
     assert "| tis | 3 | 0.217 [" in md  # math (4 + 5 + 4) / 60 = 0.217, with its interval

@@ -36,6 +36,7 @@ from recipe_arena.eval.comparison import (
     config_differences,
     curve_data,
     group_runs,
+    identical,
     load_comparison,
     paired_comparisons,
     series,
@@ -167,6 +168,8 @@ def _pass_table(arms: list[ArmData], cols: Columns, out: Path) -> list[str]:
 def _verdict(c: Comparison) -> str:
     if c.control:
         return "FALSE POSITIVE" if c.test.p < stats.ALPHA else "inside the noise (as it should be)"
+    if identical([c]):  # [0, 0] and MDE 0 from no noise at all, not from precision
+        return "identical scores"
     if c.p_holm >= stats.ALPHA:
         return "inside the noise"
     # one seed: the interval leaves out seed-to-seed noise, so it speaks of this draw only

@@ -98,8 +98,8 @@ HOLM_ONLY = "inside the noise after Holm's correction"
 IDENTICAL = "identical: the same score on every question of every seed"
 """The verdict of an arm whose held-out scores equal the baseline's on every question of
 every paired seed, in every domain: its interval is [0, 0] and its MDE 0 only because
-there is no noise to measure, not because the design is precise. Such arms did not
-differ on this world (the setting they change never took effect), so they test nothing."""
+there is no noise to measure, not because the design is precise. What such an arm
+changes never reached the held-out scores on this world, so it tests nothing there."""
 
 """The verdict of a difference whose own 95% interval excludes 0 but whose p-value,
 corrected for the row's several alternatives, is not below 0.05: the printed interval
