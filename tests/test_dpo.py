@@ -308,16 +308,16 @@ def test_train_size_follows_steps_schedule_validation_and_moves_toward_chosen(tm
     assert loss.item() < math.log(2) and m["dpo/reward_accuracy"] == 1.0
 
 
-def test_sweep_keeps_the_start_when_no_size_validates_above_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A validation that scores minus the squared distance of the weights from the start:
-    the start scores 0 and every DPO step (lr 0.01 moves the weights) scores below 0, so
-    the chosen candidate is the start (size 0, step 0) and the model's weights are the
-    starting ones, exactly. Both sizes (2 and 4 pairs) still train and are reported."""
+def _sweep_falling(tmp_path, **dpo: object):  # type: ignore[no-untyped-def]
+    """``_sweep`` of a 4-pair set at ``dpo`` settings (batch 2, 1 epoch, lr 0.01,
+    validation every step) under a validation that scores minus the squared distance of
+    the weights from the start: 0 at the start, below 0 after any step. Returns (start
+    score, results, chosen, the model, its starting weights)."""
     from recipe_arena.config import RunConfig
     from recipe_arena.rundir import RunDir
     from recipe_arena.stages.dpo import _sweep
 
-    cfg = _cfg(sizes=[2, 4], batch_size=2, epochs=1.0, lr=0.01, eval_every=1, patience=5)
+    cfg = _cfg(batch_size=2, epochs=1.0, lr=0.01, eval_every=1, **dpo)
     model, _ = build_micro(
         TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
     )
@@ -332,7 +332,15 @@ def test_sweep_keeps_the_start_when_no_size_validates_above_it(tmp_path) -> None
         return -d, {}
 
     run = RunDir(RunConfig(out_dir=str(tmp_path)), tmp_path / "run")
-    start, results, best = _sweep(cfg, run, model, pairs, validate, pad=0)
+    return (*_sweep(cfg, run, model, pairs, validate, pad=0), model, init)
+
+
+def test_sweep_keeps_the_start_when_no_size_validates_above_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A validation that scores minus the squared distance of the weights from the start:
+    the start scores 0 and every DPO step (lr 0.01 moves the weights) scores below 0, so
+    the chosen candidate is the start (size 0, step 0) and the model's weights are the
+    starting ones, exactly. Both sizes (2 and 4 pairs) still train and are reported."""
+    start, results, best, _, init = _sweep_falling(tmp_path, sizes=[2, 4], patience=5)
     assert start == 0.0 and [r.size for r in results] == [2, 4]
     assert all(r.best_score < 0.0 for r in results)
     assert best.size == 0 and best.best_step == 0 and best.best_state is not None
@@ -340,33 +348,14 @@ def test_sweep_keeps_the_start_when_no_size_validates_above_it(tmp_path) -> None
 
 
 def test_select_last_hands_on_the_final_weights_of_the_largest_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The same falling validation (minus the squared distance from the start) with
-    ``dpo.select=last`` and patience 1: validation alone would keep the start and stop
-    after the first validation. ``last`` trains only the largest size (4 pairs, batch 2,
-    1 epoch: 2 steps), every step despite the patience, and hands on the weights after
-    step 2 with that step's validation score: not the start's weights."""
-    from recipe_arena.config import RunConfig
-    from recipe_arena.rundir import RunDir
-    from recipe_arena.stages.dpo import _sweep
-
-    cfg = _cfg(
-        sizes=[2, 4], batch_size=2, epochs=1.0, lr=0.01, eval_every=1, patience=1, select="last"
+    """The same falling validation with ``dpo.select=last`` and patience 1: validation
+    alone would keep the start and stop after the first validation. ``last`` trains only
+    the largest size (4 pairs, batch 2, 1 epoch: 2 steps), every step despite the
+    patience, and hands on the weights after step 2 with that step's validation score:
+    not the start's weights."""
+    start, results, best, model, init = _sweep_falling(
+        tmp_path, sizes=[2, 4], patience=1, select="last"
     )
-    model, _ = build_micro(
-        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1, intermediate_size=64), seed=0
-    )
-    pairs = [
-        PreferencePair(f"p{i}", "math", (5, 6 + i), (20 + i, 30, 31), (40 + i, 50, 51))
-        for i in range(4)
-    ]
-    init = {k: v.clone() for k, v in model.state_dict().items()}
-
-    def validate(m):  # type: ignore[no-untyped-def]
-        d = sum(float(((v - init[k]) ** 2).sum()) for k, v in m.state_dict().items())
-        return -d, {}
-
-    run = RunDir(RunConfig(out_dir=str(tmp_path)), tmp_path / "run")
-    start, results, best = _sweep(cfg, run, model, pairs, validate, pad=0)
     assert [r.size for r in results] == [4] and best is results[0]
     assert [s for s, _ in best.curve] == [1, 2] and best.best_step == 2
     assert best.best_score == best.curve[-1][1] < best.curve[0][1] < start == 0.0

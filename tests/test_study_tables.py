@@ -14,6 +14,24 @@ from recipe_arena.eval.study_report import RowResult
 from recipe_arena.eval.study_tables import power_section, seeds_for
 
 
+def _arm(name: str, y: np.ndarray, ids: list[str]) -> ArmData:
+    """An arm whose seed s scored ``y[s]`` on math questions ``ids`` (final evaluation
+    at step 48)."""
+    runs = [
+        RunData(
+            Path(f"{name}{s}"),
+            s,
+            {},
+            ScoreRecord("e", 48, ids, ["math"] * len(ids), ids, list(y[s])),
+            [],
+            [],
+            0.0,
+        )
+        for s in range(len(y))
+    ]
+    return ArmData(name, runs)
+
+
 def test_seeds_for_is_the_fewest_seeds_that_reach_the_target() -> None:
     """Seed SD 0.02 alone: 3 seeds give 5.65 x 0.02 / sqrt 3 = 0.065 (too much), and the
     answer is the first count whose planned MDE is at most 0.05, the one before it not.
@@ -46,22 +64,7 @@ def test_the_power_table_reads_each_comparisons_noise() -> None:
     for s, extra in enumerate((4, 8, 0, 4)):
         arm[s, 20 : 20 + extra] = 1
 
-    def data(name: str, y: np.ndarray) -> ArmData:
-        runs = [
-            RunData(
-                Path(f"{name}{s}"),
-                s,
-                {},
-                ScoreRecord("e", 48, ids, ["math"] * q, ids, list(y[s])),
-                [],
-                [],
-                0.0,
-            )
-            for s in range(4)
-        ]
-        return ArmData(name, runs)
-
-    arms = [data("base", base), data("arm", arm)]
+    arms = [_arm("base", base, ids), _arm("arm", arm, ids)]
     cols = columns(arms[0].runs[0].final)
     comps = paired_comparisons(arms, cols)
     row = RowResult("r", "Row", "default", Path("r"), arms, comps, ["math", MEAN])
@@ -83,22 +86,7 @@ def test_an_arm_that_ran_alike_reads_identical_not_precise() -> None:
     base = np.zeros((4, q))
     base[:, :5] = 1
 
-    def data(name: str, y: np.ndarray) -> ArmData:
-        runs = [
-            RunData(
-                Path(f"{name}{s}"),
-                s,
-                {},
-                ScoreRecord("e", 48, ids, ["math"] * q, ids, list(y[s])),
-                [],
-                [],
-                0.0,
-            )
-            for s in range(4)
-        ]
-        return ArmData(name, runs)
-
-    arms = [data("base", base), data("same", base.copy())]
+    arms = [_arm("base", base, ids), _arm("same", base.copy(), ids)]
     cols = columns(arms[0].runs[0].final)
     comps = paired_comparisons(arms, cols)
     assert _row_verdict(comps) == IDENTICAL
@@ -110,5 +98,5 @@ def test_an_arm_that_ran_alike_reads_identical_not_precise() -> None:
 
     moved = base.copy()
     moved[2, 7] = 1
-    comps = paired_comparisons([arms[0], data("moved", moved)], cols)
+    comps = paired_comparisons([arms[0], _arm("moved", moved, ids)], cols)
     assert _row_verdict(comps) == "inside the noise"
