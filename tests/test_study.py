@@ -445,3 +445,21 @@ def test_an_export_leaves_out_runs_that_have_not_finished(tmp_path: Path) -> Non
     assert (dest / "runs" / "rA-s0" / "eval_scores.jsonl.gz").is_file()
     links = list((dest / "rows" / "r.default" / "runs").iterdir())
     assert [p.name for p in links] == ["A-s0"] and links[0].resolve().is_dir()
+
+
+def test_committed_study_exports_hold_every_run_their_rows_read() -> None:
+    """``recipe-arena report docs/studies/<name>`` re-renders from the repository alone:
+    every run a row links to is in the export, with its per-question scores and
+    metrics. An ignore rule that caught the exports' ``runs/`` folders left a clone with
+    the reports and none of the runs they read, and this test red."""
+    exports = sorted(p.parent for p in (STUDIES.parent / "docs" / "studies").glob("*/study.json"))
+    assert exports
+    for root in exports:
+        links = sorted((root / "rows").glob("*/runs/*"))
+        assert links, root
+        for link in links:
+            run = link.resolve()
+            assert run.parent == (root / "runs").resolve(), link
+            assert (run / "eval_scores.jsonl.gz").is_file() and (
+                run / "metrics.jsonl.gz"
+            ).is_file(), link
