@@ -29,10 +29,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from recipe_arena.cache import VERDICTS_VERSION, build_cached, cache_key, cache_root, entry_ready
+from recipe_arena.cache import (
+    AUDIT_VERSION,
+    VERDICTS_VERSION,
+    build_cached,
+    cache_key,
+    cache_root,
+    entry_ready,
+)
 from recipe_arena.comparison_plan import LATER_DEFAULTS
 from recipe_arena.config import RunConfig
-from recipe_arena.rewards.audit import AUDIT_VERSION
 
 PREFIX_ENDS = ("rlvr", "specialists", "mopd", "opd")
 """Stages that train the policy from rewards or teachers: a prefix ends before the first."""

@@ -82,12 +82,11 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from recipe_arena.cache import CODE_VERSION, VERDICTS_VERSION
+from recipe_arena.cache import AUDIT_VERSION, CODE_VERSION, VERDICTS_VERSION
 from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold_cache
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
-from recipe_arena.rewards.audit import AUDIT_VERSION
 from recipe_arena.study_export import (
     STUDY_FILE,
     check_reproduction,
@@ -277,7 +276,7 @@ def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     its value is left out, so runs keyed before it existed keep their keys. The versions
     of the stages' code and of the verifiers' verdicts (``cache.CODE_VERSION``,
     ``cache.VERDICTS_VERSION``), and for a pipeline with the audit stage the version of
-    its probes (``audit.AUDIT_VERSION``), are part of it: a run made before any of them
+    its probes (``cache.AUDIT_VERSION``), are part of it: a run made before any of them
     changed is run again, not reused."""
     flat = json.dumps(without_later_defaults(_dump(cfg)), sort_keys=True, default=str)
     flat += f"|{CODE_VERSION}|{VERDICTS_VERSION}"

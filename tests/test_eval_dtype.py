@@ -88,7 +88,7 @@ def test_study_run_and_prefix_keys_are_those_of_the_runs_on_disk() -> None:
 
 
 def test_the_audit_probes_version_keys_only_pipelines_that_run_the_audit(monkeypatch) -> None:
-    """``audit.AUDIT_VERSION`` enters the run and prefix keys of a pipeline with the audit
+    """``cache.AUDIT_VERSION`` enters the run and prefix keys of a pipeline with the audit
     stage (its quarantine follows the probes), so a change of the probes reruns those
     runs; the keys of every other run stay those on disk (the known values above)."""
     from recipe_arena import prefix_cache, study

@@ -94,16 +94,15 @@ def verdict(c: Comparison) -> str:
 
 
 HOLM_ONLY = "inside the noise after Holm's correction"
+"""The verdict of a difference whose own 95% interval excludes 0 but whose p-value,
+corrected for the row's several alternatives, is not below 0.05: the printed interval
+is the uncorrected one, so the verdict says which rule decided."""
 
 IDENTICAL = "identical: the same score on every question of every seed"
 """The verdict of an arm whose held-out scores equal the baseline's on every question of
 every paired seed, in every domain: its interval is [0, 0] and its MDE 0 only because
 there is no noise to measure, not because the design is precise. What such an arm
 changes never reached the held-out scores on this world, so it tests nothing there."""
-
-"""The verdict of a difference whose own 95% interval excludes 0 but whose p-value,
-corrected for the row's several alternatives, is not below 0.05: the printed interval
-is the uncorrected one, so the verdict says which rule decided."""
 
 
 def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
@@ -229,13 +228,13 @@ def _row_verdict(comps: list[Comparison]) -> str:
     """One alternative's verdict over its domains (the mean over domains included)."""
     if comps[0].test.seeds < 2:
         return verdict(comps[0])
-    if identical(comps):
-        return IDENTICAL
     if comps[0].control:
         bad = [c.domain for c in comps if verdict(c) == "FALSE POSITIVE"]
         return (
             f"FALSE POSITIVE on {', '.join(bad)}" if bad else "inside the noise (as it should be)"
         )
+    if identical(comps):
+        return IDENTICAL
     parts = []
     for word in ("better", "worse", HOLM_ONLY):
         doms = [c.domain for c in comps if verdict(c) == word]

@@ -26,12 +26,6 @@ from recipe_arena.domains import DOMAINS
 
 OVERLONG_CHARS = 200_000
 
-AUDIT_VERSION = "audit-v2"
-"""Part of the key of every study run and stored prefix whose pipeline runs the audit
-(``study.settings_digest``, ``prefix_cache.prefix_entry``): bump it when a change to
-``HACKS`` can change what the audit accepts, so no run quarantined under the old probes
-is reused (v2: ``numbers_listed``, the probe the ``last_number`` extractor accepts)."""
-
 
 def _gold(row: PromptRow) -> str:
     return str(row.ground_truth)
