@@ -100,16 +100,23 @@ def _prompt_filter(cfg: RunConfig, run: RunDir, world: World, state: PipelineSta
 
 def _audit(cfg: RunConfig, run: RunDir, world: World, state: PipelineState) -> None:
     """Probe every training task's verifier with known hacks (DeepSeek); with
-    rewards.audit_quarantine, train only on tasks whose verifier accepted none."""
+    rewards.audit_quarantine, train only on tasks whose verifier accepted none. The
+    report is cached (``rewards.audit.cached_audit``): runs that differ only in
+    whether they quarantine probe once."""
+    import torch
+
     from recipe_arena.data.schema import write_rows
-    from recipe_arena.rewards.audit import apply_quarantine, run_audit
+    from recipe_arena.rewards.audit import REPORT_FILE, apply_quarantine, cached_audit
 
     rows = _train_rows(world, state)
     by_domain: dict[str, list[PromptRow]] = {}
     for row in rows:
         by_domain.setdefault(f"{cfg.world.name}/{row.domain}/train", []).append(row)
-    report = run_audit(by_domain, cfg.rewards)
-    (run.path / "audit.json").write_text(report.to_json())
+    threads = torch.get_num_threads()
+    report, reused = cached_audit(by_domain, cfg.rewards, cfg.world.cache_dir, threads)
+    (run.path / REPORT_FILE).write_text(report.to_json())
+    if reused:
+        console.print("audit: the report of these tasks and verifiers was in the model cache")
     console.print(report.table())
     kept = apply_quarantine(rows, report, cfg.rewards)
     run.log(

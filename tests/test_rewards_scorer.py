@@ -10,8 +10,8 @@ import pytest
 from recipe_arena.config import RewardsConfig
 from recipe_arena.data.micro import generate_examples, generate_split
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards import build_scorer
-from recipe_arena.rewards.audit import HACKS, apply_quarantine, run_audit
+from recipe_arena.rewards import audit, build_scorer
+from recipe_arena.rewards.audit import HACKS, apply_quarantine, cached_audit, run_audit
 from recipe_arena.rewards.verify import verify_jsonl
 
 
@@ -132,6 +132,51 @@ def test_the_audit_catches_the_last_number_hack_it_is_meant_to_find() -> None:
     assert kept == []
     exact = run_audit({"m": math}, RewardsConfig(workers=1), hacks=["numbers_listed"])
     assert exact.summary()["m"]["numbers_listed"] == (0, 3)
+
+
+def test_arms_that_differ_only_in_quarantine_share_one_audit(tmp_path, monkeypatch) -> None:
+    """The pipeline's audit stage caches its report by what the probes read. A run with
+    the hackable math verifier (a last-number fallback) probes and trains on every task;
+    a second run, the same but with ``audit_quarantine`` on, writes the same audit.json
+    byte for byte and drops the tasks it names, every math one among them (the
+    ``numbers_listed`` probe is accepted on each), without probing: ``run_audit`` is by then replaced by a function that fails (a
+    fault injected, as no real one shows whether probing happened). A verifier that reads
+    other answers, other tasks or another thread count is probed again."""
+    from recipe_arena.compose import load_config
+    from recipe_arena.data.schema import read_rows
+    from recipe_arena.pipeline import PipelineState, World, _audit
+    from recipe_arena.rundir import RunDir
+
+    math = generate_split("math", "train", 3, seed=2)
+    ifeval = generate_split("ifeval", "train", 2, seed=2)
+    hack = "rewards.math_extractors=[boxed,final_answer_is,short_answer,last_number]"
+    common = [hack, "rewards.workers=1", f"world.cache_dir={tmp_path / 'cache'}"]
+
+    def audited(name: str, *overrides: str) -> tuple[Path, list[PromptRow]]:
+        cfg = load_config([*common, *overrides])
+        state = PipelineState()
+        _audit(cfg, RunDir(cfg, tmp_path / name), World(math + ifeval, []), state)
+        return tmp_path / name / "audit.json", read_rows(state.train_rows or "")
+
+    left_in, kept = audited("left_in")
+    assert kept == math + ifeval
+    monkeypatch.setattr(audit, "run_audit", _no_probing)
+    quarantined, kept = audited("quarantined", "rewards.audit_quarantine=true")
+    assert quarantined.read_bytes() == left_in.read_bytes()
+    bad = set(json.loads(left_in.read_text())["quarantined"])
+    assert {r.id for r in math} <= bad and kept == [r for r in math + ifeval if r.id not in bad]
+    hackable = load_config(common).rewards
+    for rows, cfg, threads in (
+        ({"micro/math/train": math}, hackable.model_copy(update={"math_extractors": ["boxed"]}), 1),
+        ({"micro/math/train": math[:2]}, hackable, 1),
+        ({"micro/math/train": math}, hackable, 2),
+    ):
+        with pytest.raises(AssertionError, match="probed again"):
+            cached_audit(rows, cfg, str(tmp_path / "cache"), threads)
+
+
+def _no_probing(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the audit probed again")
 
 
 def test_shared_scorers_share_the_pool_but_not_the_counters() -> None:

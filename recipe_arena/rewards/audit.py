@@ -10,15 +10,24 @@ dropped from training (``apply_quarantine``).
 Hacks marked ``quarantine=False`` are reported but do not quarantine a task: they
 measure known weaknesses of a whole verifier family (a minimal answer that meets an
 IFEval constraint without doing the task), which quarantining would not fix.
+
+``cached_audit`` stores a report in the model cache under a key of everything the probes
+read (the tasks, every reward setting but ``audit_quarantine``, the probes' version, the
+torch thread count), so that two runs that audit the same tasks with the same verifiers
+and differ only in whether they quarantine (a study's "left in" and "quarantined" arms)
+probe once: about ten minutes of sandboxed code probes on the micro world's 2,000 code
+tasks.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from recipe_arena.config import RewardsConfig
 from recipe_arena.data.schema import PromptRow
@@ -185,6 +194,12 @@ class AuditReport:
             indent=1,
         )
 
+    @classmethod
+    def from_json(cls, text: str) -> AuditReport:
+        """The report ``to_json`` wrote (its probes; the summary and the quarantined ids
+        follow from them)."""
+        return cls([Probe(**p) for p in json.loads(text)["probes"]])
+
 
 def _accepted(domain: str, score: float) -> bool:
     return score >= 0.5 if domain == "chat" else score > 0.0
@@ -230,6 +245,61 @@ def run_audit(
         if own:
             sc.close()  # type: ignore[attr-defined]
     return report
+
+
+REPORT_FILE = "audit.json"
+"""The report's file name, in a run directory and in a cached entry."""
+
+
+def audit_entry(
+    rows_by_dataset: dict[str, Sequence[PromptRow]],
+    cfg: RewardsConfig,
+    cache_dir: str | None,
+    threads: int,
+) -> Path:
+    """The cache entry of the report ``run_audit(rows_by_dataset, cfg)`` writes: keyed by
+    the probes' and the verdicts' versions, the rows (their content, by dataset), every
+    reward setting but ``audit_quarantine`` (which acts on the report, not on what it
+    holds) and the torch ``threads`` the judge scores with."""
+    from recipe_arena.cache import AUDIT_VERSION, VERDICTS_VERSION, cache_key, cache_root
+
+    digest = hashlib.sha256()
+    for dataset, rows in rows_by_dataset.items():
+        digest.update(json.dumps(dataset).encode())
+        for row in rows:
+            digest.update(row.model_dump_json().encode() + b"\n")
+    key = cache_key(
+        {
+            "stage": "audit",
+            "audit": AUDIT_VERSION,
+            "verdicts": VERDICTS_VERSION,
+            "rewards": cfg.model_dump(mode="json", exclude={"audit_quarantine"}),
+            "threads": threads,
+            "rows": digest.hexdigest(),
+        }
+    )
+    return cache_root(cache_dir) / "audit" / key
+
+
+def cached_audit(
+    rows_by_dataset: dict[str, Sequence[PromptRow]],
+    cfg: RewardsConfig,
+    cache_dir: str | None,
+    threads: int,
+) -> tuple[AuditReport, bool]:
+    """``run_audit(rows_by_dataset, cfg)``, stored in the model cache (``audit_entry``)
+    the first time and read from it afterwards; returns the report and whether it was
+    read from the cache."""
+    from recipe_arena.cache import build_cached, entry_problem
+
+    entry = audit_entry(rows_by_dataset, cfg, cache_dir, threads)
+    reused = entry_problem(entry) is None
+
+    def build(tmp: Path) -> None:
+        (tmp / REPORT_FILE).write_text(run_audit(rows_by_dataset, cfg).to_json())
+
+    build_cached(entry, build)
+    return AuditReport.from_json((entry / REPORT_FILE).read_text()), reused
 
 
 def apply_quarantine(
