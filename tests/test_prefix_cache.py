@@ -148,3 +148,55 @@ def test_a_reused_prefix_ends_where_training_it_would(tmp_path: Path, monkeypatc
     assert (b / "checkpoints" / "sft" / "model.safetensors").is_file()
     sft_records = [r for r in _records(b, "metrics.jsonl") if r["stage"] == "sft"]
     assert sft_records and len(sft_records) == len({r["step"] for r in sft_records})
+
+
+def test_sft_is_stored_once_and_copied_by_runs_that_differ_after_it(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """With ``pipeline.reuse_prefix`` SFT's trained weights and records are stored under
+    their own key: run b, whose settings differ from a's after SFT (the prompt filter's
+    domain mix, so another stored prefix), copies them without training
+    (``train_steps`` is by then replaced by a function that fails: a fault injected, as
+    no real one shows whether training happened). b's SFT checkpoint is a's byte for
+    byte, and its SFT records (training losses, held-out pass@1) are a's and those of run c, which trains
+    SFT itself without reuse. Another SFT learning rate trains again."""
+    from recipe_arena.stages import sft
+
+    shared = cache_root(None)  # the suite's cache: its smoke base model and judge
+    (tmp_path / "cache").mkdir()
+    for kind in ("base", "judge"):
+        (shared / kind).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cache" / kind).symlink_to(shared / kind)
+    monkeypatch.setenv("RECIPE_ARENA_CACHE", str(tmp_path / "cache"))
+    args = [
+        "run",
+        *_BASE,
+        "sft.steps=4",
+        "sft.evaluate=true",
+        "rl.steps=0",
+        f"out_dir={tmp_path / 'runs'}",
+    ]
+    stages = "pipeline.stages=[base,sft,prompt_filter,rlvr,eval]"
+    assert main([*args, stages, "pipeline.reuse_prefix=true", "name=a"]) == 0
+    real_train = sft.train_steps
+
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError("SFT trained again")
+
+    monkeypatch.setattr(sft, "train_steps", no_training)
+    b_args = [*args, stages, "pipeline.reuse_prefix=true", "rl.domain_weights={math:1.0}"]
+    assert main([*b_args, "name=b"]) == 0
+    with pytest.raises(AssertionError, match="trained again"):
+        main([*b_args, "sft.lr=1e-4", "name=b2"])
+    monkeypatch.setattr(sft, "train_steps", real_train)
+    assert main([*args, stages, "rl.domain_weights={math:1.0}", "name=c"]) == 0
+    a, b, c = (tmp_path / "runs" / n for n in "abc")
+    assert len([p for p in (tmp_path / "cache" / "sft").iterdir() if p.is_dir()]) == 1
+    for other in (a, c):
+        for f in ("model.safetensors", "checksums.json"):
+            assert (b / "checkpoints/sft" / f).read_bytes() == (
+                other / "checkpoints/sft" / f
+            ).read_bytes()
+        mine = [r for r in _records(b, "metrics.jsonl") if r["stage"] == "sft"]
+        assert any("eval/math/pass@1" in r for r in mine) and any("loss/train" in r for r in mine)
+        assert mine == [r for r in _records(other, "metrics.jsonl") if r["stage"] == "sft"]

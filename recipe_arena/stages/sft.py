@@ -8,6 +8,13 @@ last question of a longer context; every assistant turn is a target.
 
 Mask and batches: ``supervised.assistant_mask`` and ``supervised.sft_batches``.
 
+Stored and shared: with ``pipeline.reuse_prefix`` (a study's runs) the trained weights
+and the stage's training records are stored in the model cache under a key of
+everything the training reads (``sft_cache_entry``), and a run whose key matches copies
+them instead of training. Stored prefixes (``prefix_cache``) that differ only in what
+comes after SFT (DPO's selection, the audit, the prompt filter's domains, the verifiers,
+the sampler's precision) then train SFT once: about 2 minutes each on micro.
+
 Deviation from OLMo 3 (Dolci-Think-SFT): synthetic traces written by the generators
 rather than traces from a stronger reasoning model, and a few hundred steps instead of
 epochs over 2.3M examples.
@@ -15,12 +22,16 @@ epochs over 2.3M examples.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import random
+import shutil
 from pathlib import Path
 
 import torch
 
+from recipe_arena.cache import build_cached, cache_key, cache_root, entry_problem
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import Example, generate_examples
 from recipe_arena.data.schema import DOMAINS
@@ -71,9 +82,71 @@ def sft_conversations(cfg: RunConfig) -> list[list[dict[str, str]]]:
     return convs
 
 
+CHECKPOINT_DIR = "checkpoint"
+RECORDS_FILE = "sft_records.jsonl"
+"""A stored SFT entry: the trained checkpoint and the stage's metrics.jsonl records."""
+
+
+def checkpoint_digest(path: Path) -> str:
+    """SHA-256 of a checkpoint directory's content: of its ``checksums.json`` (written by
+    ``save_checkpoint``, the SHA-256 of every file) when it has one, else of every
+    file's name and bytes, a checkpoint's cached evaluations (eval-*.json) aside."""
+    listed = path / "checksums.json"
+    if listed.is_file():
+        return hashlib.sha256(listed.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        if f.name.startswith(("eval-", ".")):
+            continue
+        digest.update(str(f.relative_to(path)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def sft_cache_entry(cfg: RunConfig, init: Path, threads: int) -> Path:
+    """Where SFT from ``init`` under ``cfg`` with ``threads`` torch threads is stored:
+    keyed by the starting checkpoint's content, the SFT settings (less ``evaluate`` and
+    ``device``, which enters as the device it resolves to), the world's settings (its
+    data seed draws the conversations), the seed and the thread count (the
+    floating-point sums)."""
+    key = cache_key(
+        {
+            "stage": "sft",
+            "init": checkpoint_digest(init),
+            "sft": cfg.sft.model_dump(mode="json", exclude={"evaluate", "device"}),
+            "device": cfg.device_for("sft"),
+            "world": cfg.world.model_dump(mode="json", exclude={"checkpoint", "cache_dir"}),
+            "seed": cfg.seed,
+            "threads": threads,
+        }
+    )
+    return cache_root(cfg.world.cache_dir) / "sft" / key
+
+
 def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
     """SFT from checkpoint ``init``; returns ``<run>/checkpoints/sft``. Logs ``loss/train``
-    and ``lr`` under ``sft``, then held-out pass@1 per domain when ``sft.evaluate``."""
+    and ``lr`` under ``sft``, then held-out pass@1 per domain when ``sft.evaluate``. With
+    ``pipeline.reuse_prefix`` the trained checkpoint and its records come from the model
+    cache when a run with the same key stored them (module docstring)."""
+    out = run.checkpoints / "sft"
+    if cfg.pipeline.reuse_prefix:
+        entry = sft_cache_entry(cfg, init, torch.get_num_threads())
+        if entry_problem(entry) is None:
+            print(f"stage sft: trained weights reused from {entry} (pipeline.reuse_prefix)")
+        else:
+            build_cached(entry, lambda tmp: _store(cfg, run, init, tmp))
+        _restore(entry, run, out)
+    else:
+        _train(cfg, run, init, out)
+    if cfg.sft.evaluate:
+        log_heldout_eval(cfg, run, "sft", cfg.sft.steps, out)
+    return out
+
+
+def _train(cfg: RunConfig, run: RunDir | None, init: Path, out: Path) -> Path:
+    """Train SFT from ``init`` (records to ``run``) and save the checkpoint at ``out``."""
     model, tok = load_checkpoint(init)
     limit = model.config.max_position_embeddings
     examples = [assistant_mask(tok, c) for c in sft_conversations(cfg)]
@@ -92,7 +165,27 @@ def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
         betas=cfg.sft.adam_betas,
         weight_decay=cfg.sft.weight_decay,
     )
-    out = save_checkpoint(model, tok, run.checkpoints / "sft")
-    if cfg.sft.evaluate:
-        log_heldout_eval(cfg, run, "sft", cfg.sft.steps, out)
-    return out
+    return save_checkpoint(model, tok, out)
+
+
+def _store(cfg: RunConfig, run: RunDir, init: Path, tmp: Path) -> None:
+    """Train into the entry being built at ``tmp`` and keep the records the training
+    logged; the run's own records are dropped here and put back by ``_restore``, as
+    for a run that found the entry stored."""
+    run.drop_records(lambda r: r.get("stage") == "sft")
+    _train(cfg, run, init, tmp / CHECKPOINT_DIR)
+    path = run.metrics_path
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    mine = [line for line in lines if json.loads(line).get("stage") == "sft"]
+    (tmp / RECORDS_FILE).write_text("".join(line + "\n" for line in mine), encoding="utf-8")
+    run.drop_records(lambda r: r.get("stage") == "sft")
+
+
+def _restore(entry: Path, run: RunDir, out: Path) -> None:
+    """Copy the stored checkpoint to ``out`` and append the stored records to the run's
+    metrics.jsonl."""
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(entry / CHECKPOINT_DIR, out)
+    with open(run.metrics_path, "a", encoding="utf-8") as f:
+        f.write((entry / RECORDS_FILE).read_text(encoding="utf-8"))
