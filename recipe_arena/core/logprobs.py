@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -51,7 +52,8 @@ def fp32_head(model: nn.Module, enabled: bool = True) -> Iterator[None]:
     a bfloat16 or float16 forward come from an unrounded matmul (``rl.lm_head_fp32``).
     The head's current weight is read at each call, so a ``params`` substitution
     (``sequence_logprobs``) still applies."""
-    head = model.get_output_embeddings() if enabled else None
+    get_head: Any = model.get_output_embeddings  # a transformers model's method
+    head = get_head() if enabled else None
     if head is None:
         yield
         return

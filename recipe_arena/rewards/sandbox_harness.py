@@ -256,7 +256,8 @@ def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
                 elif op == "attr":
                     v = getattr(o, msg["n"])
                 elif op == "setattr":
-                    v = setattr(o, msg["n"], val(msg["v"]))
+                    setattr(o, msg["n"], val(msg["v"]))
+                    v = None
                 elif op == "item":
                     v = o[val(msg["k"])]
                 elif op == "setitem":
@@ -274,7 +275,14 @@ def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
                         flush()
                         continue
                 else:
-                    v = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": _repr}[op](o)
+                    builtin: Any = {
+                        "iter": iter,
+                        "len": len,
+                        "bool": bool,
+                        "str": str,
+                        "repr": _repr,
+                    }
+                    v = builtin[op](o)
             line = dumps({"v": enc(v, 0, ref)})
             if len(line) > MAX_LINE:
                 raise ValueError(f"value longer than {MAX_LINE} bytes")
@@ -401,7 +409,7 @@ def _raised(rep: dict[str, Any]) -> BaseException:
         and not issubclass(cls, (StopIteration, StopAsyncIteration, Warning))
     ):
         try:
-            return cls(str(rep.get("m", "")))  # type: ignore[no-any-return]
+            return cls(str(rep.get("m", "")))
         except Exception:
             pass
     return ProbeError("test raised " + str(rep.get("err")))

@@ -267,7 +267,9 @@ def verify_jsonl(
     return tally.summary()
 
 
-def _score(scorer: Any, chunk: list[tuple[Any, PromptRow | None, str]], good: list) -> list:
+def _score(
+    scorer: Any, chunk: list[tuple[Any, PromptRow | None, str]], good: list[Any]
+) -> list[Any]:
     """The scorer's results for the ``good`` rows of ``chunk``; should the batch call
     fail as a whole, each row is scored alone, and a row that still fails gets an
     ``error:`` result, so no row is lost with the others."""
