@@ -1,7 +1,8 @@
 """`recipe-arena study FILE`: a study made of rows, each a paired comparison, run and
 reported from one command.
 
-    recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [out_dir=DIR]
+    recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [regimes=default]
+                       [out_dir=DIR]
                        [seeds=4,5,6,7] [export=docs/studies/table_9_2] [check=DIR]
 
 The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
@@ -49,7 +50,8 @@ choice. A run is identified by its resolved configuration and seed: a run that t
 (or two regimes) would both make, such as the baseline of a regime that several rows
 compare against, is made once, under ``runs/``, and every comparison that needs it
 links to it. Rerunning the command resumes: finished runs are kept, interrupted ones
-continue from their checkpoints. ``rows=`` runs only the named rows (and reports the
+continue from their checkpoints. ``rows=`` runs only the named rows, ``regimes=`` only
+the named regimes of them (and reports the
 study with whatever has finished). ``seeds=`` replaces the file's seeds (the prefix seed
 stays), to check that a verdict holds on other draws; give it its own ``out_dir``.
 ``check=DIR`` compares, once the chosen rows have run, each run's per-question scores
@@ -293,16 +295,24 @@ def run_key(digest: str, seed: int) -> str:
 
 
 def prepare(
-    spec: StudySpec, root: Path, rows: list[str] | None
+    spec: StudySpec, root: Path, rows: list[str] | None, regimes: list[str] | None = None
 ) -> tuple[list[_Job], dict[str, dict[str, str]]]:
     """Validate every run, link each comparison's runs to the shared ones, and list the
-    runs still to make. Returns (jobs, row dir -> {"<arm>-s<seed>": run key})."""
+    runs still to make: of the ``rows`` named (None: all) in the ``regimes`` named
+    (None: each row's own). Returns (jobs, row dir -> {"<arm>-s<seed>": run key})."""
     chosen = [r for r in spec.rows if rows is None or r.name in rows]
     if rows is not None and (unknown := set(rows) - {r.name for r in spec.rows}):
         raise ConfigError(
             f"rows={','.join(rows)}: no row {sorted(unknown)[0]!r}; rows: "
             + ", ".join(r.name for r in spec.rows)
         )
+    if regimes is not None and (unknown := set(regimes) - set(spec.regimes)):
+        raise ConfigError(
+            f"regimes={','.join(regimes)}: no regime {sorted(unknown)[0]!r}; regimes: "
+            + ", ".join(spec.regimes)
+        )
+    if regimes is not None and not any(set(r.regimes) & set(regimes) for r in chosen):
+        raise ConfigError(f"regimes={','.join(regimes)}: none of the chosen rows runs in them")
     runs_dir = root / "runs"
     args_of: dict[str, list[str]] = {}
     builds: dict[str, Path | None] = {}
@@ -310,6 +320,8 @@ def prepare(
     composed: dict[tuple[str, ...], tuple[RunConfig, str]] = {}
     for row in chosen:
         for regime in row.regimes:
+            if regimes is not None and regime not in regimes:
+                continue
             plan = row_plan(spec, row, regime)
             firsts: dict[str, RunConfig] = {}
             here: dict[str, str] = {}
@@ -378,10 +390,10 @@ def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
     opts: dict[str, str] = {}
     for item in items[1:]:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("jobs", "rows", "seeds", "out_dir", "export", "check"):
+        if not sep or key not in ("jobs", "rows", "regimes", "seeds", "out_dir", "export", "check"):
             raise ConfigError(
-                f"argument {item!r}: allowed: jobs=N, rows=a,b, seeds=4,5,6,7, out_dir=DIR, "
-                "export=DIR, check=DIR"
+                f"argument {item!r}: allowed: jobs=N, rows=a,b, regimes=a,b, seeds=4,5,6,7, "
+                "out_dir=DIR, export=DIR, check=DIR"
             )
         opts[key] = value
     return Path(items[0]), opts
@@ -448,9 +460,10 @@ def run_study(items: list[str]) -> int:
     if jobs_n < 1:
         raise ConfigError(f"jobs={jobs_n}: expected a positive integer")
     rows = [r for r in opts["rows"].split(",") if r] if "rows" in opts else None
+    regimes = [r for r in opts["regimes"].split(",") if r] if "regimes" in opts else None
     root = Path(opts.get("out_dir", "runs/studies")) / spec.name
     root.mkdir(parents=True, exist_ok=True)
-    jobs, links = prepare(spec, root, rows)
+    jobs, links = prepare(spec, root, rows, regimes)
     # runs are found by what they are, so an edited study keeps every run it still needs
     (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
     total = len({k for runs in links.values() for k in runs.values()})

@@ -73,6 +73,10 @@ def test_identical_runs_across_rows_are_made_once(tmp_path: Path) -> None:
     # rows= runs only the chosen rows
     jobs, links = prepare(spec, tmp_path / "out2", rows=["advantage"])
     assert sorted(links) == ["advantage.default"] and len(jobs) == 3
+    # regimes= runs only the chosen regimes of them: lr's in bfloat16, its two arms
+    jobs, links = prepare(spec, tmp_path / "out3", rows=["lr"], regimes=["bf16"])
+    assert sorted(links) == ["lr.bf16"] and len(jobs) == 2
+    assert all("engine.dtype=bfloat16" in j.args for j in jobs)
 
 
 def test_row_plan_puts_olmo3s_choice_first() -> None:
@@ -131,6 +135,10 @@ def test_a_bad_arm_names_its_row_before_any_run(tmp_path: Path) -> None:
         prepare(load_spec(_write(tmp_path, study)), tmp_path / "out", rows=None)
     with pytest.raises(ConfigError, match="no row 'missing'"):
         prepare(load_spec(_write(tmp_path, STUDY)), tmp_path / "out", rows=["missing"])
+    with pytest.raises(ConfigError, match="no regime 'hot'; regimes: bf16, default"):
+        prepare(load_spec(_write(tmp_path, STUDY)), tmp_path / "out", None, ["hot"])
+    with pytest.raises(ConfigError, match="none of the chosen rows runs in them"):
+        prepare(load_spec(_write(tmp_path, STUDY)), tmp_path / "out", ["advantage"], ["bf16"])
 
 
 def test_a_row_matched_by_design_may_train_different_steps(tmp_path: Path) -> None:
