@@ -200,3 +200,29 @@ def test_sft_is_stored_once_and_copied_by_runs_that_differ_after_it(
         mine = [r for r in _records(b, "metrics.jsonl") if r["stage"] == "sft"]
         assert any("eval/math/pass@1" in r for r in mine) and any("loss/train" in r for r in mine)
         assert mine == [r for r in _records(other, "metrics.jsonl") if r["stage"] == "sft"]
+
+
+def test_a_checkpoint_without_checksums_is_keyed_by_its_files(tmp_path: Path) -> None:
+    """A starting checkpoint that ``save_checkpoint`` did not write (no checksums.json,
+    a world's own model folder) enters SFT's key by the content of its files: a changed
+    weight file changes it, a cached evaluation written beside the weights does not.
+    Once sealed, the folder is keyed by its checksums.json alone."""
+    import hashlib
+
+    from recipe_arena.integrity import seal
+    from recipe_arena.stages.sft import checkpoint_digest
+
+    ckpt = tmp_path / "model"
+    ckpt.mkdir()
+    (ckpt / "model.safetensors").write_bytes(b"weights")
+    (ckpt / "config.json").write_text("{}")
+    first = checkpoint_digest(ckpt)
+    (ckpt / "eval-0123.json").write_text('{"metrics": {}}')
+    assert checkpoint_digest(ckpt) == first
+    (ckpt / "model.safetensors").write_bytes(b"other weights")
+    changed = checkpoint_digest(ckpt)
+    assert changed != first
+    (ckpt / "eval-0123.json").unlink()
+    seal(ckpt)
+    listed = hashlib.sha256((ckpt / "checksums.json").read_bytes()).hexdigest()
+    assert checkpoint_digest(ckpt) == listed

@@ -290,10 +290,10 @@ def cached_audit(
     """``run_audit(rows_by_dataset, cfg)``, stored in the model cache (``audit_entry``)
     the first time and read from it afterwards; returns the report and whether it was
     read from the cache."""
-    from recipe_arena.cache import build_cached, entry_problem
+    from recipe_arena.cache import build_cached, entry_ready
 
     entry = audit_entry(rows_by_dataset, cfg, cache_dir, threads)
-    reused = entry_problem(entry) is None
+    reused = entry_ready(entry)
 
     def build(tmp: Path) -> None:
         (tmp / REPORT_FILE).write_text(run_audit(rows_by_dataset, cfg).to_json())

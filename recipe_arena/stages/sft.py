@@ -31,10 +31,11 @@ from pathlib import Path
 
 import torch
 
-from recipe_arena.cache import build_cached, cache_key, cache_root, entry_problem
+from recipe_arena.cache import build_cached, cache_key, cache_root, entry_ready
 from recipe_arena.config import RunConfig
 from recipe_arena.data.micro import Example, generate_examples
 from recipe_arena.data.schema import DOMAINS
+from recipe_arena.integrity import CHECKSUMS, _sha256
 from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.rundir import RunDir
 from recipe_arena.stages.common import log_heldout_eval
@@ -89,20 +90,16 @@ RECORDS_FILE = "sft_records.jsonl"
 
 def checkpoint_digest(path: Path) -> str:
     """SHA-256 of a checkpoint directory's content: of its ``checksums.json`` (written by
-    ``save_checkpoint``, the SHA-256 of every file) when it has one, else of every
-    file's name and bytes, a checkpoint's cached evaluations (eval-*.json) aside."""
-    listed = path / "checksums.json"
+    ``save_checkpoint``, the SHA-256 of every file) when it has one, else of the same
+    listing made here, a checkpoint's cached evaluations (eval-*.json) aside."""
+    listed = path / CHECKSUMS
     if listed.is_file():
         return hashlib.sha256(listed.read_bytes()).hexdigest()
-    digest = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        if f.name.startswith(("eval-", ".")):
-            continue
-        digest.update(str(f.relative_to(path)).encode() + b"\0")
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    sums = {
+        str(f.relative_to(path)): _sha256(f) for f in files if not f.name.startswith(("eval-", "."))
+    }
+    return hashlib.sha256(json.dumps(sums, sort_keys=True).encode()).hexdigest()
 
 
 def sft_cache_entry(cfg: RunConfig, init: Path, threads: int) -> Path:
@@ -133,10 +130,10 @@ def run_sft(cfg: RunConfig, run: RunDir, init: Path) -> Path:
     out = run.checkpoints / "sft"
     if cfg.pipeline.reuse_prefix:
         entry = sft_cache_entry(cfg, init, torch.get_num_threads())
-        if entry_problem(entry) is None:
+        stored = entry_ready(entry)
+        build_cached(entry, lambda tmp: _store(cfg, run, init, tmp))  # verifies a stored one
+        if stored:
             print(f"stage sft: trained weights reused from {entry} (pipeline.reuse_prefix)")
-        else:
-            build_cached(entry, lambda tmp: _store(cfg, run, init, tmp))
         _restore(entry, run, out)
     else:
         _train(cfg, run, init, out)
