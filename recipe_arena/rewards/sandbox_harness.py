@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
 _type, _repr = type, repr
+_UNARY: dict[str, Any] = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": _repr}
+"""The one-argument operations a proxy may ask of a value, bound before any test runs."""
 _ATOMS = (int, float, bool, str, type(None))
 _CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "set", dict: "dict"}
 MAX_LINE = 8 << 20
@@ -275,14 +277,7 @@ def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
                         flush()
                         continue
                 else:
-                    builtin: Any = {
-                        "iter": iter,
-                        "len": len,
-                        "bool": bool,
-                        "str": str,
-                        "repr": _repr,
-                    }
-                    v = builtin[op](o)
+                    v = _UNARY[op](o)
             line = dumps({"v": enc(v, 0, ref)})
             if len(line) > MAX_LINE:
                 raise ValueError(f"value longer than {MAX_LINE} bytes")
