@@ -32,6 +32,7 @@ from typing import Any
 
 import filelock
 
+from recipe_arena.cpu_isa import pinned
 from recipe_arena.integrity import _fsync_dir as fsync_dir
 from recipe_arena.integrity import _sha256
 
@@ -71,8 +72,15 @@ def cache_root(cache_dir: str | None) -> Path:
 
 
 def cache_key(parts: dict[str, Any]) -> str:
-    """A short stable hash of everything a cached result depends on, plus CODE_VERSION."""
-    blob = json.dumps({"code": CODE_VERSION, **parts}, sort_keys=True, default=str)
+    """A short stable hash of everything a cached result depends on, plus CODE_VERSION,
+    and the instruction set the kernels are capped at when they are (``cpu_isa.pinned``;
+    absent otherwise, so an uncapped entry keeps the key it had before caps existed)."""
+    isa = pinned()
+    blob = json.dumps(
+        {"code": CODE_VERSION, **parts, **({"isa": isa} if isa else {})},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

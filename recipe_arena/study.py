@@ -11,6 +11,7 @@ The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
     recipe: olmo3_think
     seeds: [0, 1, 2, 3]
     threads: 1                                 # torch threads of every run (optional)
+    isa: avx2                                  # CPU kernels capped at AVX2 (optional)
     common: [rl.schedule=deterministic]        # every run of the study
     regimes:                                   # named sets of overrides
       default: []
@@ -89,6 +90,7 @@ from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
+from recipe_arena.cpu_isa import Isa, cpu_has, pin
 from recipe_arena.study_export import (
     STUDY_FILE,
     check_reproduction,
@@ -186,6 +188,12 @@ class StudySpec(_Strict):
     None: the cores shared among the jobs. The thread count changes floating-point sums,
     so a study that fixes it gives the same numbers at any ``jobs`` and on any machine of
     the same type; it is part of each run's key."""
+    isa: Isa | None = None
+    """The instruction set every run's CPU kernels are capped at (``cpu_isa``); None:
+    the widest the machine has. Kernels of another width sum in another order, so a study
+    that fixes it gives the same numbers on Intel and AMD machines with AVX2 or more. Not
+    part of the runs' keys: the study file fixes it for every run of the study (the
+    cached models it builds are keyed by it, ``cache.cache_key``)."""
     common: list[str] = []
     regimes: dict[Name, list[str]] = {"default": []}
     regime_notes: dict[Name, str] = {}
@@ -433,6 +441,24 @@ def build_base(args: list[str], root: Path) -> bool:
     return done.returncode == 0
 
 
+def pin_kernels(isa: Isa) -> None:
+    """Cap the CPU kernels of every process the study starts (the base model's build and
+    each run) at ``isa``, before any key is computed (``cpu_isa.pin``); say so, and warn
+    where this processor lacks ``isa`` or cannot tell: there the numbers cannot match
+    those of the study's machines."""
+    pin(isa)
+    has = cpu_has(isa)
+    if has is None:
+        say(f"CPU kernels capped at {isa}; this system does not say whether it has {isa}")
+    elif not has:
+        say(
+            f"warning: this processor lacks {isa}, at which the study caps its kernels; "
+            "its numbers will differ from those of machines that have it"
+        )
+    else:
+        say(f"CPU kernels capped at {isa}, the same numbers on every machine that has it")
+
+
 def with_seeds(spec: StudySpec, text: str) -> StudySpec:
     """``spec`` on the seeds ``text`` lists ("4,5,6,7"): the same study on other draws,
     to see whether its verdicts hold; ConfigError (one line) for a bad list."""
@@ -463,6 +489,8 @@ def run_study(items: list[str]) -> int:
     regimes = [r for r in opts["regimes"].split(",") if r] if "regimes" in opts else None
     root = Path(opts.get("out_dir", "runs/studies")) / spec.name
     root.mkdir(parents=True, exist_ok=True)
+    if spec.isa is not None:
+        pin_kernels(spec.isa)
     jobs, links = prepare(spec, root, rows, regimes)
     # runs are found by what they are, so an edited study keeps every run it still needs
     (root / STUDY_FILE).write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")

@@ -120,6 +120,7 @@ def load_spec_dict(study: dict):  # type: ignore[no-untyped-def]
             "contrast 'c': no row 'nope' run in 'default'",
         ),
         ({"colour": "blue"}, "colour"),
+        ({"isa": "avx9"}, "isa"),
     ],
 )
 def test_a_bad_study_file_is_one_clear_line(tmp_path: Path, change: dict, message: str) -> None:

@@ -1,0 +1,69 @@
+"""Capping the CPU kernels of a run at one instruction set, so that an AVX-512 machine
+(Intel or AMD) computes the same bits as an AVX2 one.
+
+torch chooses its CPU kernels by the widest vector instructions the processor has
+(``torch.backends.cpu.get_cpu_capability()``), and so do MKL (matrix products) and
+oneDNN. Kernels of another width add floating-point numbers in another order, so one
+run with one seed gives other numbers on an AVX2 and on an AVX-512 machine: a study
+committed from one does not reproduce on the other from its first trained weights on.
+Each library reads, when it loads, a variable that caps the set it uses (``PINS``); a
+process that sets them before torch loads, and every process it starts, uses the
+capped kernels.
+
+Measured (docs/results.md, "Reproduction on another processor"): the Table 9.2 study,
+run on an Intel machine whose widest set is AVX2, re-run on an AMD EPYC with AVX-512:
+without the cap the base model's held-out scores already differ; with it the per-question
+scores are identical.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+Isa = Literal["avx2"]
+"""The instruction sets a run can be capped at: AVX2, the widest set every x86-64
+machine of the last decade has (Intel since 2013, AMD since 2015)."""
+
+PINS: dict[str, dict[str, str]] = {
+    "avx2": {
+        "ATEN_CPU_CAPABILITY": "avx2",  # torch's own kernels
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # MKL's matrix products
+        "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN's (linear layers and convolutions)
+    }
+}
+"""The environment of each cap: the variable each library reads once, when it loads."""
+
+CPU_FLAGS = Path("/proc/cpuinfo")
+"""Where Linux lists the processor's instruction-set flags (``flags : ... avx2 ...``)."""
+
+
+def pinned() -> str | None:
+    """The instruction set this process's kernels are capped at (``ATEN_CPU_CAPABILITY``,
+    lower case), or None when they are not. Part of every cache key (``cache.cache_key``)
+    while set, so a model built with capped kernels is never served to a run without the
+    cap, or the reverse, from the same cache."""
+    value = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().lower()
+    return value or None
+
+
+def pin(isa: Isa) -> None:
+    """Cap this process's kernels, and those of every process it starts afterwards, at
+    ``isa`` (``PINS``). Torch must not have loaded yet in a process that computes with
+    the cap; a process that only starts runs (``recipe-arena study``) may set it at any
+    time."""
+    os.environ.update(PINS[isa])
+
+
+def cpu_has(isa: Isa, flags_file: Path = CPU_FLAGS) -> bool | None:
+    """Whether this processor has ``isa``: its flag in ``flags_file``; None where the
+    file cannot be read (not Linux), so the caller can say it could not tell."""
+    try:
+        text = flags_file.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return isa in line.partition(":")[2].split()
+    return None

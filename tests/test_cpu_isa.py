@@ -1,0 +1,78 @@
+"""Capping the CPU kernels at one instruction set (``recipe_arena.cpu_isa``): the cap
+reaches torch in the processes a study starts, and cached models built under it are
+keyed apart from those built without it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recipe_arena import cpu_isa
+from recipe_arena.cache import CODE_VERSION, cache_key
+from recipe_arena.compare import child_env
+from recipe_arena.study import pin_kernels
+
+HAS_AVX2 = cpu_isa.cpu_has("avx2") is True
+
+
+def _clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cap in this process; whatever the test sets (``pin`` included) is undone after
+    it: each variable is set through monkeypatch first, which restores it."""
+    for var in cpu_isa.PINS["avx2"]:
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+
+
+def test_the_cache_key_holds_the_cap_only_while_one_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a cap the key is the hash it always was (sha256 of the sorted JSON of the
+    code version and the parts, first 16 hex digits), so existing cache entries keep
+    their keys; with one, the same parts give another key, so a base model trained with
+    AVX-512 kernels is never served to a run capped at AVX2."""
+    _clear(monkeypatch)
+    parts = {"world": "micro", "steps": 400}
+    blob = json.dumps({"code": CODE_VERSION, **parts}, sort_keys=True, default=str)
+    assert cache_key(parts) == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "AVX2")
+    capped = json.dumps({"code": CODE_VERSION, **parts, "isa": "avx2"}, sort_keys=True)
+    assert cpu_isa.pinned() == "avx2"
+    assert cache_key(parts) == hashlib.sha256(capped.encode()).hexdigest()[:16]
+    assert cache_key(parts) != hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def test_cpu_has_reads_the_flags_line(tmp_path: Path) -> None:
+    """The ``flags`` line of /proc/cpuinfo decides; a whole word, not a prefix (avx512f
+    does not mean avx2); no file: cannot tell."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    assert cpu_isa.cpu_has("avx2", info) is True
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2x avx512f\n")
+    assert cpu_isa.cpu_has("avx2", info) is False
+    assert cpu_isa.cpu_has("avx2", tmp_path / "missing") is None
+
+
+@pytest.mark.skipif(not HAS_AVX2, reason="the cap needs a processor with AVX2")
+def test_a_study_caps_the_kernels_of_the_runs_it_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After ``pin_kernels`` (what ``recipe-arena study`` does for a file with ``isa:
+    avx2``) a child started with the runs' environment (``compare.child_env``) runs
+    torch's AVX2 kernels, whatever the processor's widest set; MKL and oneDNN get their
+    caps too. A child started without the cap reports the machine's own set, which is
+    AVX2 or wider."""
+    _clear(monkeypatch)
+    probe = [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"]
+    native = subprocess.run(probe, env=child_env(1, 1), capture_output=True, text=True, check=True)
+    assert native.stdout.strip() in ("AVX2", "AVX512")
+    pin_kernels("avx2")
+    assert "capped at avx2" in capsys.readouterr().err
+    env = child_env(2, 1)
+    assert {k: env[k] for k in cpu_isa.PINS["avx2"]} == cpu_isa.PINS["avx2"]
+    capped = subprocess.run(probe, env=env, capture_output=True, text=True, check=True)
+    assert capped.stdout.strip() == "AVX2"
