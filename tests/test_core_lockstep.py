@@ -9,6 +9,7 @@ per core, while one of two runs trains.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -30,6 +31,7 @@ from recipe_arena.core.loop import LoopSettings, StepRecord
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.micro import generate_split
 from recipe_arena.data.schema import PromptRow
+from recipe_arena.length_control.discard_early_short import DiscardEarlyShortParams
 from recipe_arena.models.factory import TinyModelSpec, build_micro, load_checkpoint, save_checkpoint
 from recipe_arena.wiring import (
     ActorSettings,
@@ -78,10 +80,10 @@ def _rl(steps: int, lag: int, update_at: int | None, **rl: Any) -> RLConfig:
         prompts_per_step=2,
         schedule="deterministic",
         lag=lag,
-        max_staleness=max(lag, 1),
         update_at_decode_step=update_at,
         lr=1e-2,
-        **{"max_resample_factor": 64, **rl},  # batches fill: none cut short by the draw cap
+        # batches fill: none cut short by the draw cap
+        **{"max_staleness": max(lag, 1), "max_resample_factor": 64, **rl},
     )
 
 
@@ -92,6 +94,7 @@ def _run(
     lag: int,
     update_at: int | None,
     resume: dict[str, Any] | None = None,
+    actor_settings: ActorSettings = ACTOR,
     **rl: Any,
 ) -> tuple[list[StepRecord], Learner, PromptSource]:
     """``lockstep.train`` as ``stages.rlvr`` calls it: N = 2 prompts of G = 4.
@@ -106,7 +109,14 @@ def _run(
         source.load_state_dict(resume["source"])
         start = learner.version
     actor = make_actor(
-        0, ckpt, None, "torch", EngineConfig(max_batch_size=16), REWARDS, ACTOR, version=start
+        0,
+        ckpt,
+        None,
+        "torch",
+        EngineConfig(max_batch_size=16),
+        REWARDS,
+        actor_settings,
+        version=start,
     )
     try:
         settings = LoopSettings(
@@ -233,6 +243,42 @@ def test_resumed_run_continues_the_uninterrupted_one(
     assert [_without_wall_time(r.metrics) for r in rest] == [
         _without_wall_time(r.metrics) for r in whole[2:]
     ]
+    a, b = learner_w.model.state_dict(), learner_r.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_resumed_run_discards_early_short_samples_as_the_uninterrupted_one(
+    init_ckpt: Path, rows: list[PromptRow], tmp_path: Path
+) -> None:
+    """Discard-early-short at k = 1 judges each group against the deadline k W + C,
+    from the medians of the actor's past generation windows, which the actor keeps as it
+    runs. A run stopped after step 3 and resumed from its checkpoint logs steps 4-6 as
+    the run that never stopped, the rule's horizon and discards included, and ends with
+    the same weights. Without the actor's state in the checkpoint the resumed actor
+    started with no past windows, and its first update made a window of width 0 at
+    decode step 0: a deadline of 0, every group discarded until windows accumulated."""
+    # D: a full response counted as 150 decode steps (the cap is 12): a window here runs
+    # 36-156 steps, so groups that start late in theirs miss the deadline k W + C
+    full = 150
+    settings = dataclasses.replace(
+        ACTOR, length_control=DiscardEarlyShortParams(full_length=full), max_staleness=1
+    )
+    kw: dict[str, Any] = {"lag": 1, "update_at": None, "actor_settings": settings}
+    whole, learner_w, _ = _run(init_ckpt, rows, steps=6, **kw)
+    part, learner_p, source_p = _run(init_ckpt, rows, steps=3, **kw)
+    _, tok = load_checkpoint(init_ckpt)
+    saved = save_checkpoint(learner_p.model, tok, tmp_path / "step_3")
+    resume = {
+        "learner": learner_p.state_dict(),
+        "source": source_p.state_dict(),
+        "schedule": part[-1].schedule_state,
+    }
+    rest, learner_r, _ = _run(saved, rows, steps=6, resume=resume, **kw)
+    later = [_without_wall_time(r.metrics) for r in whole[3:]]
+    assert [_without_wall_time(r.metrics) for r in rest] == later
+    # the rule was at work after the resume: it judged groups, and dropped some
+    assert sum(m.get("length/discarded_groups", 0.0) for m in later) > 0
+    assert all(m["length/horizon_steps"] > 0 for m in later)  # windows of some width
     a, b = learner_w.model.state_dict(), learner_r.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
 

@@ -368,3 +368,44 @@ def test_length_metrics_compare_sampled_and_trained_by_hand() -> None:
     # one completion: every percentile is its length (quantiles need two points)
     single = length_metrics([trained], [RolloutGroup(row, (rollout(7),))])
     assert [single[f"length/trained_p{p}"] for p in (25, 50, 75, 90)] == [7.0] * 4
+
+
+def test_window_keeper_state_moves_to_a_resumed_engine_count() -> None:
+    """The keeper's state is saved in decode steps before the engine's count and read
+    back from a resumed engine's count. Windows opened at 0, 10 and 30, batches closed
+    at 25 (15 into the window of 10) and 40 (10 into that of 30), saved at engine step 40: opens
+    -40, -30, -10, closes (-15, 15), (0, 10). Read back at step 0 the keeper holds the
+    same windows shifted by -40, and a group starting at step 5 of the resumed engine
+    is judged as one starting at 45 in the run that did not stop: phase 15 from the
+    window opened at 30 (-10), W = median(10, 20) = 15, C = median(15, 10) = 12.5. The
+    quota (k = 0: window 3, one admitted, none untrainable, closed) comes back as it
+    was."""
+    from recipe_arena.core.hooks import RunFacts
+    from recipe_arena.length_control.discard_early_short import WindowKeeper, window_as_of_start
+
+    def keeper(k: int) -> WindowKeeper:
+        return WindowKeeper(DiscardEarlyShortParams(), RunFacts(16, k, batch_share=2))
+
+    before = keeper(1)
+    before.on_update(1, 10)
+    before.on_batch_closed(25)
+    before.on_update(2, 30)
+    before.on_batch_closed(40)
+    saved = before.state(40)
+    assert saved == {"opens": [-40, -30, -10], "closes": [[-15, 15], [0, 10]], "quota": None}
+    after = keeper(1)
+    after.load_state(saved, 0)
+    phases, window, collect = window_as_of_start([5], after.opens, after.closes)
+    assert (phases.tolist(), window, collect) == ([15], 15, 12.5)
+    assert window_as_of_start([45], before.opens, before.closes)[1:] == (15, 12.5)
+
+    quota = keeper(0)
+    for _ in range(3):
+        quota.on_update(0, None)
+    assert quota.before_sampling() == (3, True)
+    quota.on_batch_closed(None)
+    restored = keeper(0)
+    restored.load_state(quota.state(None), None)
+    assert restored.quota is not None and quota.quota is not None
+    assert (restored.quota.window, restored.quota.admitted, restored.quota.closed) == (3, 1, True)
+    assert restored.before_sampling() == (3, False)  # closed: nothing more admitted

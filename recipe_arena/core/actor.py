@@ -101,14 +101,45 @@ class Actor:
         self.started = time.perf_counter()
 
     # ------------------------------------------------------------------ control
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+    def update_weights(
+        self, state_dict: Mapping[str, torch.Tensor], version: int, notify: bool = True
+    ) -> None:
         """New weights, swapped into the engine between two decode steps (as the
-        before-sampling hook transforms them), then the on-update hook."""
+        before-sampling hook transforms them), then the on-update hook (unless
+        ``notify`` is False: a resumed run restoring what the actor already held)."""
         hook = self.hooks.engine_weights
         self.engine.update_weights(state_dict if hook is None else hook(state_dict), version)
         self.version = version
-        if self.hooks.on_update is not None:
+        if notify and self.hooks.on_update is not None:
             self.hooks.on_update(version, self._engine_step())
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a deterministic run's checkpoint keeps of the actor: the version it holds
+        and its hooks' state (``ActorHooks.state``)."""
+        keep = self.hooks.state
+        return {
+            "version": self.version,
+            "hooks": None if keep is None else keep(self._engine_step()),
+        }
+
+    def load_state_dict(
+        self, state: Mapping[str, Any], start: int, start_weights: Mapping[str, torch.Tensor]
+    ) -> None:
+        """Continue from ``state_dict``'s result, before the first batch of a resumed run,
+        which samples with version ``start`` (weights ``start_weights``): the hooks'
+        state is restored; the engine, built with the checkpoint's weights, gets
+        ``start``'s without telling the hooks where the actor already held ``start``
+        (the run that did not stop swaps nothing there, and its hooks heard of that
+        update before the checkpoint); elsewhere the actor takes the version it held,
+        so the first batch swaps to ``start`` and the hooks hear of it, as they did."""
+        restore = self.hooks.load_state
+        if restore is not None and state.get("hooks") is not None:
+            restore(state["hooks"], self._engine_step())
+        held = int(state["version"])
+        if held == start:
+            self.update_weights(start_weights, start, notify=False)
+        else:
+            self.version = held
 
     def batch_closed(self, version: int) -> None:
         """The learner, holding ``version``, has closed its batch: a group of that version

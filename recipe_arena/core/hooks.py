@@ -148,6 +148,12 @@ class ActorHooks:
     on_batch_closed: Callable[[int | None], None] | None = None
     """The learner closed the batch of the actor's current version: (the engine's
     decode-step count or None)."""
+    state: Callable[[int | None], dict[str, Any]] | None = None
+    """What a checkpoint keeps of the hooks' state, given the engine's decode-step count
+    (a resumed run's engine counts from 0 again, so steps are kept relative to it); None:
+    the hooks keep nothing that a resumed run needs."""
+    load_state: Callable[[dict[str, Any], int | None], None] | None = None
+    """Restore what ``state`` returned, in a resumed run, given its engine's count."""
 
 
 # ----------------------------------------------------------------------------- learner

@@ -205,6 +205,12 @@ def train(
     plan = VersionPlan.of(s.rl, first)
     snapshots = Snapshots(plan, None if state is None else state["weights"])
     snapshots.add(learner.version, learner.weights())
+    if state is not None:  # resumed: the actor continues as it was at the checkpoint
+        start = plan.start_version(learner.version)
+        if "actor" in state:
+            actor.load_state_dict(state["actor"], start, snapshots[start])
+        else:  # a checkpoint that kept no actor state: its hooks start afresh
+            actor.update_weights(snapshots[start], start, notify=False)
     flight = InFlight()
     records: list[StepRecord] = []
     actor.engine.pause()
@@ -240,7 +246,7 @@ def train(
                 stale=got.stale,
                 metrics=metrics,
                 groups=kept,
-                schedule_state=snapshots.state_dict(),
+                schedule_state={**snapshots.state_dict(), "actor": actor.state_dict()},
             )
             records.append(record)
             if on_step is not None:

@@ -64,7 +64,7 @@ from __future__ import annotations
 import statistics
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -257,6 +257,28 @@ class WindowKeeper:
         if engine_step is not None:
             self.opens.append(engine_step)
 
+    def state(self, engine_step: int | None) -> dict[str, Any]:
+        """What a checkpoint keeps: the windows' openings and the closed batches, in
+        decode steps before ``engine_step`` (``ActorHooks.state``), and the quota."""
+        now = engine_step or 0
+        quota = self.quota
+        return {
+            "opens": [o - now for o in self.opens],
+            "closes": [[step - now, collect] for step, collect in self.closes],
+            "quota": None
+            if quota is None
+            else [quota.window, quota.admitted, quota.untrainable, quota.closed],
+        }
+
+    def load_state(self, state: dict[str, Any], engine_step: int | None) -> None:
+        """``state``'s result, counted from a resumed run's engine step ``engine_step``."""
+        now = engine_step or 0
+        self.opens = [o + now for o in state["opens"]]
+        self.closes = [(step + now, collect) for step, collect in state["closes"]]
+        if self.quota is not None and state["quota"] is not None:
+            q = self.quota
+            q.window, q.admitted, q.untrainable, q.closed = state["quota"]
+
     def on_batch_closed(self, engine_step: int | None) -> None:
         """The learner closed the batch of the current window: the quota closes and the
         collect phase is recorded."""
@@ -309,6 +331,8 @@ def window_hooks(params: DiscardEarlyShortParams, facts: RunFacts) -> ActorHooks
         on_group_done=keeper.on_group_done,
         on_update=keeper.on_update,
         on_batch_closed=keeper.on_batch_closed,
+        state=keeper.state,
+        load_state=keeper.load_state,
     )
 
 
