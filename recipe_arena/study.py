@@ -515,5 +515,15 @@ def run_study(items: list[str]) -> int:
     if "check" in opts:
         keys = sorted({k for runs in links.values() for k in runs.values()})
         differ = check_reproduction(root / "runs", Path(opts["check"]) / "runs", keys)
+        if differ:
+            say(
+                "check: bitwise equality needs the same torch and MKL builds, the study's "
+                "threads and "
+                + (
+                    f"a processor with {spec.isa} (the study caps its kernels there)"
+                    if spec.isa
+                    else "the same vector instructions (the study sets no isa: cap)"
+                )
+            )
         return 1 if differ else 0
     return 0
