@@ -220,6 +220,28 @@ def test_same_seed_same_run_under_load(init_ckpt: Path, rows: list[PromptRow]) -
     assert any(r.metrics["loss/grad_norm"] > 0 for r in first)  # the weights did move
 
 
+def _stop_and_resume(
+    init_ckpt: Path, rows: list[PromptRow], tmp: Path, stop: int, steps: int, **kw: Any
+) -> tuple[list[StepRecord], list[StepRecord], list[StepRecord]]:
+    """A run of ``steps`` steps; one stopped after ``stop`` and checkpointed as
+    ``stages.rlvr`` does (model, learner, prompt source, the record's
+    ``schedule_state``); that one resumed to ``steps``. Returns the three runs' records,
+    having checked that the whole and the resumed runs end with the same weights."""
+    whole, learner_w, _ = _run(init_ckpt, rows, steps=steps, **kw)
+    part, learner_p, source_p = _run(init_ckpt, rows, steps=stop, **kw)
+    _, tok = load_checkpoint(init_ckpt)
+    saved = save_checkpoint(learner_p.model, tok, tmp / f"step_{stop}")
+    resume = {
+        "learner": learner_p.state_dict(),
+        "source": source_p.state_dict(),
+        "schedule": part[-1].schedule_state,
+    }
+    rest, learner_r, _ = _run(saved, rows, steps=steps, resume=resume, **kw)
+    a, b = learner_w.model.state_dict(), learner_r.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    return whole, part, rest
+
+
 def test_resumed_run_continues_the_uninterrupted_one(
     init_ckpt: Path, rows: list[PromptRow], tmp_path: Path
 ) -> None:
@@ -228,23 +250,12 @@ def test_resumed_run_continues_the_uninterrupted_one(
     stopped after step 2 and resumed from what ``stages.rlvr`` checkpoints (model,
     learner, prompt source, the record's ``schedule_state``) logs steps 3 and 4 exactly as
     the run that never stopped, and ends with the same weights."""
-    whole, learner_w, _ = _run(init_ckpt, rows, steps=4, lag=2, update_at=3)
-    part, learner_p, source_p = _run(init_ckpt, rows, steps=2, lag=2, update_at=3)
-    _, tok = load_checkpoint(init_ckpt)
-    saved = save_checkpoint(learner_p.model, tok, tmp_path / "step_2")
-    resume = {
-        "learner": learner_p.state_dict(),
-        "source": source_p.state_dict(),
-        "schedule": part[-1].schedule_state,
-    }
-    assert sorted(resume["schedule"]["weights"]) == [0, 1, 2]  # versions 0..V held
-    rest, learner_r, _ = _run(saved, rows, steps=4, lag=2, update_at=3, resume=resume)
+    whole, part, rest = _stop_and_resume(init_ckpt, rows, tmp_path, 2, 4, lag=2, update_at=3)
+    assert sorted(part[-1].schedule_state["weights"]) == [0, 1, 2]  # versions 0..V held
     assert [r.step for r in rest] == [3, 4]
     assert [_without_wall_time(r.metrics) for r in rest] == [
         _without_wall_time(r.metrics) for r in whole[2:]
     ]
-    a, b = learner_w.model.state_dict(), learner_r.model.state_dict()
-    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_a_resumed_run_discards_early_short_samples_as_the_uninterrupted_one(
@@ -263,24 +274,14 @@ def test_a_resumed_run_discards_early_short_samples_as_the_uninterrupted_one(
     settings = dataclasses.replace(
         ACTOR, length_control=DiscardEarlyShortParams(full_length=full), max_staleness=1
     )
-    kw: dict[str, Any] = {"lag": 1, "update_at": None, "actor_settings": settings}
-    whole, learner_w, _ = _run(init_ckpt, rows, steps=6, **kw)
-    part, learner_p, source_p = _run(init_ckpt, rows, steps=3, **kw)
-    _, tok = load_checkpoint(init_ckpt)
-    saved = save_checkpoint(learner_p.model, tok, tmp_path / "step_3")
-    resume = {
-        "learner": learner_p.state_dict(),
-        "source": source_p.state_dict(),
-        "schedule": part[-1].schedule_state,
-    }
-    rest, learner_r, _ = _run(saved, rows, steps=6, resume=resume, **kw)
+    whole, _, rest = _stop_and_resume(
+        init_ckpt, rows, tmp_path, 3, 6, lag=1, update_at=None, actor_settings=settings
+    )
     later = [_without_wall_time(r.metrics) for r in whole[3:]]
     assert [_without_wall_time(r.metrics) for r in rest] == later
     # the rule was at work after the resume: it judged groups, and dropped some
     assert sum(m.get("length/discarded_groups", 0.0) for m in later) > 0
     assert all(m["length/horizon_steps"] > 0 for m in later)  # windows of some width
-    a, b = learner_w.model.state_dict(), learner_r.model.state_dict()
-    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_config_rejects_a_lag_beyond_max_staleness() -> None:
