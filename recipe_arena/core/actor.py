@@ -122,24 +122,14 @@ class Actor:
             "hooks": None if keep is None else keep(self._engine_step()),
         }
 
-    def load_state_dict(
-        self, state: Mapping[str, Any], start: int, start_weights: Mapping[str, torch.Tensor]
-    ) -> None:
-        """Continue from ``state_dict``'s result, before the first batch of a resumed run,
-        which samples with version ``start`` (weights ``start_weights``): the hooks'
-        state is restored; the engine, built with the checkpoint's weights, gets
-        ``start``'s without telling the hooks where the actor already held ``start``
-        (the run that did not stop swaps nothing there, and its hooks heard of that
-        update before the checkpoint); elsewhere the actor takes the version it held,
-        so the first batch swaps to ``start`` and the hooks hear of it, as they did."""
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from ``state_dict``'s result in a resumed run: the hooks' state, and
+        the version the actor held (``core.lockstep.train`` then loads the weights the
+        first batch samples with where the actor already held them)."""
         restore = self.hooks.load_state
         if restore is not None and state.get("hooks") is not None:
             restore(state["hooks"], self._engine_step())
-        held = int(state["version"])
-        if held == start:
-            self.update_weights(start_weights, start, notify=False)
-        else:
-            self.version = held
+        self.version = int(state["version"])
 
     def batch_closed(self, version: int) -> None:
         """The learner, holding ``version``, has closed its batch: a group of that version

@@ -207,9 +207,13 @@ def train(
     snapshots.add(learner.version, learner.weights())
     if state is not None:  # resumed: the actor continues as it was at the checkpoint
         start = plan.start_version(learner.version)
-        if "actor" in state:
-            actor.load_state_dict(state["actor"], start, snapshots[start])
-        else:  # a checkpoint that kept no actor state: its hooks start afresh
+        held = state.get("actor")  # None in a checkpoint made before it was kept
+        if held is not None:
+            actor.load_state_dict(held)
+        # where the uninterrupted actor already held the first batch's version, its hooks
+        # heard of that update before the checkpoint: load the weights without telling
+        # them (elsewhere the first batch swaps them in, and the hooks hear of it again)
+        if held is None or actor.version == start:
             actor.update_weights(snapshots[start], start, notify=False)
     flight = InFlight()
     records: list[StepRecord] = []
