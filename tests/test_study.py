@@ -251,6 +251,31 @@ def test_table_9_2_study_file_is_valid() -> None:
     assert {f.row for f in spec.findings} <= set(rows)
 
 
+def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
+    """studies/table_9_2_96.yaml is Table 9.2 with the default regime run to its plateau:
+    the same seeds, threads, kernels, common settings, stressed regime, findings and
+    contrasts, every row the same but the pipeline row's steps, and the default regime
+    at 96 RL steps. A row or finding added to one file and not the other, or a setting
+    that drifts, would make its report answer another question than the one its header
+    states; the pilot's runs would then also stop being this study's (their keys follow
+    the settings)."""
+    base = load_spec(STUDIES / "table_9_2.yaml")
+    long = load_spec(STUDIES / "table_9_2_96.yaml")
+    same = ("seeds", "threads", "isa", "common", "findings", "contrasts")
+    assert all(getattr(long, k) == getattr(base, k) for k in same)
+    assert long.regimes == {**base.regimes, "default": ["rl.steps=96"]}
+    assert base.regimes["default"] == []
+    b_rows = {r.name: r for r in base.rows}
+    l_rows = {r.name: r for r in long.rows}
+    assert list(l_rows) == list(b_rows)
+    differ = [n for n in b_rows if l_rows[n] != b_rows[n]]
+    assert differ == ["pipeline"]
+    pipe = l_rows["pipeline"].arms
+    assert isinstance(pipe, dict) and list(pipe) == list(b_rows["pipeline"].arms)
+    assert pipe["specialists_mopd"][-2:] == ["specialists.steps=32", "distill.steps=44"]
+    assert pipe["rl_opd"][-2:] == ["rl.steps=72", "distill.steps=31"]
+
+
 @pytest.mark.slow
 def test_table_9_2_every_run_composes(tmp_path: Path) -> None:
     """Every run of every row composes into a valid configuration, and arms of one row
