@@ -40,9 +40,10 @@ from recipe_arena.eval.study_tables import MAX_SEEDS, TARGET_MDE, seeds_for
 
 def at_step(arm: ArmData, base: ArmData, step: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(arm_SQ, base_SQ) of the final policy's evaluation at ``step``, paired as the
-    study pairs them; None when a run lacks that step."""
+    study pairs them; None when a run lacks that step, or when the final policy's stage
+    is not the same in every run (MOPD's step 30 is not mixed RL's)."""
     a, b = paired_runs(arm, base)
-    if len(a) < 2:
+    if len(a) < 2 or len({r.curve_stage for r in (*a, *b)}) != 1:
         return None
     rows = []
     for runs in (a, b):
