@@ -8,7 +8,7 @@ the paired difference on held-out math at that step (``eval.stats.paired_test`` 
 the per-question scores, questions clustered by source), its 95% interval, its minimum
 detectable effect (80% power, 5% level), the seed-to-seed standard deviation of the
 difference, and the seeds a design at that noise would need for an MDE of 0.05
-(``study_tables.seeds_for``). With a constant learning rate and the deterministic
+(``study_tables.seeds_needed``). With a constant learning rate and the deterministic
 schedule, a run of 96 steps passes through the same states as the run of 48 steps of
 the same arm and seed, so one long study shows how the MDE falls (or not) as the
 stage runs on towards its plateau.
@@ -29,35 +29,31 @@ import numpy as np
 from recipe_arena.eval import stats
 from recipe_arena.eval.comparison import (
     ArmData,
+    RunData,
     check_questions,
     columns,
     domain_columns,
     load_comparison,
     paired_runs,
 )
-from recipe_arena.eval.study_tables import MAX_SEEDS, TARGET_MDE, seeds_for
+from recipe_arena.eval.study_tables import TARGET_MDE, seeds_needed
 
 
-def at_step(arm: ArmData, base: ArmData, step: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(arm_SQ, base_SQ) of the final policy's evaluation at ``step``, paired as the
-    study pairs them; None when a run lacks that step, or when the final policy's stage
-    is not the same in every run (MOPD's step 30 is not mixed RL's)."""
-    a, b = paired_runs(arm, base)
-    if len(a) < 2 or len({r.curve_stage for r in (*a, *b)}) != 1:
-        return None
-    rows = []
-    for runs in (a, b):
-        by_step = [{e.step: e.scores for e in r.curve} for r in runs]
-        if any(step not in m for m in by_step):
-            return None
-        rows.append(np.array([m[step] for m in by_step], dtype=np.float64))
-    return rows[0], rows[1]
+def curves(runs: list[RunData], steps: list[int]) -> np.ndarray:
+    """The final policy's per-question scores of each run at each of ``steps``:
+    steps x seeds x questions."""
+    by_step = [{e.step: e.scores for e in r.curve} for r in runs]
+    return np.array([[m[t] for m in by_step] for t in steps], dtype=np.float64)
 
 
 def shared_steps(arms: list[ArmData]) -> list[int]:
-    """Evaluation steps of the final policy's stage that every run of every arm has."""
-    sets = [{e.step for e in r.curve} for a in arms for r in a.runs]
-    return sorted(set.intersection(*sets)) if sets else []
+    """Evaluation steps after the start of the final policy's stage that every run of
+    every arm has; none when that stage is not the same in every run (MOPD's step 30 is
+    not mixed RL's, so the pipeline row's arms compare only at their ends)."""
+    runs = [r for a in arms for r in a.runs]
+    if not runs or len({r.curve_stage for r in runs}) != 1:
+        return []
+    return sorted(set.intersection(*({e.step for e in r.curve} for r in runs)) - {0})
 
 
 def settled_from(mde_by_step: dict[int, float], target: float = TARGET_MDE) -> int | None:
@@ -97,32 +93,29 @@ def main() -> None:
         cols = columns(check_questions(ready))
         idx, w, clusters = domain_columns(cols, args.domain)
         steps = shared_steps(ready)
-        shown = [s for s in steps if s > 0 and (s % args.every == 0 or s == steps[-1])]
+        shown = {s for s in steps if s % args.every == 0 or s == steps[-1]}
         name, regime = row.name.rsplit(".", 1)
         for arm in ready[1:]:
+            a_runs, b_runs = paired_runs(arm, ready[0])
+            if len(a_runs) < 2 or not steps:
+                continue
             label = "A/A control" if arm.control else arm.name
+            a_TSQ = curves(a_runs, steps)[:, :, idx]
+            b_TSQ = curves(b_runs, steps)[:, :, idx]
             mdes: dict[int, float] = {}
-            for step in (s for s in steps if s > 0):
-                pair = at_step(arm, ready[0], step)
-                if pair is None:
-                    continue
-                a, b = pair
-                t = stats.paired_test(a[:, idx], b[:, idx], clusters_Q=clusters, weights_Q=w)
+            for step, a, b in zip(steps, a_TSQ, b_TSQ, strict=True):
+                t = stats.paired_test(a, b, clusters_Q=clusters, weights_Q=w)
                 mdes[step] = t.mde
-                if step not in shown:
-                    continue
-                d = stats.paired_differences(a[:, idx], b[:, idx], w, clusters, "mde_by_length")
-                _, _, sa2, sb2, se2 = stats.variance_components(d)
-                need = seeds_for(TARGET_MDE, d.shape[1], sa2, sb2, se2)
-                print(
-                    f"| {name} | {regime} | {label} | {step} | {t.diff.fmt(signed=True)} | "
-                    f"{t.mde:.3f} | {np.sqrt(sa2):.3f} | "
-                    f"{need if need else f'more than {MAX_SEEDS}'} |"
-                )
-            if mdes:
-                last.append(mdes[max(mdes)])
-                last_step = max(last_step, max(mdes))
-                settled.append(settled_from(mdes))
+                if step in shown:
+                    d = stats.paired_differences(a, b, w, clusters, "mde_by_length")
+                    print(
+                        f"| {name} | {regime} | {label} | {step} | "
+                        f"{t.diff.fmt(signed=True)} | {t.mde:.3f} | {t.sd_seed:.3f} | "
+                        f"{seeds_needed(d)} |"
+                    )
+            last.append(mdes[steps[-1]])
+            last_step = max(last_step, steps[-1])
+            settled.append(settled_from(mdes))
     if not last:
         raise SystemExit(f"mde_by_length: no finished comparison under {args.study / 'rows'}")
     when = (

@@ -164,6 +164,15 @@ def seeds_for(target: float, units: int, sa2: float, sb2: float, se2: float) -> 
     return None
 
 
+def seeds_needed(d_SQ: np.ndarray) -> str:
+    """The seeds a design at the noise of the paired differences ``d_SQ`` (seeds x
+    question units) needs for an MDE of ``TARGET_MDE`` (``seeds_for`` at their variance
+    components), as the power tables print it."""
+    _, _, sa2, sb2, se2 = stats.variance_components(d_SQ)
+    need = seeds_for(TARGET_MDE, d_SQ.shape[1], sa2, sb2, se2)
+    return str(need) if need else f"more than {MAX_SEEDS}"
+
+
 def power_section(rows: list[RowResult], domain: str = "math") -> list[str]:
     """Per comparison on ``domain``: its MDE at the seeds it has, the seed-to-seed
     standard deviation of its paired difference, and the seeds a design at the same
@@ -180,17 +189,15 @@ def power_section(rows: list[RowResult], domain: str = "math") -> list[str]:
             if len(seeds) < 2:
                 continue
             d = stats.paired_differences(a[:, idx], b[:, idx], w, clusters, "power")
-            _, _, sa2, sb2, se2 = stats.variance_components(d)
             test = next(c.test for c in r.comps if c.arm == arm.name and c.domain == domain)
-            need = seeds_for(TARGET_MDE, d.shape[1], sa2, sb2, se2)
             label = "A/A control" if arm.control else arm.name
             if identical([c for c in r.comps if c.arm == arm.name]):
                 needed = "- (identical scores: no noise to measure)"
             else:
-                needed = str(need) if need else f"more than {MAX_SEEDS}"
+                needed = seeds_needed(d)
             lines.append(
                 f"| {r.title} | {r.regime} | {label} | {len(seeds)} | {test.mde:.3f} | "
-                f"{np.sqrt(sa2):.3f} | {needed} |"
+                f"{test.sd_seed:.3f} | {needed} |"
             )
     if not lines:
         return []
