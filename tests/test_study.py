@@ -276,6 +276,21 @@ def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
     assert pipe["rl_opd"][-2:] == ["rl.steps=72", "distill.steps=31"]
 
 
+def test_the_eval_cadence_study_varies_the_cadence_alone(tmp_path: Path) -> None:
+    """studies/eval_cadence.yaml asks whether evaluating every 12 steps instead of 6
+    changes training (docs/results.md cites its answer when it says a 96-step study
+    evaluated every 12 would report the same final scores). Its two runs must then
+    differ in rl.eval_every and nothing else, and be two runs, not one shared: were
+    the cadence left out of the run key, both arms would link to one run and the
+    comparison would be of a run with itself."""
+    spec = load_spec(STUDIES / "eval_cadence.yaml")
+    jobs, links = prepare(spec, tmp_path, rows=None)
+    assert len(jobs) == 2
+    a, b = ({x for x in j.args if not x.startswith("name=")} for j in jobs)
+    assert sorted(a ^ b) == ["rl.eval_every=12", "rl.eval_every=6"]
+    assert sorted(next(iter(links.values()))) == ["every_12-s0", "every_6-s0"]
+
+
 @pytest.mark.slow
 def test_table_9_2_every_run_composes(tmp_path: Path) -> None:
     """Every run of every row composes into a valid configuration, and arms of one row
