@@ -1,0 +1,92 @@
+"""The committed study files and their exports: each file declares what its header says
+(rows, seeds, the settings it shares with the study it varies), and each export under
+docs/studies holds every run its report reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recipe_arena.study import load_spec, prepare
+
+STUDIES = Path(__file__).resolve().parent.parent / "studies"
+
+
+def test_table_9_2_study_file_is_valid() -> None:
+    """The committed study declares its rows with OLMo 3's choice first, at least 4
+    seeds, an A/A control on the stale-data row, and findings that name real arms."""
+    spec = load_spec(STUDIES / "table_9_2.yaml")
+    rows = {r.name: r for r in spec.rows}
+    assert len(spec.seeds) >= 4
+    assert rows["stale_data"].arms[0] == "tis" and rows["stale_data"].aa
+    assert rows["stale_data"].regimes == ["default", "stressed"]
+    assert {f.row for f in spec.findings} <= set(rows)
+
+
+def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
+    """studies/table_9_2_96.yaml is Table 9.2 with the default regime run to its plateau:
+    the same seeds, threads, kernels, common settings, stressed regime, findings and
+    contrasts, every row the same but the pipeline row's steps, and the default regime
+    at 96 RL steps. A row or finding added to one file and not the other, or a setting
+    that drifts, would make its report answer another question than the one its header
+    states; the pilot's runs would then also stop being this study's (their keys follow
+    the settings)."""
+    base = load_spec(STUDIES / "table_9_2.yaml")
+    long = load_spec(STUDIES / "table_9_2_96.yaml")
+    same = ("seeds", "threads", "isa", "common", "findings", "contrasts")
+    assert all(getattr(long, k) == getattr(base, k) for k in same)
+    assert long.regimes == {**base.regimes, "default": ["rl.steps=96"]}
+    assert base.regimes["default"] == []
+    b_rows = {r.name: r for r in base.rows}
+    l_rows = {r.name: r for r in long.rows}
+    assert list(l_rows) == list(b_rows)
+    differ = [n for n in b_rows if l_rows[n] != b_rows[n]]
+    assert differ == ["pipeline"]
+    pipe = l_rows["pipeline"].arms
+    assert isinstance(pipe, dict) and list(pipe) == list(b_rows["pipeline"].arms)
+    assert pipe["specialists_mopd"][-2:] == ["specialists.steps=32", "distill.steps=44"]
+    assert pipe["rl_opd"][-2:] == ["rl.steps=72", "distill.steps=31"]
+
+
+def test_the_eval_cadence_study_varies_the_cadence_alone(tmp_path: Path) -> None:
+    """studies/eval_cadence.yaml asks whether evaluating every 12 steps instead of 6
+    changes training (docs/results.md cites its answer when it says a 96-step study
+    evaluated every 12 would report the same final scores). Its two runs must then
+    differ in rl.eval_every and nothing else, and be two runs, not one shared: were
+    the cadence left out of the run key, both arms would link to one run and the
+    comparison would be of a run with itself."""
+    spec = load_spec(STUDIES / "eval_cadence.yaml")
+    jobs, links = prepare(spec, tmp_path, rows=None)
+    assert len(jobs) == 2
+    a, b = ({x for x in j.args if not x.startswith("name=")} for j in jobs)
+    assert sorted(a ^ b) == ["rl.eval_every=12", "rl.eval_every=6"]
+    assert sorted(next(iter(links.values()))) == ["every_12-s0", "every_6-s0"]
+
+
+@pytest.mark.slow
+def test_table_9_2_every_run_composes(tmp_path: Path) -> None:
+    """Every run of every row composes into a valid configuration, and arms of one row
+    are paired (same world, evaluation and budget); no run is made."""
+    spec = load_spec(STUDIES / "table_9_2.yaml")
+    jobs, links = prepare(spec, tmp_path, rows=None)
+    per_row = sum(len(v) for v in links.values())
+    assert len(jobs) < per_row  # shared baselines are made once
+
+
+def test_committed_study_exports_hold_every_run_their_rows_read() -> None:
+    """``recipe-arena report docs/studies/<name>`` re-renders from the repository alone:
+    every run a row links to is in the export, with its per-question scores and
+    metrics. An ignore rule that caught the exports' ``runs/`` folders left a clone with
+    the reports and none of the runs they read, and this test red."""
+    exports = sorted(p.parent for p in (STUDIES.parent / "docs" / "studies").glob("*/study.json"))
+    assert exports
+    for root in exports:
+        links = sorted((root / "rows").glob("*/runs/*"))
+        assert links, root
+        for link in links:
+            run = link.resolve()
+            assert run.parent == (root / "runs").resolve(), link
+            assert (run / "eval_scores.jsonl.gz").is_file() and (
+                run / "metrics.jsonl.gz"
+            ).is_file(), link
