@@ -25,19 +25,23 @@ def test_table_9_2_study_file_is_valid() -> None:
 
 
 def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
-    """studies/table_9_2_96.yaml is Table 9.2 with the default regime run to its plateau:
-    the same seeds, threads, kernels, common settings, stressed regime, findings and
-    contrasts, every row the same but the pipeline row's steps, and the default regime
-    at 96 RL steps. A row or finding added to one file and not the other, or a setting
-    that drifts, would make its report answer another question than the one its header
-    states; the pilot's runs would then also stop being this study's (their keys follow
-    the settings)."""
+    """studies/table_9_2_96.yaml is Table 9.2 with the default regime run to its plateau
+    and evaluated every 12 steps: the same seeds, threads, kernels, findings and
+    contrasts, every row the same but the pipeline row's steps; the common settings
+    those of table_9_2.yaml less its evaluation cadence, which each regime sets: 12 in
+    the default regime at 96 RL steps, 6 in the stressed regime as before. A row or
+    finding added to one file and not the other, or a setting that drifts, would make
+    its report answer another question than the one its header states."""
     base = load_spec(STUDIES / "table_9_2.yaml")
     long = load_spec(STUDIES / "table_9_2_96.yaml")
-    same = ("seeds", "threads", "isa", "common", "findings", "contrasts")
+    same = ("seeds", "threads", "isa", "findings", "contrasts")
     assert all(getattr(long, k) == getattr(base, k) for k in same)
-    assert long.regimes == {**base.regimes, "default": ["rl.steps=96"]}
+    assert base.common == [*long.common[:1], "rl.eval_every=6", *long.common[1:]]
     assert base.regimes["default"] == []
+    assert long.regimes == {
+        "default": ["rl.steps=96", "rl.eval_every=12"],
+        "stressed": [*base.regimes["stressed"], "rl.eval_every=6"],
+    }
     b_rows = {r.name: r for r in base.rows}
     l_rows = {r.name: r for r in long.rows}
     assert list(l_rows) == list(b_rows)
@@ -47,6 +51,28 @@ def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
     assert isinstance(pipe, dict) and list(pipe) == list(b_rows["pipeline"].arms)
     assert pipe["specialists_mopd"][-2:] == ["specialists.steps=32", "distill.steps=44"]
     assert pipe["rl_opd"][-2:] == ["rl.steps=72", "distill.steps=31"]
+
+
+def test_the_96_step_study_shares_the_stressed_runs_of_table_9_2(tmp_path: Path) -> None:
+    """Moving the evaluation cadence from the common settings into the regimes must leave
+    the stressed regime's runs those of table_9_2.yaml (same keys: the study makes them
+    once for both, and its report reads the runs the 48-step study's does), while every
+    default-regime run is new (96 steps, evaluated every 12: another run than either
+    study's at 48 steps or the plateau pilot's every 6)."""
+    base = load_spec(STUDIES / "table_9_2.yaml")
+    long = load_spec(STUDIES / "table_9_2_96.yaml")
+    pilot = load_spec(STUDIES / "table_9_2_plateau.yaml")
+    _, b = prepare(base, tmp_path / "b", rows=["stale_data"])
+    _, l_ = prepare(long, tmp_path / "l", rows=["stale_data"])
+    _, p = prepare(pilot, tmp_path / "p", rows=None)
+    stressed = [d for d in b if "stressed" in d]
+    default = [d for d in b if "stressed" not in d]
+    assert len(stressed) == len(default) == 1
+    assert l_[stressed[0]] == b[stressed[0]] and len(b[stressed[0]]) == 24
+    new = set(l_[default[0]].values())
+    assert len(new) == 24
+    assert not new & set(b[default[0]].values())
+    assert not new & {k for links in p.values() for k in links.values()}
 
 
 def test_the_eval_cadence_study_varies_the_cadence_alone(tmp_path: Path) -> None:
