@@ -1,7 +1,8 @@
 """Does the held-out evaluation's cadence change training? Pair the runs of two studies
 whose settings differ in ``rl.eval_every`` alone, and compare what both recorded.
 
-A run's settings are its config.yaml less its ``name``, ``out_dir`` and
+A run's settings are its config.yaml less its ``name``, ``out_dir``, ``resume`` (how
+the process was started: a resumed run trains as an uninterrupted one) and
 ``rl.eval_every``; two runs with equal settings (the same arm, regime and seed) form a
 pair. For each pair, every evaluation both made (the same stage and step) must have
 the same questions and per-question scores (``eval.scores``), and every metric both
@@ -56,11 +57,12 @@ class PairResult:
 
 
 def settings(run: Path) -> str:
-    """The run's settings without its name, folder and evaluation cadence, as canonical
+    """The run's settings without its name, folder, resume flag and evaluation cadence, as canonical
     JSON (two runs that differ in ``rl.eval_every`` alone have the same)."""
     cfg: dict[str, Any] = yaml.safe_load((run / "config.yaml").read_text())
     cfg.pop("name", None)
     cfg.pop("out_dir", None)
+    cfg.pop("resume", None)
     cfg.get("rl", {}).pop("eval_every", None)
     return json.dumps(cfg, sort_keys=True)
 
