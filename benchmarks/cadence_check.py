@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from recipe_arena.comparison_plan import run_finished
 from recipe_arena.eval.scores import read_eval_scores
 from recipe_arena.rundir import read_metrics
 
@@ -65,12 +66,6 @@ def settings(run: Path) -> str:
     cfg.pop("resume", None)
     cfg.get("rl", {}).pop("eval_every", None)
     return json.dumps(cfg, sort_keys=True)
-
-
-def finished(run: Path) -> bool:
-    """Whether the run reached its last stage (``stages.json`` lists ``eval`` as done)."""
-    path = run / "stages.json"
-    return path.exists() and "eval" in json.loads(path.read_text()).get("done", {})
 
 
 def compared_metrics(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
@@ -115,7 +110,7 @@ def check(mine: Path, theirs: Path) -> tuple[list[PairResult], list[str]]:
     results: list[PairResult] = []
     unpaired: list[str] = []
     for run in sorted(p for p in mine.iterdir() if (p / "config.yaml").exists()):
-        if not finished(run) or (theirs / run.name).exists():
+        if not run_finished(run) or (theirs / run.name).exists():
             continue
         found = partners.get(settings(run), [])
         if len(found) != 1:

@@ -49,6 +49,7 @@ def _run(
         "out_dir": str(root),
         "seed": seed,
         "rl": {"steps": 12, "eval_every": every},
+        "pipeline": {"stages": ["rlvr", "eval"]},
     }
     (run / "config.yaml").write_text(yaml.safe_dump(cfg))
     stages = {"rlvr": 10.0 + clock, **({"eval": 0.0} if done else {})}
