@@ -4,6 +4,7 @@ reported from one command.
     recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [regimes=default]
                        [out_dir=DIR]
                        [seeds=4,5,6,7] [export=docs/studies/table_9_2] [check=DIR]
+                       [replicates=DIR]
 
 The file (``studies/<name>.yaml``; ``StudySpec`` below names every key):
 
@@ -57,7 +58,9 @@ study with whatever has finished). ``seeds=`` replaces the file's seeds (the pre
 stays), to check that a verdict holds on other draws; give it its own ``out_dir``.
 ``check=DIR`` compares, once the chosen rows have run, each run's per-question scores
 with the same run in DIR (a committed export): the reproduction check of a published
-study, exit status 1 when any differs.
+study, exit status 1 when any differs. ``replicates=DIR``, with ``seeds=``, compares the
+verdicts instead: every verdict of DIR beyond its MDE against the same comparison here
+(``eval.replication``), exit status 1 when one does not hold.
 
 The study directory ``<out_dir>/<name>/`` holds ``study.json`` (the file as read),
 ``runs/``, ``rows/<row>.<regime>/`` (each a comparison directory with its own report)
@@ -392,16 +395,20 @@ def _link(row_dir: Path, plan: Plan, runs: dict[str, str]) -> None:
         link.symlink_to(target, target_is_directory=True)
 
 
+OPTIONS = ("jobs", "rows", "regimes", "seeds", "out_dir", "export", "check", "replicates")
+"""The keys ``recipe-arena study FILE`` takes after the file."""
+
+
 def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
     if not items or "=" in items[0]:
         raise ConfigError("study needs the study file first: recipe-arena study FILE [key=value]")
     opts: dict[str, str] = {}
     for item in items[1:]:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("jobs", "rows", "regimes", "seeds", "out_dir", "export", "check"):
+        if not sep or key not in OPTIONS:
             raise ConfigError(
                 f"argument {item!r}: allowed: jobs=N, rows=a,b, regimes=a,b, seeds=4,5,6,7, "
-                "out_dir=DIR, export=DIR, check=DIR"
+                "out_dir=DIR, export=DIR, check=DIR, replicates=DIR"
             )
         opts[key] = value
     return Path(items[0]), opts
@@ -512,6 +519,11 @@ def run_study(items: list[str]) -> int:
     if failed:
         say(f"{len(failed)} runs failed: {', '.join(failed)}; rerun the command to retry them")
         return 1
+    code = 0
+    if "replicates" in opts:
+        from recipe_arena.eval.replication import check_replication
+
+        code = 0 if check_replication(Path(opts["replicates"]), root) else 1
     if "check" in opts:
         keys = sorted({k for runs in links.values() for k in runs.values()})
         differ = check_reproduction(root / "runs", Path(opts["check"]) / "runs", keys)
@@ -525,5 +537,5 @@ def run_study(items: list[str]) -> int:
                     else "the same vector instructions (the study sets no isa: cap)"
                 )
             )
-        return 1 if differ else 0
-    return 0
+        return 1 if differ else code
+    return code

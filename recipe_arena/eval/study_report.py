@@ -105,9 +105,9 @@ there is no noise to measure, not because the design is precise. What such an ar
 changes never reached the held-out scores on this world, so it tests nothing there."""
 
 
-def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
+def load_rows(root: Path, render: bool = True) -> tuple[dict, list[RowResult]]:
     """The study file as stored and each of its comparisons (re-rendering each row's
-    own report on the way)."""
+    own report on the way when ``render``; without it nothing is written)."""
     spec = json.loads((root / "study.json").read_text())
     out: list[RowResult] = []
     for row in spec["rows"]:
@@ -119,7 +119,8 @@ def load_rows(root: Path) -> tuple[dict, list[RowResult]]:
             if not (path / "comparison.json").exists():
                 res.note = "not run yet (not among the rows= chosen so far)"
                 continue
-            write_comparison_report([path])
+            if render:
+                write_comparison_report([path])
             _, arms = load_comparison(path)
             ready = [a for a in arms if a.runs]
             res.arms = arms
