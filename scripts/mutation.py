@@ -105,7 +105,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_distill_advantage.py",
     ],
     "recipe_arena/core/sampling.py": ["tests/test_core_sampling.py"],
-    "recipe_arena/eval/stats.py": ["tests/test_stats.py"],
+    "recipe_arena/eval/stats.py": ["tests/test_stats.py", "tests/test_stats_curves.py"],
 }
 """Module -> the tests that cover it (pytest node ids), run for each of its mutants."""
 

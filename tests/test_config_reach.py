@@ -1,16 +1,15 @@
-"""Every setting of the RL side changes what it names.
+"""Every setting of the RL side's strategies and policy loss changes what it names.
 
 For each field of every strategy's parameter model (advantage, staleness, length
-control), of the policy loss and of the RL section, the component the field names is
-run once with the default and once with the field changed, and its output must differ.
-Each table below must list every field of its model, so a field added without a
-consumer fails here. Chat's rubric tournament is checked to reach the groups RL and the
-prompt filter score.
+control) and of the policy loss, the component the field names is run once with the
+default and once with the field changed, and its output must differ. Each table below
+must list every field of its model, so a field added without a consumer fails here. The
+RL section's fields are checked in test_config_reach_rl.py, the rewards section's (chat's
+rubric tournament, label flip) in test_config_reach_rewards.py.
 """
 
 from __future__ import annotations
 
-import math
 import typing
 from collections.abc import Callable
 from functools import partial
@@ -20,31 +19,17 @@ import pytest
 import torch
 from pydantic import BaseModel
 
-from recipe_arena import wiring
 from recipe_arena.advantages import (
     ADVANTAGES,
     AdvantageInput,
-    CenteredParams,
     compute_advantages,
 )
-from recipe_arena.config import (
-    EngineConfig,
-    LabelFlipConfig,
-    RewardsConfig,
-    RLConfig,
-    RunConfig,
-)
 from recipe_arena.core.hooks import RunFacts
-from recipe_arena.core.loop import InFlight, LoopSettings, top_up_prompts
-from recipe_arena.core.types import LearnerBatch
-from recipe_arena.data.micro import generate_split
 from recipe_arena.length_control import (
     LENGTH_CONTROL,
-    TokenBudgetParams,
     apply_length_control,
 )
 from recipe_arena.length_control.discard_early_short import WindowedInput
-from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.policy_loss import (
     POLICY_LOSS,
     LossConfig,
@@ -52,14 +37,11 @@ from recipe_arena.policy_loss import (
     PolicyLossInput,
     apply_policy_loss,
 )
-from recipe_arena.stages import rlvr
 from recipe_arena.staleness import (
     STALENESS,
-    SharedQuantParams,
     StalenessInput,
     apply_staleness,
 )
-from recipe_arena.wiring import LearnerSettings, advantage_hook, make_learner
 
 policy_loss = partial(apply_policy_loss, OlmoParams())
 """The default policy loss (OlmoRL's), as the learner applies it."""
@@ -264,273 +246,3 @@ def test_every_loss_field_changes_the_loss() -> None:
 
     for field, value in LOSS_CHANGES.items():
         assert not _same(view(LossConfig()), view(LossConfig(**{field: value}))), field
-
-
-# ----------------------------------------------------------------------------- RL section
-def _tiny_learner_view(rl: RLConfig, version: int = 3) -> Any:
-    """Two train steps of a tiny model on a fixed two-row batch: metrics and weights."""
-    model, _ = build_micro(
-        TinyModelSpec(hidden_size=16, num_layers=1, num_heads=1, intermediate_size=32), seed=0
-    )
-    batch = LearnerBatch(
-        tokens_BL=torch.tensor([[8, 9, 10, 11, 12, 13], [8, 9, 14, 15, 0, 0]]),
-        mask_BL=torch.tensor([[0.0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 0, 0]]),
-        advantages_BL=torch.tensor([[0.0, 0, 2, 2, 2, 2], [0, 0, -2, -2, 0, 0]]),
-        behavior_logprobs_BL=torch.full((2, 6), -4.0),
-        versions_BL=torch.full((2, 6), version),
-        attention_BL=torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]),
-    )
-    learner = make_learner(model, LearnerSettings(rl=rl, loss=LossConfig(normalisation="constant")))
-    learner.version = version
-    metrics = [learner.train_step(batch) for _ in range(2)]
-    keep = ("loss/lr", "loss/ratio_mean", "loss/total", "throughput/microbatches")
-    return [{k: m[k] for k in keep} for m in metrics], [p.detach() for p in model.parameters()]
-
-
-def _loop_view(rl: RLConfig) -> Any:
-    """The batch rules the loop applies and the prompts it keeps in flight."""
-    from recipe_arena.core.channels import LocalChannel
-    from recipe_arena.core.prompts import PromptSource
-
-    s = LoopSettings(rl=rl, advantages=advantage_hook(CenteredParams()), seed=0, pad_id=0)
-    f = s.batch_filler()
-
-    class Prompts:  # top_up_prompts only writes to a backend's prompt channel
-        prompts = LocalChannel()
-
-    rows = generate_split("math", "train", 5, seed=0)
-    top_up_prompts(Prompts(), PromptSource(rows, {"math": 1.0}, 0), InFlight(), s)  # type: ignore[arg-type]
-    queued = Prompts.prompts.qsize()
-    return (
-        f.n_prompts,
-        f.max_staleness,
-        f.zero_gradient_filter,
-        f.active_sampling,
-        f.max_draws,
-        queued,
-    )
-
-
-def _actor_view(rl: RLConfig) -> Any:
-    return wiring.actor_settings(RunConfig(rl=rl))
-
-
-def _source_view(rl: RLConfig) -> Any:
-    rows = [r for d in ("math", "ifeval") for r in generate_split(d, "train", 5, seed=0)]
-    source = rlvr.prompt_source(RunConfig(rl=rl), rows)
-    return [source.next().id for _ in range(12)]
-
-
-def _plan_view(rl: RLConfig) -> Any:
-    """The deterministic schedule's versions: each batch's start and in-flight switch."""
-    from recipe_arena.core.lockstep import VersionPlan
-
-    plan = VersionPlan.of(rl)
-    return [(plan.start_version(v), plan.switch_version(v)) for v in range(6)]
-
-
-# field -> (the component's view, a context the field matters in, the changed value)
-RL_CHANGES: dict[str, tuple[Callable[[RLConfig], Any], dict[str, Any], Any]] = {
-    "steps": (_tiny_learner_view, {"lr_schedule": "cosine"}, 5),
-    "prompts_per_step": (_loop_view, {}, 3),
-    "group_size": (_actor_view, {}, 4),
-    "temperature": (_tiny_learner_view, {}, 0.7),
-    "max_new_tokens": (_tiny_learner_view, {}, 8),
-    "lr": (_tiny_learner_view, {}, 1e-3),
-    "warmup_steps": (_tiny_learner_view, {}, 10),
-    "lr_schedule": (_tiny_learner_view, {"steps": 4}, "cosine"),
-    "max_staleness": (_loop_view, {}, 0),
-    "pipeline_depth": (_loop_view, {}, 1),
-    "zero_gradient_filter": (_loop_view, {}, False),
-    "active_sampling": (_loop_view, {}, False),
-    "max_resample_factor": (_loop_view, {}, 2),
-    "domain_weights": (_source_view, {}, {"math": 0.5, "code": 0.0, "ifeval": 0.5, "chat": 0.0}),
-    "epochs": (_tiny_learner_view, {}, 2),
-    "microbatch_tokens": (_tiny_learner_view, {}, 6),
-    "grad_clip": (_tiny_learner_view, {}, 1e-3),
-    "adam_betas": (_tiny_learner_view, {}, (0.5, 0.9)),
-    "weight_decay": (_tiny_learner_view, {"lr": 0.5}, 0.5),
-    "lr_floor": (_tiny_learner_view, {"lr_schedule": "cosine", "steps": 4}, 0.5),
-    "lag": (_plan_view, {"schedule": "deterministic", "max_staleness": 4}, 3),
-    "update_at_decode_step": (_plan_view, {"schedule": "deterministic"}, 2),
-    "fp16": (_tiny_learner_view, {}, True),
-    "lm_head_fp32": (_tiny_learner_view, {"fp16": True}, True),
-}
-RL_READ_BY_THE_STAGE = {"num_actors", "checkpoint_every", "eval_every", "schedule"}
-"""Read by ``run_rlvr`` itself (actors started, checkpoint and evaluation cadence, which
-loop runs): the recipe smoke test checks the cadence (evaluations and checkpoints at its
-steps), tests/test_core_lockstep.py the deterministic schedule through the CLI."""
-
-
-RL_DEVICE_FIELDS = {"device": "cuda:1", "bf16": True}
-"""Where and in which precision the learner runs, resolved by ``learner_settings``
-(device None follows the run's device, bf16 None is on for CUDA only)."""
-
-
-def test_every_rl_field_is_listed() -> None:
-    listed = set(RL_CHANGES) | RL_READ_BY_THE_STAGE | set(RL_DEVICE_FIELDS)
-    assert listed == set(RLConfig.model_fields)
-
-
-@pytest.mark.parametrize("field", sorted(RL_DEVICE_FIELDS))
-def test_rl_device_fields_reach_the_learner_settings(field: str) -> None:
-    """rl.device and rl.bf16 land in the learner's settings; unset, the learner is on
-    the CPU in float32 (bf16 off), and rl.device=cuda:1 alone turns bf16 on."""
-    from recipe_arena.config import RunConfig
-    from recipe_arena.wiring import learner_settings
-
-    base = learner_settings(RunConfig())
-    assert (base.device, base.bf16) == ("cpu", False)
-    changed = learner_settings(RunConfig(rl={field: RL_DEVICE_FIELDS[field]}))
-    assert getattr(changed, field) == RL_DEVICE_FIELDS[field]
-    if field == "device":
-        assert changed.bf16 is True
-
-
-@pytest.mark.parametrize("field", sorted(RL_CHANGES))
-def test_rl_field_reaches_its_component(field: str) -> None:
-    view, context, value = RL_CHANGES[field]
-    base = RLConfig(**context)
-    changed = RLConfig(**{**context, field: value})
-    assert not _same(view(base), view(changed)), f"rl.{field} changed nothing"
-
-
-def test_the_actors_window_quota_follows_the_batch() -> None:
-    """At max_staleness 0 each actor keeps a quota of ceil(N / actors) groups per
-    window (N = 5 over 2 actors: 3) and counts groups as the learner does: a group with
-    equal rewards is replaced only under both the zero-gradient filter and active
-    sampling; at max_staleness 1 it keeps none."""
-    k0 = _actor_view(RLConfig(max_staleness=0, prompts_per_step=5, num_actors=2))
-    assert k0.window_quota == 3 and k0.refill_equal_rewards is True
-    for off in ({"zero_gradient_filter": False}, {"active_sampling": False}):
-        assert _actor_view(RLConfig(max_staleness=0, **off)).refill_equal_rewards is False
-    assert _actor_view(RLConfig(max_staleness=1)).window_quota is None
-
-
-def test_the_rl_stage_passes_strategies_and_sections_through_whole() -> None:
-    """The stage hands the configured objects themselves to the loop, the learner and the
-    actors: no mapper picks fields out of them."""
-    cfg = RunConfig(
-        staleness=SharedQuantParams(), length_control=TokenBudgetParams(), engine=EngineConfig()
-    )
-    loop, learner = wiring.loop_settings(cfg, 0), wiring.learner_settings(cfg)
-    spec = wiring.actor_spec(cfg, __import__("pathlib").Path("/x"), 0)
-    assert loop.rl is cfg.rl and loop.advantages.args[-1] is cfg.advantage  # type: ignore[attr-defined]
-    assert loop.seed == cfg.seed
-    assert learner.rl is cfg.rl and learner.loss is cfg.loss and learner.staleness is cfg.staleness
-    assert learner.policy_loss is cfg.policy_loss
-    assert spec.engine_cfg is cfg.engine and spec.rewards_cfg is cfg.rewards
-    assert spec.settings.length_control is cfg.length_control
-    assert spec.settings.staleness is cfg.staleness
-    assert not math.isnan(spec.settings.temperature)
-
-
-# ----------------------------------------------------------------------------- chat judge
-@pytest.fixture(scope="module")
-def tournament_scorer() -> Any:
-    from recipe_arena.engines import build_engine
-    from recipe_arena.rewards import build_scorer
-    from recipe_arena.rewards.judge import EngineGenerator, Judge
-
-    model, tok = build_micro(TinyModelSpec(max_position_embeddings=1024), seed=0)
-    gen = EngineGenerator(build_engine("hf", model, tok), tok, max_new_tokens=4)
-    cfg = RewardsConfig(chat="rubric_tournament", workers=1)
-    with build_scorer(cfg, judge=Judge(gen)) as scorer:
-        yield scorer
-    gen.close()
-
-
-def test_rubric_tournament_scores_the_rl_actors_groups(tournament_scorer: Any) -> None:
-    """An RL actor's chat group of G = 3 is judged as a tournament: all pairs in both
-    orders, 3 x 2 = 6 games (the plain judge would play none)."""
-    from recipe_arena.core.actor import ActorTask
-    from recipe_arena.wiring import ActorSettings, make_actor
-
-    model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
-    row = generate_split("chat", "train", 1, seed=0)[0]
-    before = tournament_scorer.counts["chat/tournament_games"]
-    actor = make_actor(
-        0,
-        model,
-        tok,
-        "torch",
-        EngineConfig(max_batch_size=4),
-        tournament_scorer.cfg,
-        ActorSettings(group_size=3, temperature=1.0, max_new_tokens=6),
-        scorer=tournament_scorer,
-    )
-    try:
-        actor.rollouts([ActorTask(row, seed=1, tag="t")])
-    finally:
-        actor.engine.close()
-    assert tournament_scorer.counts["chat/tournament_games"] - before == 6
-
-
-def test_rubric_tournament_scores_the_prompt_filters_groups(tournament_scorer: Any) -> None:
-    """The prompt filter's k = 2 rollouts of each of 2 chat prompts are judged as two
-    tournaments of 2 x 1 = 2 games each, 4 in all; the math prompt beside them goes to
-    its verifier."""
-    from recipe_arena.engines import build_engine
-    from recipe_arena.stages.prompt_filter import _pass_rates
-
-    model, tok = build_micro(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=1), seed=0)
-    rows = generate_split("chat", "train", 2, seed=0) + generate_split("math", "train", 1, seed=0)
-    cfg = RunConfig.model_validate(
-        {
-            "prompt_filter": {"rollouts": 2},
-            "rl": {"max_new_tokens": 6},
-            "rewards": {"chat": "rubric_tournament"},
-        }
-    )
-    engine = build_engine("torch", model, tok, EngineConfig(max_batch_size=8))
-    before = tournament_scorer.counts["chat/tournament_games"]
-    try:
-        rates = _pass_rates(cfg, engine, tok, tournament_scorer, rows, seed=0)
-    finally:
-        engine.close()
-    assert tournament_scorer.counts["chat/tournament_games"] - before == 4
-    assert len(rates) == 3 and all(0.0 <= r <= 1.0 for r in rates)
-
-
-# ----------------------------------------------------------------------------- label flip
-def _label_flip_view(flip: LabelFlipConfig) -> Any:
-    """The rewards an RL actor's group-finished hook hands on for a math group of four
-    whose verifier paid [1, 0, 1, 0] (seed 7), with the flips it counted."""
-    from recipe_arena.core.hooks import FinishedGroup
-
-    settings = wiring.actor_settings(RunConfig(rewards=RewardsConfig(label_flip=flip)))
-    hook = wiring.actor_hooks(settings).on_group_finished
-    group = FinishedGroup(
-        row=generate_split("math", "train", 1, seed=0)[0],
-        seed=7,
-        rewards_G=torch.tensor([1.0, 0.0, 1.0, 0.0]),
-        lengths_G=torch.tensor([3, 3, 3, 3]),
-        finish_seconds_G=torch.zeros(4),
-        start_versions_G=torch.zeros(4, dtype=torch.long),
-        end_versions_G=torch.zeros(4, dtype=torch.long),
-        start_steps=(None,) * 4,
-        engine_version=0,
-    )
-    verdict = hook(group) if hook is not None else None
-    return None if verdict is None else (verdict.rewards_G, verdict.metrics)
-
-
-# field -> (a context the field matters in, the changed value)
-LABEL_FLIP_CHANGES: dict[str, tuple[dict[str, Any], Any]] = {
-    "p": ({}, 1.0),
-    "domains": ({"p": 1.0}, ["code"]),
-}
-
-
-def test_every_label_flip_field_is_listed() -> None:
-    assert set(LABEL_FLIP_CHANGES) == set(LabelFlipConfig.model_fields)
-
-
-@pytest.mark.parametrize("field", sorted(LABEL_FLIP_CHANGES))
-def test_label_flip_field_reaches_the_actors_rewards(field: str) -> None:
-    """rewards.label_flip.p 0 -> 1 turns [1, 0, 1, 0] into [0, 1, 0, 1]; at p = 1,
-    domains [code] leaves the math group's [1, 0, 1, 0] as the verifier paid it."""
-    context, value = LABEL_FLIP_CHANGES[field]
-    base = _label_flip_view(LabelFlipConfig(**context))
-    changed = _label_flip_view(LabelFlipConfig(**{**context, field: value}))
-    assert not _same(base, changed), f"rewards.label_flip.{field} changed nothing"
