@@ -194,7 +194,8 @@ def test_table_9_2_noisy_verifier_row_composes(tmp_path: Path) -> None:
     """The study's noisy_verifier row: exact, flip_10 and flip_25 over the study's 4
     seeds compose (paired, no run made) with p = 0, 0.1 and 0.25 on the default domains;
     its exact arm is the run the reward_hack row's exact arm is (shared, made once)."""
-    from recipe_arena.study import load_spec, prepare
+    from recipe_arena.study import prepare
+    from recipe_arena.study_spec import load_spec
 
     spec = load_spec(Path(__file__).resolve().parent.parent / "studies" / "table_9_2.yaml")
     jobs, links = prepare(spec, tmp_path, rows=["noisy_verifier", "reward_hack"])

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from recipe_arena.eval.replication import main, replications
-from recipe_arena.study import STUDY_FILE, StudySpec, row_plan
+from recipe_arena.study import row_plan
+from recipe_arena.study_export import STUDY_FILE
+from recipe_arena.study_spec import StudySpec
 from tests.test_speed import _write_run
 
 SOLVES = {"base": range(2, 20), "broken": range(0), "fragile": range(17, 20), "tiny": range(2, 20)}

@@ -28,7 +28,9 @@ from recipe_arena.eval.report import write_report
 from recipe_arena.eval.scores import log_eval_scores
 from recipe_arena.eval.speed import speed_comparisons, trapezoid_auc
 from recipe_arena.rundir import RunDir
-from recipe_arena.study import STUDY_FILE, StudySpec, row_plan
+from recipe_arena.study import row_plan
+from recipe_arena.study_export import STUDY_FILE
+from recipe_arena.study_spec import StudySpec
 
 ROWS = [
     PromptRow(id=f"{d}-{i}", messages=[Message(role="user", content=f"{d} {i}")], domain=d)  # type: ignore[arg-type]

@@ -19,7 +19,8 @@ import yaml
 
 from recipe_arena.compose import ConfigError
 from recipe_arena.eval.study_report import judge
-from recipe_arena.study import load_spec, prepare, row_plan
+from recipe_arena.study import prepare, row_plan
+from recipe_arena.study_spec import load_spec
 
 STUDY = {
     "name": "tiny",
@@ -92,7 +93,7 @@ def test_row_plan_puts_olmo3s_choice_first() -> None:
 
 
 def load_spec_dict(study: dict):  # type: ignore[no-untyped-def]
-    from recipe_arena.study import StudySpec
+    from recipe_arena.study_spec import StudySpec
 
     return StudySpec.model_validate(study)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recipe_arena.study import load_spec, prepare
+from recipe_arena.study import prepare
+from recipe_arena.study_spec import load_spec
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from recipe_arena.policy_loss import POLICY_LOSS
 from recipe_arena.staleness import STALENESS
-from recipe_arena.study import load_spec, prepare
+from recipe_arena.study import prepare
+from recipe_arena.study_spec import load_spec
 
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "optimiser.yaml"
 

@@ -1,0 +1,184 @@
+"""The study file's schema (``studies/<name>.yaml``): rows of comparisons, regimes,
+findings and contrasts, validated by pydantic so that a bad file fails in one line before
+any run starts (``load_spec``). ``recipe-arena study`` (``study``) runs what it declares.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from recipe_arena.compose import ConfigError
+from recipe_arena.config import DEFAULT_RECIPE
+from recipe_arena.cpu_isa import Isa
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RowSpec(_Strict):
+    """One row: a comparison of arms against OLMo 3's choice (the first arm)."""
+
+    name: Name
+    title: str | None = None
+    """What the row asks, for the report (default: its name)."""
+    axis: str | None = None
+    """A folder of recipes/ (``staleness``) or a config key (``rl.lr``) whose options
+    ``arms`` lists; None: ``arms`` maps arm names to override lists."""
+    arms: list[str] | dict[Name, list[str]]
+    """With ``axis``: its values, OLMo 3's first. Without: name -> overrides, OLMo 3's
+    first. At least two."""
+    regimes: list[str] = ["default"]
+    """Names from the study's ``regimes`` the row is run in."""
+    overrides: list[str] = []
+    """Settings of every run of this row (after the study's and the regime's)."""
+    aa: bool = False
+    """Add an A/A control: OLMo 3's choice again on the seeds + 1000."""
+    design: str | None = None
+    """How the row's arms were made comparable beyond the paired design (e.g. the
+    steps that match a pipeline's learner tokens); printed in the row's section."""
+    budget: Literal["samples", "design"] = "samples"
+    """'samples': every arm trains the same RL samples (steps x prompts x group), which
+    is checked; 'design': the arms' step counts differ on purpose, matched as
+    ``design`` states (required then), e.g. on learner tokens across pipelines."""
+
+    @model_validator(mode="after")
+    def _two_arms(self) -> RowSpec:
+        if len(self.arms) < 2:
+            raise ValueError(f"row {self.name}: a comparison needs at least two arms")
+        if self.axis is None and not isinstance(self.arms, dict):
+            raise ValueError(f"row {self.name}: without axis, arms maps names to overrides")
+        if self.axis is not None and isinstance(self.arms, dict):
+            raise ValueError(f"row {self.name}: with axis={self.axis}, arms is a list of values")
+        if self.budget == "design" and not self.design:
+            raise ValueError(f"row {self.name}: budget: design needs the design that matches it")
+        return self
+
+
+class FindingSpec(_Strict):
+    """A claim, read off one comparison of the study."""
+
+    claim: str
+    row: str
+    regime: str = "default"
+    arm: str
+    """An arm name of the row as the comparison names it (``compare``'s naming for an
+    axis: the option, or ``<last key part>_<value>`` for a config key)."""
+    domain: str = "mean"
+    expect: Literal["better", "worse", "same"]
+    """What the claim says of the arm against OLMo 3's choice."""
+
+
+class GroupSpec(_Strict):
+    name: str
+    """What the group's rows vary, for the report ("rewards")."""
+    rows: list[str] = Field(min_length=1)
+
+
+class ContrastSpec(_Strict):
+    """Two groups of rows: which one's choices move held-out pass@1 more
+    (``eval.contrast``)."""
+
+    claim: str
+    groups: tuple[GroupSpec, GroupSpec]
+    """The claim says the first group moves it more."""
+    domain: str = "mean"
+    regime: str = "default"
+
+
+class StudySpec(_Strict):
+    name: Name
+    title: str | None = None
+    recipe: str = DEFAULT_RECIPE
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    threads: int | None = Field(None, ge=1)
+    """torch threads of every run, 1 or more, whatever ``jobs=N`` and the machine's cores;
+    None: the cores shared among the jobs. The thread count changes floating-point sums,
+    so a study that fixes it gives the same numbers at any ``jobs`` and on any machine of
+    the same type; it is part of each run's key."""
+    isa: Isa | None = None
+    """The instruction set every run's CPU kernels are capped at (``cpu_isa``); None:
+    the widest the machine has. Kernels of another width sum in another order, so a study
+    that fixes it gives the same numbers on Intel and AMD machines with AVX2 or more. Not
+    part of the runs' keys: the study file fixes it for every run of the study (the
+    cached models it builds are keyed by it, ``cache.cache_key``)."""
+    common: list[str] = []
+    regimes: dict[Name, list[str]] = {"default": []}
+    regime_notes: dict[Name, str] = {}
+    """How a regime was made and why, printed under its overrides in the report."""
+    rows: list[RowSpec] = Field(min_length=1)
+    findings: list[FindingSpec] = []
+    contrasts: list[ContrastSpec] = []
+
+    @model_validator(mode="after")
+    def _references(self) -> StudySpec:
+        names = [r.name for r in self.rows]
+        if len(set(names)) != len(names):
+            raise ValueError(f"row names must be distinct, got {names}")
+        for r in self.rows:
+            for g in r.regimes:
+                if g not in self.regimes:
+                    raise ValueError(
+                        f"row {r.name}: regime {g!r} is not one of {sorted(self.regimes)}"
+                    )
+        if unknown := set(self.regime_notes) - set(self.regimes):
+            raise ValueError(f"regime_notes: no regime {sorted(unknown)[0]!r}")
+        rows = {r.name: r for r in self.rows}
+        for f in self.findings:
+            if f.row not in rows:
+                raise ValueError(f"finding {f.claim!r}: no row {f.row!r}")
+            arms = [n for n, _ in arm_overrides(rows[f.row])][1:]
+            if f.arm not in arms:
+                raise ValueError(
+                    f"finding {f.claim!r}: row {f.row} has no alternative {f.arm!r}; "
+                    f"alternatives: {', '.join(arms)}"
+                )
+            if f.regime not in rows[f.row].regimes:
+                raise ValueError(f"finding {f.claim!r}: row {f.row} is not run in {f.regime!r}")
+        for c in self.contrasts:
+            for g in c.groups:
+                for name in g.rows:
+                    if name not in rows or c.regime not in rows[name].regimes:
+                        raise ValueError(
+                            f"contrast {c.claim!r}: no row {name!r} run in {c.regime!r}"
+                        )
+        return self
+
+
+def load_spec(path: Path) -> StudySpec:
+    """The study file, validated; ConfigError (one line) if it is not a valid study."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise ConfigError(f"study file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"study file {path}: not valid YAML ({e})") from None
+    try:
+        return StudySpec.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise ConfigError(f"study file {path}: {where}: {err['msg']}") from None
+
+
+def _label(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", value)
+
+
+def arm_overrides(row: RowSpec) -> list[tuple[str, list[str]]]:
+    """(name, overrides) of the row's arms, OLMo 3's first. An axis's arms are named as
+    ``compare`` names them: the option, or <last key part>_<value> for a config key."""
+    if isinstance(row.arms, dict):
+        return [(name, list(ov)) for name, ov in row.arms.items()]
+    out = []
+    for v in row.arms:
+        name = f"{str(row.axis).rsplit('.', 1)[-1]}_{v}" if "." in str(row.axis) else v
+        out.append((_label(name), [f"{row.axis}={v}"]))
+    return out
