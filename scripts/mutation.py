@@ -106,6 +106,7 @@ TARGETS: dict[str, list[str]] = {
     ],
     "recipe_arena/core/sampling.py": ["tests/test_core_sampling.py"],
     "recipe_arena/eval/stats.py": ["tests/test_stats.py", "tests/test_stats_curves.py"],
+    "recipe_arena/eval/curve_fit.py": ["tests/test_stats_curves.py"],
 }
 """Module -> the tests that cover it (pytest node ids), run for each of its mutants."""
 

@@ -10,15 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from recipe_arena.eval import stats
+from recipe_arena.eval import curve_fit
 
 
 def test_curve_fit_recovers_known_parameters() -> None:
     """Noise-free points of R(C) = 0.2 + (0.7 - 0.2) / (1 + (2e5 / C)^1.3) at 20
     compute values from 1e4 to 1e6: the fit returns A = 0.7, B = 1.3, C_mid = 2e5."""
     c = np.linspace(1e4, 1e6, 20)
-    r = stats.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
-    fit = stats.fit_compute_curve(c, r, r0=0.2, bounds_a=(0.0, 1.0))
+    r = curve_fit.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
+    fit = curve_fit.fit_compute_curve(c, r, r0=0.2, bounds_a=(0.0, 1.0))
     assert fit is not None
     assert (fit.a, fit.b, fit.c_mid) == pytest.approx((0.7, 1.3, 2e5), rel=1e-3)
 
@@ -32,24 +32,24 @@ def test_curve_jacobian_by_hand_and_against_differences() -> None:
     only when ``CURVE_JACOBIAN`` is on."""
     log_cm = math.log(0.5)
     x = np.array([log_cm, math.log(0.05), 0.0])
-    r = stats._curve_on_log_scale(x, 0.9, 2.0, log_cm, r0=0.1)
-    jac = stats._curve_jacobian(x, 0.9, 2.0, log_cm, r0=0.1)
+    r = curve_fit._curve_on_log_scale(x, 0.9, 2.0, log_cm, r0=0.1)
+    jac = curve_fit._curve_jacobian(x, 0.9, 2.0, log_cm, r0=0.1)
     assert r[0] == pytest.approx(0.5)
     assert jac[0] == pytest.approx([0.5, 0.0, -0.4])
     p, h = np.array([0.9, 2.0, log_cm]), 1e-6
     numeric = [
         (
-            stats._curve_on_log_scale(x, *(p + e), r0=0.1)
-            - stats._curve_on_log_scale(x, *(p - e), r0=0.1)
+            curve_fit._curve_on_log_scale(x, *(p + e), r0=0.1)
+            - curve_fit._curve_on_log_scale(x, *(p - e), r0=0.1)
         )
         / (2 * h)
         for e in np.eye(3) * h
     ]
     assert jac == pytest.approx(np.stack(numeric, axis=1), abs=1e-8)
     c = np.linspace(1e4, 1e6, 20)
-    r_C = stats.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
+    r_C = curve_fit.scaling_curve(c, 0.2, 0.7, 1.3, 2e5)
     fits, jacobian_calls = [], []
-    real_jacobian = stats._curve_jacobian
+    real_jacobian = curve_fit._curve_jacobian
 
     def counted(*args: object, **kwargs: float) -> np.ndarray:
         jacobian_calls[-1] += 1
@@ -57,13 +57,13 @@ def test_curve_jacobian_by_hand_and_against_differences() -> None:
 
     for closed_form in (True, False):
         try:
-            stats.CURVE_JACOBIAN = closed_form
-            stats._curve_jacobian = counted  # type: ignore[assignment]
+            curve_fit.CURVE_JACOBIAN = closed_form
+            curve_fit._curve_jacobian = counted  # type: ignore[assignment]
             jacobian_calls.append(0)
-            fits.append(stats.fit_compute_curve(c, r_C, r0=0.2, bounds_a=(0.0, 1.0)))
+            fits.append(curve_fit.fit_compute_curve(c, r_C, r0=0.2, bounds_a=(0.0, 1.0)))
         finally:
-            stats.CURVE_JACOBIAN = True
-            stats._curve_jacobian = real_jacobian
+            curve_fit.CURVE_JACOBIAN = True
+            curve_fit._curve_jacobian = real_jacobian
     # the closed form is what the fit differentiates with, and only when switched on
     assert jacobian_calls[0] > 0 and jacobian_calls[1] == 0
     assert fits[0] is not None and fits[1] is not None
@@ -82,11 +82,11 @@ def test_curve_analysis_on_sampled_scores_recovers_and_predicts() -> None:
     covers 0.6, and its prediction of the second half is off by under 0.03 (RMSE)."""
     rng = np.random.default_rng(5)
     steps = np.arange(20) * 1e5
-    r_T = stats.scaling_curve(steps, 0.15, 0.6, 1.5, 5e5)
+    r_T = curve_fit.scaling_curve(steps, 0.15, 0.6, 1.5, 5e5)
     r_T[0] = 0.15
     compute_ST = np.tile(steps, (3, 1))
     scores_STQ = (rng.random((3, 20, 2000)) < r_T[None, :, None]).astype(np.float64)
-    res = stats.curve_analysis(compute_ST, scores_STQ, n_boot=100)
+    res = curve_fit.curve_analysis(compute_ST, scores_STQ, n_boot=100)
     assert res is not None
     assert res.fit_points == 10 and res.rest_points == 10
     assert res.a.value == pytest.approx(0.6, abs=0.05)
@@ -99,7 +99,7 @@ def test_curve_analysis_on_sampled_scores_recovers_and_predicts() -> None:
 def test_curve_analysis_needs_three_points_after_the_start() -> None:
     """Evaluations at compute 0, 1, 2 (the first half holds 0 and 1): no fit."""
     y = np.zeros((1, 3, 4))
-    assert stats.curve_analysis(np.array([[0.0, 1.0, 2.0]]), y) is None
+    assert curve_fit.curve_analysis(np.array([[0.0, 1.0, 2.0]]), y) is None
 
 
 def _passing(r_T: np.ndarray, questions: int) -> np.ndarray:
@@ -119,8 +119,8 @@ def test_curve_analysis_fits_with_exactly_three_points_after_the_start() -> None
     part), so A comes back near 0.8 (the rounding to whole questions moves it by a few
     hundredths)."""
     steps = np.arange(7) * 1.0
-    r_T = stats.scaling_curve(steps, 0.2, 0.8, 1.5, 2.0)
-    res = stats.curve_analysis(np.tile(steps, (2, 1)), _passing(r_T, 100), n_boot=20)
+    r_T = curve_fit.scaling_curve(steps, 0.2, 0.8, 1.5, 2.0)
+    res = curve_fit.curve_analysis(np.tile(steps, (2, 1)), _passing(r_T, 100), n_boot=20)
     assert res is not None
     assert (res.fit_points, res.rest_points) == (4, 3)
     assert res.a.value == pytest.approx(0.8, abs=0.1)
@@ -135,8 +135,8 @@ def test_a_curve_that_falls_to_the_lower_bound_is_fitted() -> None:
     C_mid 2."""
     c = np.array([1.0, 2, 4, 8, 1000])
     r = 0.5 - 0.5 / (1 + (2 / c) ** 1.5)
-    assert np.allclose(stats.scaling_curve(c, 0.5, 0.0, 1.5, 2.0), r)
-    fit = stats.fit_compute_curve(c, r, 0.5, (0.0, 1.0))
+    assert np.allclose(curve_fit.scaling_curve(c, 0.5, 0.0, 1.5, 2.0), r)
+    fit = curve_fit.fit_compute_curve(c, r, 0.5, (0.0, 1.0))
     assert fit is not None
     assert (fit.a, fit.b, fit.c_mid) == pytest.approx((0.0, 1.5, 2.0), abs=1e-3)
 
@@ -149,8 +149,8 @@ def test_a_pass_rates_fitted_ceiling_is_at_most_one() -> None:
     keeps the ceiling A, and the ceiling of the fit on all points, at most 1, and here
     at 1 (the bound is what stops it)."""
     steps = np.arange(11) * 1.0
-    r_T = stats.scaling_curve(steps, 0.1, 1.3, 1.0, 10.0)
-    res = stats.curve_analysis(np.tile(steps, (2, 1)), _passing(r_T, 1000), n_boot=20)
+    r_T = curve_fit.scaling_curve(steps, 0.1, 1.3, 1.0, 10.0)
+    res = curve_fit.curve_analysis(np.tile(steps, (2, 1)), _passing(r_T, 1000), n_boot=20)
     assert res is not None
     assert res.a.value == pytest.approx(1.0, abs=1e-6) and res.a.hi <= 1.0
     assert res.full_a.value == pytest.approx(1.0, abs=1e-6) and res.full_a.hi <= 1.0
@@ -163,8 +163,8 @@ def test_c_mid_is_searched_up_to_a_thousand_times_the_largest_compute() -> None:
     A so that A does not stop the fit first) are fitted with C_mid at the search's
     upper end, 1e3 * 10 = 1e4: a wider search would move it further out."""
     c = np.arange(1, 11) * 1.0
-    r = stats.scaling_curve(c, 0.1, 50.0, 0.5, 1e5)
-    fit = stats.fit_compute_curve(c, r, 0.1, (0.0, 1e12))
+    r = curve_fit.scaling_curve(c, 0.1, 50.0, 0.5, 1e5)
+    fit = curve_fit.fit_compute_curve(c, r, 0.1, (0.0, 1e12))
     assert fit is not None
     assert fit.c_mid == pytest.approx(1e4, rel=1e-6)
 
@@ -180,11 +180,11 @@ def test_bootstrap_replicates_whose_fit_fails_are_counted_and_left_out(monkeypat
     failed_boot = 10 / 20 = 0.5, and the held-back RMSE is computed only for the fits
     that exist (the replicate is skipped, not scored with a missing fit)."""
     steps = np.arange(7) * 1.0
-    r_T = stats.scaling_curve(steps, 0.2, 0.8, 1.5, 2.0)
+    r_T = curve_fit.scaling_curve(steps, 0.2, 0.8, 1.5, 2.0)
     y = np.zeros((2, 7, 100))
     for t, n in enumerate(np.round(r_T * 100).astype(int)):
         y[:, t, :n] = 1.0
-    real = stats.fit_compute_curve
+    real = curve_fit.fit_compute_curve
     calls = {"n": 0}
 
     def failing_on_even_replicates(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -194,8 +194,8 @@ def test_bootstrap_replicates_whose_fit_fails_are_counted_and_left_out(monkeypat
             return None
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(stats, "fit_compute_curve", failing_on_even_replicates)
-    res = stats.curve_analysis(np.tile(steps, (2, 1)), y, n_boot=20)
+    monkeypatch.setattr(curve_fit, "fit_compute_curve", failing_on_even_replicates)
+    res = curve_fit.curve_analysis(np.tile(steps, (2, 1)), y, n_boot=20)
     assert calls["n"] == 2 + 2 * 20
     assert res is not None
     assert res.failed_boot == pytest.approx(0.5)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from recipe_arena.eval import stats
+from recipe_arena.eval import curve_fit, stats
 from recipe_arena.eval.behaviour import behaviour_table
 from recipe_arena.eval.comparison import (
     MATCHING_RULE,
@@ -355,7 +355,7 @@ def _curve_section(arms: list[ArmData], cols: Columns, out: Path) -> list[str]:
     unfit = []
     for a in arms:
         data = curve_data(a, cols)
-        res = stats.curve_analysis(data[0], data[1]) if data else None
+        res = curve_fit.curve_analysis(data[0], data[1]) if data else None
         if data is not None:
             fits[a.name] = (data, res, data[2])
         if res is None:
@@ -450,7 +450,7 @@ def _plot_compute(fits: dict[str, tuple[Any, Any, list[int]]], path: Path) -> No
         if res is not None:
             split = c_T[res.fit_points - 1]
             grid = np.linspace(0, c_T[-1], 200)
-            pred = stats.scaling_curve(grid, res.fit.r0, res.fit.a, res.fit.b, res.fit.c_mid)
+            pred = curve_fit.scaling_curve(grid, res.fit.r0, res.fit.a, res.fit.b, res.fit.c_mid)
             ax.plot(grid[grid <= split], pred[grid <= split], "-", color=color)
             ax.plot(grid[grid >= split], pred[grid >= split], "--", color=color)
     ax.set_xlabel("learner tokens", fontsize=8)
