@@ -98,12 +98,12 @@ def export_study(root: Path, dest: Path) -> Path:
         src, out = root / "runs" / key, dest / "runs" / key
         out.mkdir(parents=True)
         for name in RUN_ARTIFACTS:
-            if not (src / name).exists():
-                continue
-            if name.endswith(".jsonl"):
+            if (src / name).exists() and name.endswith(".jsonl"):
                 _gzip(src / name, out / f"{name}.gz")
-            else:
+            elif (src / name).exists():
                 shutil.copy2(src / name, out / name)
+            elif (src / f"{name}.gz").exists():  # a run taken from an export: already packed
+                shutil.copy2(src / f"{name}.gz", out / f"{name}.gz")
     for f in root.iterdir():
         if f.is_file() and f.name != STUDY_FILE:
             shutil.copy2(f, dest / f.name)

@@ -411,7 +411,10 @@ def test_an_export_leaves_out_runs_that_have_not_finished(tmp_path: Path) -> Non
     """An interrupted study is exported with its finished runs only: a run whose
     stages.json lacks a stage of its pipeline is left out with its row's link (its
     partial scores are not a result, and ``check=`` would compare a rerun's full scores
-    with them). An export that copied every linked run would hold ``rB-s0``."""
+    with them). An export that copied every linked run would hold ``rB-s0``. The export
+    exported again (a study assembled from exported runs, such as a rerun on new seeds
+    that reuses another study's) keeps each run's packed logs as they are: an export
+    that looked for the unpacked names alone would leave a run with no scores."""
     from recipe_arena.study_export import export_study
 
     root = tmp_path / "study"
@@ -431,3 +434,6 @@ def test_an_export_leaves_out_runs_that_have_not_finished(tmp_path: Path) -> Non
     assert (dest / "runs" / "rA-s0" / "eval_scores.jsonl.gz").is_file()
     links = list((dest / "rows" / "r.default" / "runs").iterdir())
     assert [p.name for p in links] == ["A-s0"] and links[0].resolve().is_dir()
+    again = export_study(dest, tmp_path / "again")
+    packed = "runs/rA-s0/eval_scores.jsonl.gz"
+    assert (again / packed).read_bytes() == (dest / packed).read_bytes()
