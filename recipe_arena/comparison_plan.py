@@ -69,11 +69,21 @@ def without_later_defaults(flat: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in flat.items() if not (k in LATER_DEFAULTS and LATER_DEFAULTS[k] == v)}
 
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML was built with it (the same documents, parsed in C:
+a study report reads each of a few hundred run configs twice), else the Python one."""
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """The run's resolved config.yaml as a plain mapping (yaml's safe loading)."""
+    return yaml.load((run_dir / "config.yaml").read_text(), Loader=_YAML_LOADER)  # noqa: S506
+
+
 def run_finished(run_dir: Path) -> bool:
     """Every stage of the run's pipeline is recorded as done in stages.json."""
     try:
         done = json.loads((run_dir / "stages.json").read_text()).get("done", {})
-        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+        cfg = read_run_config(run_dir)
     except (OSError, ValueError):
         return False
     return bool(set(cfg["pipeline"]["stages"]) <= set(done))

@@ -28,7 +28,7 @@ LIBRARIES = (
     "math_verify",
     "scipy.stats",
     "scipy.optimize",
-    "statsmodels.api",
+    "statsmodels.stats.multitest",
     "matplotlib.pyplot",
     "lm_eval",
     "lm_eval.tasks",

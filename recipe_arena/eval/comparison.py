@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from recipe_arena.comparison_plan import (
     PLAN_FILE,
     RUN_KEYS,
     Plan,
     flatten,
+    read_run_config,
     run_finished,
     without_later_defaults,
 )
@@ -164,7 +164,7 @@ def load_run(path: Path) -> RunData | None:
     final = final_scores(records)
     if final is None:
         return None
-    raw = yaml.safe_load((path / "config.yaml").read_text())
+    raw = read_run_config(path)
     stages = json.loads((path / "stages.json").read_text())
     trained: dict[str, list[dict[str, Any]]] = {}
     for r in read_metrics(path):

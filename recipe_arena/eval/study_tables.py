@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import yaml
 
+from recipe_arena.comparison_plan import read_run_config
 from recipe_arena.eval import stats
 from recipe_arena.eval.comparison import (
     MEAN,
@@ -113,7 +113,7 @@ class RunTime:
 def run_time(path: Path) -> RunTime:
     """``RunTime`` of the finished run at ``path``."""
     done: dict[str, float] = json.loads((path / "stages.json").read_text()).get("done", {})
-    raw = yaml.safe_load((path / "config.yaml").read_text())
+    raw = read_run_config(path)
     before = set(prefix_stages(list((raw.get("pipeline") or {}).get("stages", []))))
     prefix = {s: float(t) for s, t in done.items() if s in before}
     own = sum(float(t) for s, t in done.items() if s not in before)
