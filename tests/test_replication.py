@@ -132,3 +132,29 @@ def test_a_row_the_rerun_lacks_is_said_not_rerun(
     found = replications(published, empty)
     assert found and all(f.rerun is None and f.holds is None for f in found)
     assert main([str(published), str(empty)]) == 0
+
+
+def test_the_replication_rate_of_a_study_without_noise_is_certain(
+    studies: tuple[Path, Path],
+) -> None:
+    """``benchmarks/replication_rate.py`` on the published study: its seeds are alike and
+    its residuals zero (each arm solves the same questions on every seed), so every
+    simulated rerun draws the published differences again and gives every tested verdict
+    again: probability 1 each, the expected count the number tested. A simulation that
+    keyed its verdicts apart from the tested ones, or drew the wrong arm's differences,
+    would give 0 for some."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "replication_rate.py"
+    spec = importlib.util.spec_from_file_location("replication_rate", path)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tool
+    spec.loader.exec_module(tool)
+    published, _ = studies
+    probs = tool.plugin_probabilities(published, sims=5, seed=0)
+    tested = {
+        (f.row, f.regime, f.measure, f.arm, f.domain) for f in replications(published, published)
+    }
+    assert set(probs) == tested and all(p == 1.0 for p in probs.values())
