@@ -43,6 +43,7 @@ HEAVY: tuple[tuple[str, bool], ...] = (
     ("tests/test_compare.py::test_report_of_loose_run_directories", False),
     ("tests/test_base_stage.py::test_micro_judge_trains_in_the_background", False),
     ("tests/test_eval_dtype.py::test_evaluate_model_in_float32_under_a_bfloat16_engine", True),
+    ("tests/test_study_files.py::test_a_committed_study_report_renders_again", False),
 )
 """The default suite's longest tests (test id prefixes), longest first (each 5-50 s on
 2 cores, quiet; most tests take under a second: docs/results.md, "Time of `make test`"),
