@@ -24,28 +24,13 @@ half-widths. Last line: ``conditional_coverage: ...``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
+import stats_coverage as cov  # benchmarks/: the script's own folder, first on sys.path
 from scipy import stats as sps
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from recipe_arena.eval import stats  # noqa: E402
-
-
-def _coverage_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "stats_coverage", ROOT / "benchmarks" / "stats_coverage.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from recipe_arena.eval import stats
 
 
 def floored_half_width(d_SQ: np.ndarray, level: float = 0.95) -> float:
@@ -57,7 +42,7 @@ def floored_half_width(d_SQ: np.ndarray, level: float = 0.95) -> float:
     return float(sps.t.ppf(0.5 + level / 2, s - 1)) * math.sqrt(var)
 
 
-def run(name: str, seeds: int, reps: int, rng: np.random.Generator, cov) -> dict:  # type: ignore[no-untyped-def]
+def run(name: str, seeds: int, reps: int, rng: np.random.Generator) -> dict:
     setting = cov.SETTINGS[name]
     _, truth = cov.truths(setting, rng)
     parts = {"all": [], "below": [], "far below": []}  # (printed hit, floored hit, widths)
@@ -86,7 +71,6 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=4000)
     ap.add_argument("--seeds", type=int, default=4)
     a = ap.parse_args()
-    cov = _coverage_module()
     rng = np.random.default_rng(0)
     print(
         f"{a.reps} replicates per setting at {a.seeds} seeds (binomial s.e. of a 95% coverage "
@@ -94,7 +78,7 @@ def main() -> None:
     )
     summary = []
     for name in cov.SETTINGS:
-        res = run(name, a.seeds, a.reps, rng, cov)
+        res = run(name, a.seeds, a.reps, rng)
         print(f"\n{name}: draws | printed covers | floored covers | printed half-width | floored")
         for part, (share, hit, hit_f, w, w_f) in res.items():
             print(

@@ -28,44 +28,26 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from recipe_arena.eval import stats  # noqa: E402
-from recipe_arena.eval.comparison import (  # noqa: E402
-    ArmData,
-    Columns,
-    check_questions,
-    columns,
-    paired,
-    paired_comparisons,
-    paired_runs,
-)
-from recipe_arena.eval.replication import beyond_mde, replications  # noqa: E402
-from recipe_arena.eval.speed import run_auc  # noqa: E402
-from recipe_arena.eval.study_report import RowResult, load_rows, verdict  # noqa: E402
-
-
-def _areas(arm: ArmData, base: ArmData) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    a, b = paired_runs(arm, base)
-    return np.array([run_auc(r) for r in a]), np.array([run_auc(r) for r in b]), [r.seed for r in a]
+from recipe_arena.eval import stats
+from recipe_arena.eval.comparison import ArmData, Columns, paired, paired_comparisons
+from recipe_arena.eval.replication import beyond_mde, replications
+from recipe_arena.eval.speed import paired_areas
+from recipe_arena.eval.study_report import RowResult, load_rows, verdict
 
 
 def _setting(r: RowResult, measure: str) -> tuple[list[ArmData], Columns, object] | None:
     """(arms compared, their columns, the published matrices function) of one measure."""
     if measure == "final":
-        ready = [a for a in r.arms if a.runs]
-        return ready, columns(check_questions(ready)), paired
+        return ([a for a in r.arms if a.runs], r.cols, paired) if r.cols else None
     if r.speed is None or r.speed.cols is None:
         return None
     ok = [a for a in r.arms if a.runs and a.name not in r.speed.excluded]
-    return ok, r.speed.cols, _areas
+    return ok, r.speed.cols, paired_areas
 
 
 class _Plugin:

@@ -76,7 +76,7 @@ a study report reads each of a few hundred run configs twice), else the Python o
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
     """The run's resolved config.yaml as a plain mapping (yaml's safe loading)."""
-    return yaml.load((run_dir / "config.yaml").read_text(), Loader=_YAML_LOADER)  # noqa: S506
+    return yaml.load((run_dir / "config.yaml").read_text(), Loader=_YAML_LOADER)
 
 
 def run_finished(run_dir: Path) -> bool:

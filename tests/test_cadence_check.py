@@ -6,27 +6,13 @@ derived below from what the test wrote."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "cadence_check", ROOT / "benchmarks" / "cadence_check.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass looks its module up there
-    spec.loader.exec_module(mod)
-    return mod
+from benchmarks import cadence_check
 
 
 def _run(
@@ -87,15 +73,14 @@ def test_a_pair_identical_where_both_evaluated_passes(
     hits differ by 7 and are not compared. A wrong tool that compared them, or compared
     THEIRS' step 6, would report a difference."""
     mine, theirs = _studies(tmp_path, [1.0, 0.0], 0.25)
-    tool = _tool()
-    (result,), unpaired = tool.check(mine, theirs)
+    (result,), unpaired = cadence_check.check(mine, theirs)
     assert (result.evaluations, result.values, result.first_difference, unpaired) == (
         2,
         2,
         None,
         [],
     )
-    assert tool.main([str(mine), str(theirs)]) == 0
+    assert cadence_check.main([str(mine), str(theirs)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         "cadence_check: 1 of 1 pairs identical (2 evaluations and 2 metric values compared); "
         "0 runs unpaired"
@@ -105,13 +90,12 @@ def test_a_pair_identical_where_both_evaluated_passes(
 def test_a_score_or_a_metric_that_differs_fails(tmp_path: Path) -> None:
     """One question's score at step 12, or the loss at step 12, differs: the pair differs
     there and the tool exits 1."""
-    tool = _tool()
     mine, theirs = _studies(tmp_path / "a", [1.0, 1.0], 0.25)
-    (result,), _ = tool.check(mine, theirs)
+    (result,), _ = cadence_check.check(mine, theirs)
     assert result.first_difference == "rlvr step 12 scores"
-    assert tool.main([str(mine), str(theirs)]) == 1
+    assert cadence_check.main([str(mine), str(theirs)]) == 1
     mine, theirs = _studies(tmp_path / "b", [1.0, 0.0], 0.3)
-    (result,), _ = tool.check(mine, theirs)
+    (result,), _ = cadence_check.check(mine, theirs)
     assert result.first_difference == "rlvr step 12 loss: 0.25 against 0.3"
 
 
@@ -119,12 +103,11 @@ def test_runs_pair_by_every_setting_but_the_cadence(tmp_path: Path) -> None:
     """A run of MINE at another seed has no partner (settings other than the cadence
     differ): unpaired, exit 1. An unfinished run of MINE, and one whose folder THEIRS also
     holds (the same run, shared by both studies), are not checked."""
-    tool = _tool()
     mine, theirs = _studies(tmp_path, [1.0, 0.0], 0.25)
     _run(mine, "r12-s1", 12, {0: [0.0, 0.0]}, {}, seed=1)
     _run(mine, "r12-s2", 12, {0: [0.0, 0.0]}, {}, seed=2, done=False)
     _run(mine, "shared-s0", 6, {0: [0.0, 0.0]}, {}, seed=3)
     _run(theirs, "shared-s0", 6, {0: [1.0, 1.0]}, {}, seed=3)
-    results, unpaired = tool.check(mine, theirs)
+    results, unpaired = cadence_check.check(mine, theirs)
     assert [r.mine for r in results] == ["r12-s0"] and unpaired == ["r12-s1"]
-    assert tool.main([str(mine), str(theirs)]) == 1
+    assert cadence_check.main([str(mine), str(theirs)]) == 1

@@ -143,17 +143,10 @@ def test_the_replication_rate_of_a_study_without_noise_is_certain(
     again: probability 1 each, the expected count the number tested. A simulation that
     keyed its verdicts apart from the tested ones, or drew the wrong arm's differences,
     would give 0 for some."""
-    import importlib.util
-    import sys
+    from benchmarks.replication_rate import plugin_probabilities
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "replication_rate.py"
-    spec = importlib.util.spec_from_file_location("replication_rate", path)
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tool
-    spec.loader.exec_module(tool)
     published, _ = studies
-    probs = tool.plugin_probabilities(published, sims=5, seed=0)
+    probs = plugin_probabilities(published, sims=5, seed=0)
     tested = {
         (f.row, f.regime, f.measure, f.arm, f.domain) for f in replications(published, published)
     }

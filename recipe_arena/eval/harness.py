@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from recipe_arena import offline_env
+from recipe_arena.comparison_plan import read_run_config
 from recipe_arena.config import RewardsConfig, RunConfig
 from recipe_arena.core.metrics import PASS_THRESHOLD
 from recipe_arena.data.schema import PromptRow
@@ -243,7 +244,7 @@ def resolve_target(target: str | Path, overrides: Sequence[str]) -> tuple[Path, 
         checkpoint = json.loads(stages.read_text()).get("checkpoint")
         if not checkpoint:
             raise ConfigError(f"{path}: the run has no checkpoint yet (stages.json)")
-        cfg = RunConfig.model_validate(yaml.safe_load((path / "config.yaml").read_text()))
+        cfg = RunConfig.model_validate(read_run_config(path))
         return Path(checkpoint), cfg
     if not (path / "config.json").exists():
         raise ConfigError(f"{path} is neither a run directory nor a checkpoint directory")

@@ -125,6 +125,18 @@ def _curve_mismatch(run: RunData, ref: RunData) -> str | None:
     return None
 
 
+def paired_areas(arm: ArmData, base: ArmData) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(arm_SQ, base_SQ, seeds) of the areas under the held-out curve (``run_auc``),
+    paired as the final scores are (``paired_runs``): the matrices ``paired_comparisons``
+    compares for learning speed."""
+    a, b = paired_runs(arm, base)
+    return (
+        np.array([run_auc(r) for r in a]),
+        np.array([run_auc(r) for r in b]),
+        [r.seed for r in a],
+    )
+
+
 def speed_comparisons(arms: Sequence[ArmData], fraction: float = REACH_FRACTION) -> Speed | None:
     """Learning speed of every arm against the baseline (arms[0]); None when the
     baseline has no run with a curve of two evaluations.
@@ -148,21 +160,13 @@ def speed_comparisons(arms: Sequence[ArmData], fraction: float = REACH_FRACTION)
         else:
             excluded[arm.name] = why
 
-    def areas(arm: ArmData, other: ArmData) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        a, b = paired_runs(arm, other)
-        return (
-            np.array([run_auc(r) for r in a]),
-            np.array([run_auc(r) for r in b]),
-            [r.seed for r in a],
-        )
-
     doms = [*cols.domains, MEAN]
     auc = {
         a.name: {d: arm_estimate(np.array([run_auc(r) for r in a.runs]), cols, d) for d in doms}
         for a in ok
         if a.runs
     }
-    comps = paired_comparisons(ok, cols, areas) if base in ok else []
+    comps = paired_comparisons(ok, cols, paired_areas) if base in ok else []
     reach = [tokens_to_reach(a, base, cols, fraction) for a in arms if a.runs]
     runs = {a.name: len(a.runs) for a in ok if a.runs}
     return Speed(

@@ -39,6 +39,7 @@ from recipe_arena.eval.behaviour import behaviour_table
 from recipe_arena.eval.comparison import (
     MEAN,
     ArmData,
+    Columns,
     Comparison,
     check_questions,
     columns,
@@ -69,6 +70,8 @@ class RowResult:
     arms: list[ArmData]
     comps: list[Comparison]
     domains: list[str]
+    cols: Columns | None = None
+    """The final scores' questions by domain (None until two arms have finished)."""
     note: str = ""
     """Why there are no comparisons yet (nothing finished), else empty."""
     speed: Speed | None = None
@@ -127,7 +130,7 @@ def load_rows(root: Path, render: bool = True) -> tuple[dict, list[RowResult]]:
             if not arms[0].runs or len(ready) < 2:
                 res.note = "not enough finished runs yet"
                 continue
-            cols = columns(check_questions(ready))
+            res.cols = cols = columns(check_questions(ready))
             res.domains = [*cols.domains, MEAN]
             res.comps = paired_comparisons(ready, cols)
             res.speed = speed_comparisons(ready)
