@@ -1,24 +1,24 @@
-"""Coverage of the paired difference's printed interval on the draws where the seeds agree
-more closely than the questions' residual noise allows, and of an interval whose variance
-is floored at that noise.
+"""Coverage of the paired difference's interval on the draws where the seeds agree more
+closely than the questions' residual noise allows: the printed interval, whose seed term
+is floored at that noise, against one that takes the seed term whole.
 
     python benchmarks/conditional_coverage.py [--reps 4000] [--seeds 4]
 
 The report's interval (``stats.paired_test``) estimates the variance of the mean paired
-difference as (MS_S + max(0, MS_Q - MS_E)) / (S Q) on S - 1 degrees of freedom. Under the
-two-way model E[MS_S] = Q sa2 + se2 >= E[MS_E], but with 4 seeds MS_S often falls below
-MS_E, and well below it now and then: a draw the reader can recognise from the printed
-mean squares, on which the t-interval is narrower than the residual noise says. Over all
-draws the interval covers at its level; this measures how far it falls short on those
-draws, and what flooring the seed term at the residual, (max(MS_S, MS_E) + max(0, MS_Q
-- MS_E)) / (S Q) (what a REML fit gives when its seed variance reaches 0), costs in
-width and gains in coverage.
+difference as (max(MS_S, MS_E) + max(0, MS_Q - MS_E)) / (S Q) on S - 1 degrees of
+freedom (``stats.seed_term``). Under the two-way model E[MS_S] = Q sa2 + se2 >= E[MS_E],
+but with 4 seeds MS_S often falls below MS_E, and well below it now and then: a draw the
+reader can recognise from the mean squares, on which an interval built on MS_S alone,
+(MS_S + max(0, MS_Q - MS_E)) / (S Q), is narrower than the residual noise says. This
+measures how far that whole-seed-term interval falls short on those draws, and what the
+floor (what a REML fit gives when its seed variance reaches 0) costs in width and gains
+in coverage.
 
 Draws: ``benchmarks/stats_coverage.py``'s two settings (per-question scores as the micro
 world produces them; new questions and seeds every replicate, the truth their population
 mean). Printed per setting: the share of draws with MS_S < MS_E and with MS_S < MS_E / 4,
-the printed and the floored interval's coverage on each part and overall, and their mean
-half-widths. Last line: ``conditional_coverage: ...``.
+the printed and the whole-seed-term interval's coverage on each part and overall, and
+their mean half-widths. Last line: ``conditional_coverage: ...``.
 """
 
 from __future__ import annotations
@@ -33,27 +33,27 @@ from scipy import stats as sps
 from recipe_arena.eval import stats
 
 
-def floored_half_width(d_SQ: np.ndarray, level: float = 0.95) -> float:
-    """Half-width of the interval with the seed term floored at the residual mean square,
+def whole_half_width(d_SQ: np.ndarray, level: float = 0.95) -> float:
+    """Half-width of the interval that takes the seed term whole, MS_S even below MS_E,
     on the printed interval's S - 1 degrees of freedom."""
     s, q = d_SQ.shape
     ms_s, ms_q, ms_e = stats._mean_squares(d_SQ)
-    var = (max(ms_s, ms_e) + max(0.0, ms_q - ms_e)) / (s * q)
+    var = (ms_s + max(0.0, ms_q - ms_e)) / (s * q)
     return float(sps.t.ppf(0.5 + level / 2, s - 1)) * math.sqrt(var)
 
 
 def run(name: str, seeds: int, reps: int, rng: np.random.Generator) -> dict:
     setting = cov.SETTINGS[name]
     _, truth = cov.truths(setting, rng)
-    parts = {"all": [], "below": [], "far below": []}  # (printed hit, floored hit, widths)
+    parts = {"all": [], "below": [], "far below": []}  # (printed hit, whole hit, widths)
     for _ in range(reps):
         base, arm = cov.draw(rng, setting, seeds)
         d = arm - base
         ms_s, _, ms_e = stats._mean_squares(d)
         test = stats.paired_test(arm, base)
         mean, half = test.diff.value, test.diff.hi - test.diff.value
-        half_f = floored_half_width(d)
-        rec = (abs(mean - truth) <= half, abs(mean - truth) <= half_f, half, half_f)
+        half_w = whole_half_width(d)
+        rec = (abs(mean - truth) <= half, abs(mean - truth) <= half_w, half, half_w)
         parts["all"].append(rec)
         if ms_s < ms_e:
             parts["below"].append(rec)
@@ -79,16 +79,16 @@ def main() -> None:
     summary = []
     for name in cov.SETTINGS:
         res = run(name, a.seeds, a.reps, rng)
-        print(f"\n{name}: draws | printed covers | floored covers | printed half-width | floored")
-        for part, (share, hit, hit_f, w, w_f) in res.items():
+        print(f"\n{name}: draws | printed covers | whole covers | printed half-width | whole")
+        for part, (share, hit, hit_w, w, w_w) in res.items():
             print(
-                f"  {part:9s} {100 * share:5.1f}% | {100 * hit:13.1f}% | {100 * hit_f:13.1f}% | "
-                f"{w:18.4f} | {w_f:.4f}"
+                f"  {part:9s} {100 * share:5.1f}% | {100 * hit:13.1f}% | {100 * hit_w:11.1f}% | "
+                f"{w:18.4f} | {w_w:.4f}"
             )
-        share, hit, hit_f, _, _ = res["far below"]
+        share, hit, hit_w, _, _ = res["far below"]
         summary.append(
-            f"{name}: MS_S < MS_E/4 in {100 * share:.1f}% of draws, printed covers "
-            f"{100 * hit:.1f}% there, floored {100 * hit_f:.1f}% "
+            f"{name}: MS_S < MS_E/4 in {100 * share:.1f}% of draws, printed (floored) covers "
+            f"{100 * hit:.1f}% there, whole seed term {100 * hit_w:.1f}% "
             f"(overall {100 * res['all'][1]:.1f}% and {100 * res['all'][2]:.1f}%)"
         )
     print("conditional_coverage: " + "; ".join(summary))

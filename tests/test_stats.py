@@ -30,12 +30,13 @@ def _arm(
 def test_aa_comparisons_are_flagged_at_about_the_nominal_rate(
     seeds: int, questions: int, tau: float
 ) -> None:
-    """Under A/A the p-value is (at most) uniform, so P(p < 0.05) should be about 0.05.
+    """Under A/A the p-value is (at most) uniform, so P(p < 0.05) should be at most 0.05.
     Over 1,500 repetitions the binomial standard error of that rate is
-    sqrt(0.05 * 0.95 / 1500) = 0.0056. The test uses the seed term's S - 1 degrees of
-    freedom, which is exact when questions add no noise and conservative otherwise
-    (benchmarks/stats_calibration.py), so the band is [0.02, 0.065]: the upper end 2.7
-    standard errors above nominal, the lower one allowing conservatism."""
+    sqrt(0.05 * 0.95 / 1500) = 0.0056, so the bound is 0.065, 2.7 standard errors above
+    nominal. The test is conservative by design, not exact: the seed term's S - 1
+    degrees of freedom, and the seed term floored at the residual's (with tau = 0 the
+    rate is near 0; benchmarks/stats_calibration.py measures it). A test that pools the
+    seed term into the residual whenever MS_S < MS_E flags 8% in the first setting."""
     rng = np.random.default_rng(1234 + seeds)
     flagged = 0
     reps = 1500
@@ -44,7 +45,7 @@ def test_aa_comparisons_are_flagged_at_about_the_nominal_rate(
         base = _arm(rng, theta, seeds, tau, 0.0)
         other = _arm(rng, theta, seeds, tau, 0.0)
         flagged += stats.paired_test(other, base).p < stats.ALPHA
-    assert 0.02 <= flagged / reps <= 0.065
+    assert flagged / reps <= 0.065
 
 
 def test_a_planted_effect_well_above_the_mde_is_found() -> None:
@@ -108,6 +109,29 @@ def test_variance_components_by_hand() -> None:
     # t = 3 / sqrt(4/3) = 2.598 on 1 df: two-sided p = 0.2339; interval 3 +- 12.706 * 1.1547
     assert res.p == pytest.approx(0.2339, abs=1e-3)
     assert res.diff.hi == pytest.approx(3 + 12.7062 * math.sqrt(4 / 3), rel=1e-4)
+
+
+def test_the_seed_term_is_floored_at_the_residual_by_hand() -> None:
+    """Two seeds that each gain one of three questions, different ones: d = [[1, 0, 0],
+    [0, 1, 0]]. Row means (1/3, 1/3), so MS_S = 0: the seeds agree exactly. Column means
+    (1/2, 1/2, 0), grand mean 1/3: MS_Q = 2 ((1/6)^2 + (1/6)^2 + (1/3)^2) / 2 = 1/6;
+    residuals d - column mean = +-1/2 on four cells, MS_E = 1 / (1 x 2) = 1/2. The seed
+    term is max(MS_S, MS_E) = 1/2 and the question term max(0, 1/6 - 1/2) = 0, so var =
+    (1/2) / 6 = 1/12 on 1 degree of freedom: t = (1/3) / sqrt(1/12) = 1.155, two-sided
+    p = 0.4544, interval 1/3 +- 12.706 sqrt(1/12) = 1/3 +- 3.668. Without the floor the
+    variance would be 0 and the two runs' one question each a certain effect (p = 0)."""
+    d = np.array([[1.0, 0, 0], [0, 1, 0]])
+    var, df, sa2, sb2, se2 = stats.variance_components(d)
+    assert var == pytest.approx(1 / 12)
+    assert df == 1
+    assert (sa2, sb2, se2) == pytest.approx((0.0, 0.0, 0.5))
+    res = stats.paired_test(d, np.zeros((2, 3)))
+    assert res.diff.value == pytest.approx(1 / 3)
+    assert res.p == pytest.approx(0.4544, abs=1e-3)
+    assert res.diff.hi == pytest.approx(1 / 3 + 3.6680, abs=1e-3)
+    # one arm's mean: the same floor, the same half-width (its question term is 0 too)
+    est = stats.two_way_interval(d)
+    assert est.hi - est.value == pytest.approx(3.6680, abs=1e-3)
 
 
 def test_clusters_average_questions_that_share_a_source() -> None:
