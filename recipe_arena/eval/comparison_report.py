@@ -142,8 +142,9 @@ def _pass_table(arms: list[ArmData], cols: Columns, out: Path) -> list[str]:
     md = [
         "## Held-out pass@1 of the final checkpoints",
         "",
-        "Mean over seeds and questions, with a 95% interval over both: the seed part on "
-        "Student's t with S - 1 degrees of freedom and the question part on Q - 1, "
+        "Mean over seeds and questions, with a 95% interval over both: the seed part "
+        "(never taken below the residual noise) on Student's t with S - 1 degrees of "
+        "freedom and the question part on Q - 1, "
         "combined in quadrature, so that it covers with 2 seeds too "
         f"(questions: {', '.join(f'{d} {len(cols.index[d])}' for d in cols.domains)}; "
         "`mean` is the unweighted mean over domains).",
@@ -194,8 +195,10 @@ def _paired_table(comps: list[Comparison], arms: list[ArmData]) -> list[str]:
     md += [
         "Per question and seed: arm score minus baseline score (same seed, same question). "
         "The interval and p-value come from a two-way (seed x question) variance "
-        "decomposition of these paired differences and Student's t on the seeds' "
-        "degrees of freedom (cut to the possible range [-1, 1]); questions asked twice "
+        "decomposition of these paired differences, its seed part never taken below the "
+        "residual (seeds that agree by chance still carry each question's noise), and "
+        "Student's t on the seeds' degrees of freedom (cut to the possible range [-1, 1]); "
+        "questions asked twice "
         "count once. p (Holm) corrects for the number of arms compared; MDE is the "
         "smallest true difference this test finds with 80% power at the 5% level, at "
         "this design's estimated noise (with 2 seeds about 16 standard errors).",
