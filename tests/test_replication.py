@@ -25,10 +25,17 @@ SOLVES = {"base": range(2, 20), "broken": range(0), "fragile": range(17, 20), "t
 """Arm -> the math questions it solves at RL step 10 in the published study (seeds 0-3)."""
 
 
-def _study(root: Path, seeds: list[int], solves: dict[str, range], tiny_extra: int) -> Path:
+def _study(
+    root: Path,
+    seeds: list[int],
+    solves: dict[str, range],
+    tiny_extra: int,
+    fragile_from: int | None = None,
+) -> Path:
     """A study of one row (OLMo 3's arm ``base`` and three alternatives) at ``seeds``:
     every arm solves nothing at step 0 and ``solves[arm]`` at step 10; ``tiny`` also
-    solves math question 0 on ``tiny_extra`` of the seeds."""
+    solves math question 0 on ``tiny_extra`` of the seeds; with ``fragile_from``,
+    ``fragile`` solves what ``base`` solves on the seeds from that index on."""
     spec = StudySpec.model_validate(
         {
             "name": "rep",
@@ -55,9 +62,10 @@ def _study(root: Path, seeds: list[int], solves: dict[str, range], tiny_extra: i
     rl = {"rlvr": [{"throughput/trained_tokens": 100.0}] * 10}
     for arm in plan.arms:
         for i, seed in enumerate(seeds):
-            solved = set(solves[arm.name]) | (
-                {0} if arm.name == "tiny" and i < tiny_extra else set()
-            )
+            name = arm.name
+            if name == "fragile" and fragile_from is not None and i >= fragile_from:
+                name = "base"
+            solved = set(solves[name]) | ({0} if name == "tiny" and i < tiny_extra else set())
             final = [float(q in solved) for q in range(20)] + [0.0, 0.0]
             curve = {0: [0.0] * 22, 10: final}
             args = [*plan.common, *arm.overrides]
@@ -118,6 +126,38 @@ def test_the_command_counts_what_holds_and_fails_when_one_does_not(
     assert "row (default) fragile, math final: -0.750" in differs[0] and "-> +0.000" in differs[0]
     held = n - len(differs)
     assert out[-1].startswith(f"replicates: {held} of {n} verdicts beyond their MDE hold")
+    # the rerun's fragile is 0.000 on every seed and question: an interval [0, 0] that
+    # excludes -0.750, so each miss contradicts the published effect
+    assert all(line.endswith("its interval excludes the published effect") for line in differs)
+    assert out[-1].endswith(
+        f"of the {len(differs)} that do not, {len(differs)} contradict the "
+        "published effect (the rerun's interval excludes it)"
+    )
+
+
+def test_a_miss_whose_interval_holds_the_published_effect_does_not_contradict_it(
+    studies: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A rerun where ``fragile`` loses its 15 questions on seed 4 alone and matches the
+    baseline on seeds 5-7: per-seed differences on final math -0.75, 0, 0, 0, mean
+    -0.1875. MS_S = 20 x var(-0.75, 0, 0, 0) = 20 x 0.140625 = 2.8125; the residuals
+    (-0.1875 and +0.5625 on seed 4, +0.0625 and -0.1875 on the others, on the 15 and the
+    5 other questions) give SSE 2.8125 on 57 degrees of freedom, MS_E = 0.0493, and MS_Q
+    = 4 x 0.2344 / 19 = 0.0493 as well, so the question term is 0 and the seed term,
+    far above MS_E, stands: SE = sqrt(MS_S / 80) = 0.1875, and the
+    interval -0.1875 +- 3.182 x 0.1875 = [-0.784, +0.409]: not significant, so the verdict
+    does not hold, but it holds -0.750, so the rerun does not contradict it."""
+    published, _ = studies
+    rerun = _study(tmp_path / "noisy", [4, 5, 6, 7], SOLVES, tiny_extra=0, fragile_from=1)
+    found = {(f.arm, f.domain, f.measure): f for f in replications(published, rerun)}
+    f = found[("fragile", "math", "final")]
+    assert f.rerun is not None and not f.holds and f.contradicted is False
+    d = f.rerun.test.diff
+    assert d.value == pytest.approx(-0.1875)
+    assert (d.lo, d.hi) == pytest.approx(
+        (-0.1875 - 3.1824 * 0.1875, -0.1875 + 3.1824 * 0.1875), abs=1e-3
+    )
+    assert found[("broken", "math", "final")].contradicted is None  # it holds
 
 
 def test_a_row_the_rerun_lacks_is_said_not_rerun(

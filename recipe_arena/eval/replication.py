@@ -10,7 +10,9 @@ inside the noise) makes no such claim and is not tested: at 80% power a true eff
 the MDE is missed once in five reruns.
 
 ``recipe-arena study FILE seeds=4,5,6,7 out_dir=DIR replicates=PUBLISHED`` runs the
-chosen rows on the new seeds, then prints one line per tested verdict; ``python -m
+chosen rows on the new seeds, then prints one line per tested verdict (one that does not
+hold says whether the rerun's interval still holds the published effect or excludes it:
+too noisy to confirm, or evidence against); ``python -m
 recipe_arena.eval.replication PUBLISHED RERUN`` reads two finished study directories
 (a committed export included) without running or writing anything.
 """
@@ -48,6 +50,20 @@ class Replication:
         if self.rerun is None:
             return None
         return verdict(self.rerun) == verdict(self.published)
+
+    @property
+    def contradicted(self) -> bool | None:
+        """For a verdict that does not hold: True when the rerun's 95% interval excludes
+        the published effect (the rerun is evidence against it), False when it still
+        holds it (the rerun, at its own noise, neither confirms nor refutes it); None
+        when the verdict holds or was not rerun. Why: at 80% power a true effect at its
+        MDE is missed once in five reruns, and a miss whose interval covers the
+        published effect says that the rerun was too noisy, not that the effect is not
+        there."""
+        if self.rerun is None or self.holds:
+            return None
+        d = self.rerun.test.diff
+        return not d.lo <= self.published.test.diff.value <= d.hi
 
 
 def beyond_mde(c: Comparison) -> bool:
@@ -95,12 +111,18 @@ def report_lines(found: list[Replication]) -> list[str]:
             lines.append(f"not rerun  {where}: {_cell(f.published)}")
             continue
         mark = "holds     " if f.holds else "DIFFERS   "
-        lines.append(f"{mark} {where}: {_cell(f.published)} -> {_cell(f.rerun)}")
+        why = ""
+        if f.contradicted is not None:
+            why = "; its interval " + ("excludes" if f.contradicted else "holds")
+            why += " the published effect"
+        lines.append(f"{mark} {where}: {_cell(f.published)} -> {_cell(f.rerun)}{why}")
     tested = [f for f in found if f.rerun is not None]
     held = sum(bool(f.holds) for f in tested)
+    against = sum(bool(f.contradicted) for f in tested)
     lines.append(
         f"replicates: {held} of {len(tested)} verdicts beyond their MDE hold on the rerun's "
-        f"seeds ({len(found) - len(tested)} not rerun)"
+        f"seeds ({len(found) - len(tested)} not rerun); of the {len(tested) - held} that do "
+        f"not, {against} contradict the published effect (the rerun's interval excludes it)"
     )
     return lines
 
