@@ -90,7 +90,7 @@ from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold
 from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import RunConfig
-from recipe_arena.cpu_isa import Isa, cpu_has, pin
+from recipe_arena.cpu_isa import CPU_FLAGS, Isa, cpu_has, measured_to_differ, pin
 from recipe_arena.study_export import (
     STUDY_FILE,
     check_reproduction,
@@ -280,14 +280,22 @@ def build_base(args: list[str], root: Path) -> bool:
     return done.returncode == 0
 
 
-def pin_kernels(isa: Isa) -> None:
+def pin_kernels(isa: Isa, flags_file: Path = CPU_FLAGS) -> None:
     """Cap the CPU kernels of every process the study starts (the base model's build and
     each run) at ``isa``, before any key is computed (``cpu_isa.pin``); say so, and warn
-    where this processor lacks ``isa`` or cannot tell: there the numbers cannot match
-    those of the study's machines."""
+    where this processor (its ``flags_file``) lacks ``isa`` or cannot tell, or is one on
+    which the capped numbers were measured to differ (``cpu_isa.MEASURED_TO_DIFFER``):
+    there the numbers cannot match those of the study's machines."""
     pin(isa)
-    has = cpu_has(isa)
-    if has is None:
+    has = cpu_has(isa, flags_file)
+    differs = measured_to_differ(flags_file)
+    if differs is not None:
+        say(
+            f"warning: CPU kernels capped at {isa}, but on {differs}, as this one is, the "
+            "capped kernels were measured to give other numbers than the committed "
+            "studies' (docs/results.md): its runs will not reproduce theirs"
+        )
+    elif has is None:
         say(f"CPU kernels capped at {isa}; this system does not say whether it has {isa}")
     elif not has:
         say(
@@ -295,7 +303,10 @@ def pin_kernels(isa: Isa) -> None:
             "its numbers will differ from those of machines that have it"
         )
     else:
-        say(f"CPU kernels capped at {isa}, the same numbers on every machine that has it")
+        say(
+            f"CPU kernels capped at {isa}: measured to give the same numbers on an Intel "
+            f"machine whose widest set is {isa} and on an AMD EPYC with AVX-512"
+        )
 
 
 def with_seeds(spec: StudySpec, text: str) -> StudySpec:

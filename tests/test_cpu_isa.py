@@ -57,6 +57,30 @@ def test_cpu_has_reads_the_flags_line(tmp_path: Path) -> None:
     assert cpu_isa.cpu_has("avx2", tmp_path / "missing") is None
 
 
+def test_a_study_warns_on_a_processor_where_the_cap_was_measured_not_to_reproduce(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On an AVX2 processor the study says where the cap was measured to reproduce; on
+    one with AMX (the Intel Xeon whose capped RL start scored code 0.72 against the
+    committed 0.90) it warns that its runs will not reproduce the committed studies',
+    though it has AVX2; a flag that only starts with ``amx`` does not count."""
+    _clear(monkeypatch)
+    info = tmp_path / "cpuinfo"
+    info.write_text("flags\t\t: fpu sse2 avx avx2 fma avx512f\n")
+    pin_kernels("avx2", info)
+    said = capsys.readouterr().err
+    assert "measured to give the same numbers" in said and "warning" not in said
+    info.write_text("flags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n")
+    assert cpu_isa.measured_to_differ(info) == "an Intel Xeon with AVX-512 and AMX"
+    pin_kernels("avx2", info)
+    said = capsys.readouterr().err
+    assert said.startswith("study: warning: CPU kernels capped at avx2, but on an Intel Xeon")
+    assert "will not reproduce" in said
+    info.write_text("flags\t\t: fpu avx2 amx_tilex\n")
+    assert cpu_isa.measured_to_differ(info) is None
+    assert cpu_isa.measured_to_differ(tmp_path / "missing") is None
+
+
 @pytest.mark.skipif(not HAS_AVX2, reason="the cap needs a processor with AVX2")
 def test_a_study_caps_the_kernels_of_the_runs_it_starts(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
