@@ -20,10 +20,11 @@ Every interval here accounts for both.
   seed index, same question) under the two-way random-effects model
   ``d_sq = delta + a_s + b_q + e_sq``. Its mean has variance
   ``sigma_a^2/S + sigma_b^2/Q + sigma_e^2/(S Q)``, estimated from the two-way ANOVA mean
-  squares with the seed term floored at the residual's (``variance_components``); the test is Student's t on the seed term's S - 1 degrees of freedom
-  (scipy.stats.t), so that with 2 or 3 seeds the interval widens as it must (one seed:
-  questions only, Q - 1, and the interval then ignores seed-to-seed noise). Questions that share a source (the same
-  prompt asked twice) are averaged into one unit first (clustering).
+  squares with the seed term floored at the residual's (``variance_components``); the
+  test is Student's t on the seed term's S - 1 degrees of freedom (scipy.stats.t), so
+  that with 2 or 3 seeds the interval widens as it must (one seed: questions only,
+  Q - 1, and the interval then ignores seed-to-seed noise). Questions that share a
+  source (the same prompt asked twice) are averaged into one unit first (clustering).
 - ``min_detectable_effect``: the true difference the test finds with probability
   ``power`` at level ``alpha`` (the test's critical value on S - 1 degrees of freedom,
   its variance estimate's spread on Satterthwaite's; a noncentral t when they agree),
@@ -301,12 +302,6 @@ def _mean_squares(d_SQ: np.ndarray) -> tuple[float, float, float]:
     return ms_s, ms_q, ms_e
 
 
-def _floored_mean_squares(d_SQ: np.ndarray) -> tuple[float, float, float]:
-    """``_mean_squares`` with MS_S floored at MS_E (``seed_term``)."""
-    ms_s, ms_q, ms_e = _mean_squares(d_SQ)
-    return seed_term(ms_s, ms_e), ms_q, ms_e
-
-
 def paired_test(
     arm_SQ: np.ndarray,
     base_SQ: np.ndarray,
@@ -328,7 +323,7 @@ def paired_test(
     if se == 0:
         p = 1.0 if mean == 0 else 0.0
         return PairedTest(Estimate(mean, mean, mean), 0.0, df, p, 0.0, s, q, 0.0)
-    df_se = df if s == 1 else _satterthwaite(s, q, *_floored_mean_squares(d))
+    df_se = df if s == 1 else _satterthwaite(s, q, *_mean_squares(d))
     tdist = sps.t(df)
     half = float(tdist.ppf(1 - alpha / 2)) * se
     p = float(2 * tdist.sf(abs(mean) / se))
@@ -450,10 +445,11 @@ def design_mde(
 
 def _satterthwaite(s: int, q: int, ms_s: float, ms_q: float, ms_e: float) -> float:
     """Satterthwaite's degrees of freedom of ``variance_components``' estimate
-    (MS_S + max(0, MS_Q - MS_E)) / (SQ), ``ms_s`` the seed term as the estimate uses it
-    (floored, ``seed_term``): (sum of terms)^2 / sum(term^2 / its df), MS_S
-    on S - 1, MS_Q on Q - 1, MS_E on (S - 1)(Q - 1); S - 1 when the question term is
+    (max(MS_S, MS_E) + max(0, MS_Q - MS_E)) / (SQ), the seed term floored here as the
+    estimate floors it (``seed_term``): (sum of terms)^2 / sum(term^2 / its df), the seed
+    term on S - 1, MS_Q on Q - 1, MS_E on (S - 1)(Q - 1); S - 1 when the question term is
     cut to 0. At least S - 1: the question term only adds precisely known variance."""
+    ms_s = seed_term(ms_s, ms_e)
     b = ms_q - ms_e
     if b <= 0 or ms_s + b <= 0:
         return float(s - 1)
