@@ -19,6 +19,8 @@ The file (``studies/<name>.yaml``; ``study_spec.StudySpec`` names every key):
       stressed: [engine.dtype=bfloat16, rl.lag=4, rl.max_staleness=4]
     regime_notes:                              # how a regime was made (optional)
       stressed: a bfloat16 engine, an actor 4 versions behind
+    regime_seeds:                              # a regime on more seeds (optional):
+      stressed: 8                              # 0-7, the study's seeds and the next 4
     rows:
       - name: stale_data
         axis: staleness                        # arms are options of one axis ...
@@ -55,7 +57,7 @@ links to it. Rerunning the command resumes: finished runs are kept, interrupted 
 continue from their checkpoints. ``rows=`` runs only the named rows, ``regimes=`` only
 the named regimes of them (and reports the
 study with whatever has finished). ``seeds=`` replaces the file's seeds (the prefix seed
-stays), to check that a verdict holds on other draws; give it its own ``out_dir``.
+stays; a regime of ``regime_seeds`` keeps its count, after the new seeds), to check that a verdict holds on other draws; give it its own ``out_dir``.
 ``check=DIR`` compares, once the chosen rows have run, each run's per-question scores
 with the same run in DIR (a committed export): the reproduction check of a published
 study, exit status 1 when any differs. ``replicates=DIR``, with ``seeds=``, compares the
@@ -98,18 +100,20 @@ from recipe_arena.study_export import (
     row_dir_name,
     say,
 )
-from recipe_arena.study_spec import RowSpec, StudySpec, arm_overrides, load_spec
+from recipe_arena.study_spec import RowSpec, StudySpec, arm_overrides, load_spec, seeds_of
 
 AA_SEED_OFFSET = 1000
 """The A/A control's seeds: the study's seeds plus this (as in ``compare``)."""
 
 
 def row_plan(spec: StudySpec, row: RowSpec, regime: str) -> Plan:
-    """The comparison of ``row`` in ``regime``: OLMo 3's choice is the baseline."""
+    """The comparison of ``row`` in ``regime``: OLMo 3's choice is the baseline, every
+    arm on the regime's seeds (``seeds_of``)."""
     common = [*spec.common, *spec.regimes[regime], *row.overrides]
-    arms = [Arm(name, ov, list(spec.seeds)) for name, ov in arm_overrides(row)]
+    seeds = seeds_of(spec.seeds, spec.regime_seeds, regime)
+    arms = [Arm(name, ov, seeds) for name, ov in arm_overrides(row)]
     if row.aa:
-        control = [s + AA_SEED_OFFSET for s in spec.seeds]
+        control = [s + AA_SEED_OFFSET for s in seeds]
         arms.append(Arm(f"{arms[0].name}_aa", arms[0].overrides, control, control=True))
     return Plan(spec.recipe, row.axis, arms, arms[0].name, common)
 
@@ -311,13 +315,16 @@ def pin_kernels(isa: Isa, flags_file: Path = CPU_FLAGS) -> None:
 
 def with_seeds(spec: StudySpec, text: str) -> StudySpec:
     """``spec`` on the seeds ``text`` lists ("4,5,6,7"): the same study on other draws,
-    to see whether its verdicts hold; ConfigError (one line) for a bad list."""
+    to see whether its verdicts hold (a regime of ``regime_seeds`` keeps its count, or
+    takes as many as ``text`` lists where that is more, after the new seeds);
+    ConfigError (one line) for a bad list."""
     try:
         seeds = [int(x) for x in text.split(",") if x]
     except ValueError:
         raise ConfigError(f"seeds={text!r}: expected integers, e.g. 4,5,6,7") from None
     try:
-        return StudySpec.model_validate({**spec.model_dump(), "seeds": seeds})
+        more = {g: max(n, len(seeds)) for g, n in spec.regime_seeds.items()}
+        return StudySpec.model_validate({**spec.model_dump(), "seeds": seeds, "regime_seeds": more})
     except ValidationError as e:
         raise ConfigError(f"seeds={text!r}: {e.errors()[0]['msg']}") from None
 

@@ -113,6 +113,13 @@ class StudySpec(_Strict):
     regimes: dict[Name, list[str]] = {"default": []}
     regime_notes: dict[Name, str] = {}
     """How a regime was made and why, printed under its overrides in the report."""
+    regime_seeds: dict[Name, Annotated[int, Field(ge=1)]] = {}
+    """Regime -> how many seeds its comparisons run on, where more than ``seeds``: the
+    study's seeds, then the integers after the largest of them (``seeds_of``), so that
+    ``seeds=8,9,10,11`` moves a regime of 8 seeds to 8-15 with the rest. Why: a regime
+    whose arms' seeds spread (one that makes training unstable on purpose) needs more
+    seeds for the same MDE than the others, and giving them to it alone costs its runs
+    only."""
     rows: list[RowSpec] = Field(min_length=1)
     findings: list[FindingSpec] = []
     contrasts: list[ContrastSpec] = []
@@ -130,6 +137,13 @@ class StudySpec(_Strict):
                     )
         if unknown := set(self.regime_notes) - set(self.regimes):
             raise ValueError(f"regime_notes: no regime {sorted(unknown)[0]!r}")
+        if unknown := set(self.regime_seeds) - set(self.regimes):
+            raise ValueError(f"regime_seeds: no regime {sorted(unknown)[0]!r}")
+        for g, n in self.regime_seeds.items():
+            if n < len(self.seeds):
+                raise ValueError(
+                    f"regime_seeds: {g} has {n} seeds, fewer than the study's {len(self.seeds)}"
+                )
         rows = {r.name: r for r in self.rows}
         for f in self.findings:
             if f.row not in rows:
@@ -150,6 +164,14 @@ class StudySpec(_Strict):
                             f"contrast {c.claim!r}: no row {name!r} run in {c.regime!r}"
                         )
         return self
+
+
+def seeds_of(seeds: list[int], regime_seeds: dict[str, int], regime: str) -> list[int]:
+    """The seeds ``regime``'s comparisons run on: the study's ``seeds``, followed, where
+    ``regime_seeds`` (``StudySpec.regime_seeds``) asks for more, by the integers after
+    the largest of them ([0, 1, 2, 3] with 8 -> 0-7)."""
+    more = regime_seeds.get(regime, len(seeds)) - len(seeds)
+    return [*seeds, *range(max(seeds) + 1, max(seeds) + 1 + more)]
 
 
 def load_spec(path: Path) -> StudySpec:

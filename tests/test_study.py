@@ -109,6 +109,9 @@ def load_spec_dict(study: dict):  # type: ignore[no-untyped-def]
         ),
         ({"seeds": []}, "seeds"),
         ({"regime_notes": {"hot": "made hot"}}, "regime_notes: no regime 'hot'"),
+        ({"regime_seeds": {"hot": 4}}, "regime_seeds: no regime 'hot'"),
+        ({"seeds": [0, 1], "regime_seeds": {"bf16": 1}}, "bf16 has 1 seeds, fewer than"),
+        ({"regime_seeds": {"bf16": 0}}, "greater than or equal to 1"),
         (
             {
                 "contrasts": [
@@ -278,6 +281,33 @@ def test_seeds_replaces_the_files_seeds_and_is_checked(tmp_path: Path) -> None:
     _, links = prepare(other, tmp_path / "o", rows=["advantage"])
     seeds = sorted(int(k.rsplit("-s", 1)[1]) for k in links["advantage.default"])
     assert seeds == [4, 4, 5, 5, 1004, 1005]
+
+
+def test_a_regime_of_more_seeds_runs_them_and_moves_with_seeds(tmp_path: Path) -> None:
+    """``regime_seeds: {bf16: 3}`` on seeds [0]: the lr row's bf16 comparison runs both
+    arms on seeds 0, 1, 2 while its default one stays on 0; the advantage row's A/A
+    control (default regime) stays on 1000. Under ``seeds=4,5`` the bf16 regime keeps
+    its 3 seeds after them: 4, 5, 6; under ``seeds=4,5,6,7`` it takes those 4. A regime that took the study's seeds (or the first
+    N integers) would give [0] or [0, 1, 2] there, and the header would not say it."""
+    from recipe_arena.study import with_seeds
+
+    spec = load_spec(_write(tmp_path, {**STUDY, "regime_seeds": {"bf16": 3}}))
+    assert [a.seeds for a in row_plan(spec, spec.rows[0], "bf16").arms] == [[0, 1, 2]] * 2
+    assert [a.seeds for a in row_plan(spec, spec.rows[0], "default").arms] == [[0]] * 2
+    assert row_plan(spec, spec.rows[1], "default").arms[2].seeds == [1000]
+    _, links = prepare(spec, tmp_path / "o", rows=["lr"])
+    assert sorted(links["lr.bf16"]) == [f"lr_{v}-s{s}" for v in ("0", "1e-5") for s in (0, 1, 2)]
+    assert sorted(links["lr.default"]) == ["lr_0-s0", "lr_1e-5-s0"]
+    other = with_seeds(spec, "4,5")
+    assert row_plan(other, other.rows[0], "bf16").arms[1].seeds == [4, 5, 6]
+    assert row_plan(other, other.rows[0], "default").arms[1].seeds == [4, 5]
+    wider = with_seeds(spec, "4,5,6,7")
+    assert row_plan(wider, wider.rows[0], "bf16").arms[0].seeds == [4, 5, 6, 7]
+    from recipe_arena.eval.study_report import write_study_report
+
+    (tmp_path / "o" / "study.json").write_text(json.dumps(spec.model_dump()))
+    header = write_study_report(tmp_path / "o").read_text().split("\n")[2]
+    assert header.startswith("Recipe `olmo3_think`, seeds 0 (bf16: 0, 1, 2);"), header
 
 
 def test_a_rows_time_counts_each_prefix_once(tmp_path: Path) -> None:

@@ -27,8 +27,8 @@ def test_table_9_2_study_file_is_valid() -> None:
 
 def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
     """studies/table_9_2_96.yaml is Table 9.2 with the default regime run to its plateau
-    and evaluated every 12 steps: the same seeds, threads, kernels, findings and
-    contrasts, every row the same but the pipeline row's steps; the common settings
+    and evaluated every 12 steps: the same seeds (the stressed regime on 8), threads,
+    kernels, findings and contrasts, every row the same but the pipeline row's steps; the common settings
     those of table_9_2.yaml less its evaluation cadence, which each regime sets: 12 in
     the default regime at 96 RL steps, 6 in the stressed regime as before. A row or
     finding added to one file and not the other, or a setting that drifts, would make
@@ -37,6 +37,7 @@ def test_the_96_step_study_differs_from_table_9_2_only_where_it_says() -> None:
     long = load_spec(STUDIES / "table_9_2_96.yaml")
     same = ("seeds", "threads", "isa", "findings", "contrasts")
     assert all(getattr(long, k) == getattr(base, k) for k in same)
+    assert base.regime_seeds == {} and long.regime_seeds == {"stressed": 8}
     assert base.common == [*long.common[:1], "rl.eval_every=6", *long.common[1:]]
     assert base.regimes["default"] == []
     assert long.regimes == {
@@ -59,7 +60,9 @@ def test_the_96_step_study_shares_the_stressed_runs_of_table_9_2(tmp_path: Path)
     the stressed regime's runs those of table_9_2.yaml (same keys: the study makes them
     once for both, and its report reads the runs the 48-step study's does), while every
     default-regime run is new (96 steps, evaluated every 12: another run than either
-    study's at 48 steps or the plateau pilot's every 6)."""
+    study's at 48 steps or the plateau pilot's every 6). The 96-step study runs the
+    stressed regime on 8 seeds: its first 4 (and their A/A control) are the 48-step
+    study's runs, by name and key."""
     base = load_spec(STUDIES / "table_9_2.yaml")
     long = load_spec(STUDIES / "table_9_2_96.yaml")
     pilot = load_spec(STUDIES / "table_9_2_plateau.yaml")
@@ -69,7 +72,8 @@ def test_the_96_step_study_shares_the_stressed_runs_of_table_9_2(tmp_path: Path)
     stressed = [d for d in b if "stressed" in d]
     default = [d for d in b if "stressed" not in d]
     assert len(stressed) == len(default) == 1
-    assert l_[stressed[0]] == b[stressed[0]] and len(b[stressed[0]]) == 24
+    assert len(b[stressed[0]]) == 24 and len(l_[stressed[0]]) == 48
+    assert b[stressed[0]].items() <= l_[stressed[0]].items()
     new = set(l_[default[0]].values())
     assert len(new) == 24
     assert not new & set(b[default[0]].values())

@@ -56,6 +56,7 @@ from recipe_arena.eval.comparison_report import (
 from recipe_arena.eval.html import write_pages
 from recipe_arena.eval.speed import Speed, speed_comparisons
 from recipe_arena.eval.study_tables import contrasts_section, power_section, time_section
+from recipe_arena.study_spec import seeds_of
 
 MDE_DOMAIN = "math"
 """The domain whose MDE the summary prints (the mean over domains when absent)."""
@@ -349,6 +350,9 @@ def write_study_report(root: Path) -> Path:
     spec, rows = load_rows(root)
     title = spec.get("title") or f"Study: {spec['name']}"
     seeds = ", ".join(str(s) for s in spec["seeds"])
+    more = spec.get("regime_seeds") or {}
+    for name in more:
+        seeds += f" ({name}: " + ", ".join(map(str, seeds_of(spec["seeds"], more, name))) + ")"
     md = [
         f"# {title}",
         "",
