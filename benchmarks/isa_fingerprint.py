@@ -1,0 +1,96 @@
+"""Hashes of a few kernels and of one training step of the micro model under the study's
+CPU cap, to find where two machine types stop computing the same bits.
+
+    python benchmarks/isa_fingerprint.py [--batch 4x64] [--isa avx2]
+    qemu-x86_64 -cpu Haswell .venv/bin/python benchmarks/isa_fingerprint.py   # an AVX2 machine, emulated
+
+Prints one line per result: its name and the first 12 hex digits of the SHA-256 of its
+float32 bytes. The results, in the order a training run meets them: a matrix product,
+a linear layer, bfloat16 matmul, softmax and exp on fixed random inputs; then the micro
+model (``world.model`` of the default recipe) from a fixed initialisation (``build_micro``'s
+seed 0): its logits and loss on a batch of random token ids (``--batch`` rows x tokens,
+torch generator seed 1), the gradients of its first layers and of all parameters, and
+the parameters after one AdamW step at the base stage's settings. One torch thread,
+as in a study run.
+
+Why: a study made on one machine type is reproduced bit for bit on another only where
+every kernel gives the same bits (``cpu_isa``). Run on both machine types, the first
+line that differs names the kernel or the stage that does not; run on one machine and
+under an emulator that presents another processor (QEMU's user mode, ``-cpu Haswell``
+for one whose widest set is AVX2), it asks the same of a machine one does not have.
+Under emulation the 4 x 64 batch takes minutes; the base stage's 32 x 160 takes far
+longer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+
+from recipe_arena.cpu_isa import pin
+
+
+def digest(t: object) -> str:
+    """First 12 hex digits of the SHA-256 of ``t``'s values as contiguous float32."""
+    import torch
+
+    assert isinstance(t, torch.Tensor)
+    return hashlib.sha256(t.detach().float().contiguous().numpy().tobytes()).hexdigest()[:12]
+
+
+def fingerprint(rows: int, tokens: int) -> dict[str, str]:
+    """Name -> digest of each result above, in order, for a batch of ``rows`` x
+    ``tokens`` token ids. Torch must have been imported after the cap was set."""
+    import torch
+
+    from recipe_arena.compose import load_config
+    from recipe_arena.config_train import ADAM_BETAS, WEIGHT_DECAY
+    from recipe_arena.models.factory import build_micro
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    a, b, x = torch.randn(96, 192), torch.randn(192, 576), torch.randn(33, 192)
+    lin = torch.nn.Linear(192, 576)
+    out = {
+        "matmul": a @ b,
+        "linear": lin(x),
+        "matmul_bf16": a.bfloat16() @ b.bfloat16(),
+        "softmax": torch.softmax(a, -1),
+        "exp": torch.exp(a),
+    }
+    cfg = load_config(["recipe=olmo3_think"])
+    model, _ = build_micro(cfg.world.model, seed=0)
+    params = list(model.parameters())
+    out["init"] = torch.cat([p.flatten() for p in params])
+    ids = torch.randint(
+        0, model.config.vocab_size, (rows, tokens), generator=torch.Generator().manual_seed(1)
+    )
+    res = model(input_ids=ids, labels=ids)
+    out["logits"], out["loss"] = res.logits, res.loss
+    res.loss.backward()
+    for name, p in list(model.named_parameters())[:6]:
+        out[f"grad {name}"] = p.grad
+    out["grads"] = torch.cat([p.grad.flatten() for p in params])
+    opt = torch.optim.AdamW(params, lr=cfg.base.lr, betas=ADAM_BETAS, weight_decay=WEIGHT_DECAY)
+    opt.step()
+    out["after one AdamW step"] = torch.cat([p.flatten() for p in params])
+    return {k: digest(v) for k, v in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", default="4x64", help="rows x tokens of the training step")
+    ap.add_argument("--isa", default="avx2", choices=["avx2", "none"], help="the cap")
+    a = ap.parse_args()
+    if a.isa != "none":
+        pin(a.isa)  # before torch loads
+    rows, tokens = (int(v) for v in a.batch.split("x"))
+    for name, value in fingerprint(rows, tokens).items():
+        print(f"{name:48s} {value}")
+    import torch
+
+    print(f"{'kernels in use':48s} {torch.backends.cpu.get_cpu_capability()}")
+
+
+if __name__ == "__main__":
+    main()
