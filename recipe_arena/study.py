@@ -57,7 +57,8 @@ links to it. Rerunning the command resumes: finished runs are kept, interrupted 
 continue from their checkpoints. ``rows=`` runs only the named rows, ``regimes=`` only
 the named regimes of them (and reports the
 study with whatever has finished). ``seeds=`` replaces the file's seeds (the prefix seed
-stays; a regime of ``regime_seeds`` keeps its count, after the new seeds), to check that a verdict holds on other draws; give it its own ``out_dir``.
+stays; a regime of ``regime_seeds`` keeps its count, after the new seeds), to check that
+a verdict holds on other draws; give it its own ``out_dir``.
 ``check=DIR`` compares, once the chosen rows have run, each run's per-question scores
 with the same run in DIR (a committed export): the reproduction check of a published
 study, exit status 1 when any differs. ``replicates=DIR``, with ``seeds=``, compares the
