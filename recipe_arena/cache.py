@@ -32,7 +32,7 @@ from typing import Any
 
 import filelock
 
-from recipe_arena.cpu_isa import pinned
+from recipe_arena.cpu_isa import mkl_mode, pinned
 from recipe_arena.integrity import _fsync_dir as fsync_dir
 from recipe_arena.integrity import _sha256
 
@@ -73,11 +73,17 @@ def cache_root(cache_dir: str | None) -> Path:
 
 def cache_key(parts: dict[str, Any]) -> str:
     """A short stable hash of everything a cached result depends on, plus CODE_VERSION,
-    and the instruction set the kernels are capped at when they are (``cpu_isa.pinned``;
-    absent otherwise, so an uncapped entry keeps the key it had before caps existed)."""
-    isa = pinned()
+    the instruction set the kernels are capped at when they are (``cpu_isa.pinned``) and
+    MKL's reproducibility mode when one is set (``cpu_isa.mkl_mode``); each is absent
+    otherwise, so an entry keeps the key it had before either was keyed."""
+    isa, mkl = pinned(), mkl_mode()
     blob = json.dumps(
-        {"code": CODE_VERSION, **parts, **({"isa": isa} if isa else {})},
+        {
+            "code": CODE_VERSION,
+            **parts,
+            **({"isa": isa} if isa else {}),
+            **({"mkl_cbwr": mkl} if mkl else {}),
+        },
         sort_keys=True,
         default=str,
     )

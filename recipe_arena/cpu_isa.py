@@ -49,6 +49,23 @@ def pinned() -> str | None:
     return value or None
 
 
+MKL_MODE = "MKL_CBWR"
+"""The variable that puts MKL in its conditional numerical reproducibility mode (for
+example ``AVX2,STRICT``). Not part of any cap: measured on an Intel Xeon with AVX-512
+and AMX, its strict mode gives one micro-model training step the same bits on one thread
+and on two, and 13 of the base stage's 14 product shapes the bits MKL gives by default
+on an emulated AMD EPYC, but it builds another base model than MKL's default on the
+machines the committed studies were made on (docs/results.md, "On another processor")."""
+
+
+def mkl_mode() -> str | None:
+    """MKL's reproducibility mode (``MKL_MODE``, upper case) when set, else None. Part of
+    every cache key while set (``cache.cache_key``), so a model built in one mode is never
+    served to a run in another."""
+    value = os.environ.get(MKL_MODE, "").strip().upper()
+    return value or None
+
+
 def pin(isa: Isa) -> None:
     """Cap this process's kernels, and those of every process it starts afterwards, at
     ``isa`` (``PINS``). Torch must not have loaded yet in a process that computes with
@@ -63,8 +80,11 @@ MEASURED_TO_DIFFER: dict[str, str] = {
 """Flag -> the processor that has it on which capped kernels were measured to compute
 other numbers than the committed studies' (docs/results.md, "On another processor"):
 on an Intel Xeon of family 6, model 207 (AVX-512, AMX), under ``isa: avx2``, the RL start
-of the stale-data row scored held-out code 0.72 against the committed 0.90. The flag
-marks the machine measured, not a cause found; the reason is not known. Why: a user
+of the stale-data row scored held-out code 0.72 against the committed 0.90. The base
+model already differs there: MKL's matrix products at AVX2 give other bits by the
+processor MKL detects and, at two threads, by how it splits them, and no setting of
+MKL's found on that machine gives the committed bits. The flag marks the machine
+measured, not every processor that differs. Why: a user
 comparing against a committed study there is told before hours of runs, not after."""
 
 

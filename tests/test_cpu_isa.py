@@ -23,7 +23,7 @@ HAS_AVX2 = cpu_isa.cpu_has("avx2") is True
 def _clear(monkeypatch: pytest.MonkeyPatch) -> None:
     """No cap in this process; whatever the test sets (``pin`` included) is undone after
     it: each variable is set through monkeypatch first, which restores it."""
-    for var in cpu_isa.PINS["avx2"]:
+    for var in [*cpu_isa.PINS["avx2"], cpu_isa.MKL_MODE]:
         monkeypatch.setenv(var, "")
         monkeypatch.delenv(var)
 
@@ -44,6 +44,25 @@ def test_the_cache_key_holds_the_cap_only_while_one_is_set(
     assert cpu_isa.pinned() == "avx2"
     assert cache_key(parts) == hashlib.sha256(capped.encode()).hexdigest()[:16]
     assert cache_key(parts) != hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def test_the_cache_key_holds_mkls_reproducibility_mode_only_while_one_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MKL's strict reproducible mode computes other bits than its default (measured on
+    the base stage's products), so a model built under ``MKL_CBWR`` gets a key of its
+    own, beside the cap's, and without it the key stays the one it was."""
+    _clear(monkeypatch)
+    parts = {"world": "micro", "steps": 400}
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    plain = json.dumps({"code": CODE_VERSION, **parts, "isa": "avx2"}, sort_keys=True)
+    assert cpu_isa.mkl_mode() is None
+    assert cache_key(parts) == hashlib.sha256(plain.encode()).hexdigest()[:16]
+    monkeypatch.setenv("MKL_CBWR", "avx2,strict")
+    both = {"code": CODE_VERSION, **parts, "isa": "avx2", "mkl_cbwr": "AVX2,STRICT"}
+    assert cpu_isa.mkl_mode() == "AVX2,STRICT"
+    want = hashlib.sha256(json.dumps(both, sort_keys=True).encode()).hexdigest()[:16]
+    assert cache_key(parts) == want
 
 
 def test_cpu_has_reads_the_flags_line(tmp_path: Path) -> None:
