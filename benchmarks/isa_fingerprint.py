@@ -12,19 +12,21 @@ model (``world.model`` of the default recipe) from a fixed initialisation (``bui
 seed 0): its logits and loss on a batch of random token ids (``--batch`` rows x tokens,
 torch generator seed 1), the gradients of its first layers and of all parameters, and
 the parameters after one AdamW step at the base stage's settings; last, a few of that
-step's matrix products alone (``PRODUCTS``). The defaults are
-those of the base model's build, where machines were measured to part: the base stage's
-32 x 160 batch, and torch's own thread count (the cores), because a study builds the base
-model with its own process's threads (``study.build_base``), not its runs' one; MKL splits
-a product with a long inner dimension between threads, so the count changes the bits.
+step's matrix products alone (``PRODUCTS``). The defaults are those of the base model's
+build, where machines were measured to part: the base stage's 32 x 160 batch, and
+torch's own thread count (the cores), because a study builds the base model with its own
+process's threads (``study.build_base``), not its runs' one; MKL splits a product with a
+long inner dimension between threads, so the count changes the bits.
 
 Why: a study made on one machine type is reproduced bit for bit on another only where
 every kernel gives the same bits (``cpu_isa``). Run on both machine types, the first
 line that differs names the kernel or the stage that does not; run on one machine and
 under an emulator that presents another processor (QEMU's user mode, ``-cpu Haswell``
-for one whose widest set is AVX2), it asks the same of a machine one does not have.
-Under emulation the 4 x 64 batch takes minutes; the base stage's 32 x 160 takes
-about an hour.
+for one whose widest set is AVX2), it asks the same of a processor one does not have, as
+far as the emulator presents it: MKL chose as on the Xeon under QEMU's Haswell, not as on
+the Intel AVX2 machine the committed studies were made on. Under emulation the 4 x 64
+batch takes minutes; the base stage's 32 x 160 did not finish in an hour, so pass
+``--batch 4x64`` there: ``PRODUCTS`` are the same at any batch.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ MKL_MODE = "MKL_CBWR"
 """The variable that puts MKL in its conditional numerical reproducibility mode (for
 example ``AVX2,STRICT``). Not part of any cap: measured on an Intel Xeon with AVX-512
 and AMX, its strict mode gives one micro-model training step the same bits on one thread
-and on two, and 13 of the base stage's 14 product shapes the bits MKL gives by default
+and on two, and 13 of 14 shapes of that step's products the bits MKL gives by default
 on an emulated AMD EPYC, but it builds another base model than MKL's default on the
 machines the committed studies were made on (docs/results.md, "On another processor")."""
 
