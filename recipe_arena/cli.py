@@ -5,7 +5,7 @@
     recipe-arena audit [--limit N] [--domains math,code] [--out FILE] [key.path=value ...]
     recipe-arena compare [recipe=NAME] [axis=GROUP|key.path] arms=[a,b,...] [seeds=N] [aa=true] [...]
     recipe-arena study STUDY.yaml [jobs=N] [rows=a,b] [regimes=a,b] [seeds=4,5,6,7] [out_dir=DIR]
-                       [check=DIR] [replicates=DIR]
+                       [check=DIR] [replicates=DIR] [isa=none|avx2]
     recipe-arena report RUN_DIR [RUN_DIR ...] | COMPARISON_DIR | STUDY_DIR
     recipe-arena lm-eval RUN_DIR|CHECKPOINT [--k K] [--limit N] [--tasks T,...] [key.path=value ...]
     recipe-arena spurious-check --spurious RUN... [--real RUN...] [--out DIR]

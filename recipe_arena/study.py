@@ -4,7 +4,7 @@ reported from one command.
     recipe-arena study studies/table_9_2.yaml [jobs=N] [rows=stale_data,pipeline] [regimes=default]
                        [out_dir=DIR]
                        [seeds=4,5,6,7] [export=docs/studies/table_9_2] [check=DIR]
-                       [replicates=DIR]
+                       [replicates=DIR] [isa=none|avx2]
 
 The file (``studies/<name>.yaml``; ``study_spec.StudySpec`` names every key):
 
@@ -63,7 +63,14 @@ a verdict holds on other draws; give it its own ``out_dir``.
 with the same run in DIR (a committed export): the reproduction check of a published
 study, exit status 1 when any differs. ``replicates=DIR``, with ``seeds=``, compares the
 verdicts instead: every verdict of DIR beyond its MDE against the same comparison here
-(``eval.replication``), exit status 1 when one does not hold.
+(``eval.replication``), exit status 1 when one does not hold. ``isa=`` replaces the
+file's cap on the CPU kernels (``none``: the machine's widest set): where the capped
+kernels cannot give the committed numbers anyway (``cpu_isa.MEASURED_TO_DIFFER``) they
+only cost time: on the Intel Xeon with AMX a first run's stages took 1.3 times as long
+capped, a training step 1.45 times, decoding 1.1 times (docs/results.md). A
+study directory keeps the cap its runs were made under: a run under another one
+(another ``isa=``, or an edited file) stops with an error before any work, since a
+run's key does not hold the cap and a finished run would be taken as made under it.
 
 The study directory ``<out_dir>/<name>/`` holds ``study.json`` (the file as read),
 ``runs/``, ``rows/<row>.<regime>/`` (each a comparison directory with its own report)
@@ -85,6 +92,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 from pydantic import ValidationError
 
@@ -232,7 +240,7 @@ def _link(row_dir: Path, plan: Plan, runs: dict[str, str]) -> None:
         link.symlink_to(target, target_is_directory=True)
 
 
-OPTIONS = ("jobs", "rows", "regimes", "seeds", "out_dir", "export", "check", "replicates")
+OPTIONS = ("jobs", "rows", "regimes", "seeds", "out_dir", "export", "check", "replicates", "isa")
 """The keys ``recipe-arena study FILE`` takes after the file."""
 
 
@@ -245,7 +253,7 @@ def _options(items: list[str]) -> tuple[Path, dict[str, str]]:
         if not sep or key not in OPTIONS:
             raise ConfigError(
                 f"argument {item!r}: allowed: jobs=N, rows=a,b, regimes=a,b, seeds=4,5,6,7, "
-                "out_dir=DIR, export=DIR, check=DIR, replicates=DIR"
+                "out_dir=DIR, export=DIR, check=DIR, replicates=DIR, isa=none|avx2"
             )
         opts[key] = value
     return Path(items[0]), opts
@@ -298,7 +306,8 @@ def pin_kernels(isa: Isa, flags_file: Path = CPU_FLAGS) -> None:
         say(
             f"warning: CPU kernels capped at {isa}, but on {differs}, as this one is, the "
             "capped kernels were measured to give other numbers than the committed "
-            "studies' (docs/results.md): its runs will not reproduce theirs"
+            "studies' (docs/results.md): its runs will not reproduce theirs, and capped "
+            "they take about 1.3 times as long there; isa=none drops the cap"
         )
     elif has is None:
         say(f"CPU kernels capped at {isa}; this system does not say whether it has {isa}")
@@ -330,6 +339,35 @@ def with_seeds(spec: StudySpec, text: str) -> StudySpec:
         raise ConfigError(f"seeds={text!r}: {e.errors()[0]['msg']}") from None
 
 
+def with_isa(spec: StudySpec, text: str) -> StudySpec:
+    """``spec`` with the cap ``text`` names (``isa=``): ``none`` for no cap, else an
+    instruction set of ``cpu_isa.Isa``."""
+    value = text.strip().lower()
+    if value == "none":
+        return spec.model_copy(update={"isa": None})
+    if value not in get_args(Isa):
+        raise ConfigError(f"isa={text!r}: expected none or one of {', '.join(get_args(Isa))}")
+    return spec.model_copy(update={"isa": value})
+
+
+def check_same_cap(root: Path, isa: Isa | None) -> None:
+    """Raise ``ConfigError`` when the study directory ``root`` holds runs made under
+    another cap than ``isa`` (its ``study.json`` from the last invocation says which).
+    A run's key does not hold the cap, so a finished run would otherwise be reported as
+    made under this one, and its scores paired with runs that compute other numbers."""
+    recorded = root / STUDY_FILE
+    runs = root / "runs"
+    if not recorded.is_file() or not runs.is_dir() or not any(runs.iterdir()):
+        return
+    before = json.loads(recorded.read_text()).get("isa")
+    if before != isa:
+        raise ConfigError(
+            f"{root}: its runs were made with the CPU kernels capped at {before or 'none'}, "
+            f"this study would cap them at {isa or 'none'}; give it another out_dir= "
+            f"(or isa={before or 'none'})"
+        )
+
+
 def run_study(items: list[str]) -> int:
     """Validate, run what is not finished, write the report: 0 when every run of the
     chosen rows finished, 1 when some failed (the report covers the finished ones)."""
@@ -337,6 +375,8 @@ def run_study(items: list[str]) -> int:
     spec = load_spec(path)
     if "seeds" in opts:
         spec = with_seeds(spec, opts["seeds"])
+    if "isa" in opts:
+        spec = with_isa(spec, opts["isa"])
     try:
         jobs_n = int(opts.get("jobs", max(1, (os.cpu_count() or 1) // 2)))
     except ValueError:
@@ -346,6 +386,7 @@ def run_study(items: list[str]) -> int:
     rows = [r for r in opts["rows"].split(",") if r] if "rows" in opts else None
     regimes = [r for r in opts["regimes"].split(",") if r] if "regimes" in opts else None
     root = Path(opts.get("out_dir", "runs/studies")) / spec.name
+    check_same_cap(root, spec.isa)
     root.mkdir(parents=True, exist_ok=True)
     if spec.isa is not None:
         pin_kernels(spec.isa)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,48 @@ def test_a_study_caps_the_kernels_of_the_runs_it_starts(
     assert {k: env[k] for k in cpu_isa.PINS["avx2"]} == cpu_isa.PINS["avx2"]
     capped = subprocess.run(probe, env=env, capture_output=True, text=True, check=True)
     assert capped.stdout.strip() == "AVX2"
+
+
+def test_isa_option_replaces_the_files_cap_and_a_study_directory_keeps_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``recipe-arena study FILE isa=none`` runs a file that caps at AVX2 without the cap:
+    the study process sets none of the cap's variables, which its runs would inherit,
+    where without the option it sets all three (each call stops at an unknown row, after
+    the cap and before any run). A bad value fails in one line. A study directory whose
+    runs were made capped refuses ``isa=none`` before any work, and the reverse, since
+    a run's key does not hold the cap; the same cap passes, and so does a directory
+    without runs."""
+    import yaml
+
+    from recipe_arena.compose import ConfigError
+    from recipe_arena.study import STUDY_FILE, check_same_cap, run_study
+
+    _clear(monkeypatch)
+    study = {"name": "tiny", "recipe": "olmo3_think", "seeds": [0], "isa": "avx2"}
+    study["rows"] = [{"name": "lr", "axis": "rl.lr", "arms": ["1e-5", "0"]}]
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(study))
+    with pytest.raises(ConfigError, match="expected none or one of avx2") as e:
+        run_study([str(path), "isa=avx9", f"out_dir={tmp_path / 'a'}"])
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="no row"):
+        run_study([str(path), "isa=none", "rows=nope", f"out_dir={tmp_path / 'a'}"])
+    assert not any(var in os.environ for var in cpu_isa.PINS["avx2"])
+    with pytest.raises(ConfigError, match="no row"):
+        run_study([str(path), "rows=nope", f"out_dir={tmp_path / 'b'}"])
+    assert {k: os.environ[k] for k in cpu_isa.PINS["avx2"]} == cpu_isa.PINS["avx2"]
+    capsys.readouterr()
+
+    root = tmp_path / "c" / "tiny"
+    (root / "runs").mkdir(parents=True)
+    (root / STUDY_FILE).write_text(json.dumps({**study, "isa": "avx2"}))
+    check_same_cap(root, "avx2")  # an empty runs/ holds nothing to mix
+    (root / "runs" / "lr_0-s0").mkdir()
+    check_same_cap(root, "avx2")
+    with pytest.raises(ConfigError, match="capped at avx2, this study would cap them at none"):
+        run_study([str(path), "isa=none", f"out_dir={tmp_path / 'c'}"])
+    (root / STUDY_FILE).write_text(json.dumps({**study, "isa": None}))
+    with pytest.raises(ConfigError, match="capped at none, this study would cap them at avx2"):
+        check_same_cap(root, "avx2")
+    check_same_cap(root, None)

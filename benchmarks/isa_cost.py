@@ -1,0 +1,100 @@
+"""What the study's CPU cap (``isa: avx2``) costs on this machine: micro-model work timed
+with the kernels capped at AVX2 (``cpu_isa.PINS``) and without a cap, side by side in one
+run, each cell in a fresh interpreter (the libraries read the cap when they load).
+
+Two kinds of work, the two that fill a study's runs: a base-stage training step (forward,
+backward and an AdamW step on the base stage's 32 x 160 batch) and greedy decoding with
+the KV cache (64 prompts of 16 tokens, 48 new tokens each, as an actor generates). Each
+figure is the median of ``--steps`` repetitions after one warm-up, at torch's default
+thread count; the two modes alternate for ``--rounds`` rounds so that drift in the
+machine's speed falls on both.
+
+Why: where the capped kernels cannot reproduce the committed studies anyway
+(``cpu_isa.MEASURED_TO_DIFFER``), the cap buys nothing and costs this ratio; a user
+there can run a study with ``isa=none``.
+
+Last line:
+    isa_cost: capped/uncapped time = <t> training step, <d> decoding
+
+Run: python benchmarks/isa_cost.py [--steps 5] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+from recipe_arena.cpu_isa import PINS
+
+WORK = """
+import statistics, time, torch
+from recipe_arena.models.factory import build_micro
+model, _ = build_micro()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+x = torch.randint(0, model.config.vocab_size, (32, 160), generator=torch.Generator().manual_seed(1))
+train = []
+for _ in range({steps} + 1):
+    t = time.perf_counter()
+    model(input_ids=x, labels=x).loss.backward()
+    opt.step()
+    opt.zero_grad()
+    train.append(time.perf_counter() - t)
+prompts = x[:, :16].repeat(2, 1)
+decode = []
+with torch.no_grad():
+    for _ in range({steps} + 1):
+        t = time.perf_counter()
+        model.generate(prompts, max_new_tokens=48, min_new_tokens=48, do_sample=False,
+                       pad_token_id=0)
+        decode.append(time.perf_counter() - t)
+print(statistics.median(train[1:]), statistics.median(decode[1:]), torch.backends.cpu.get_cpu_capability())
+"""
+
+
+def cell(capped: bool, steps: int) -> tuple[float, float, str]:
+    """(seconds per training step, seconds per decoding batch, torch's kernel set) in a
+    fresh interpreter, with the cap's variables set or removed."""
+    env = {k: v for k, v in os.environ.items() if k not in PINS["avx2"]}
+    if capped:
+        env.update(PINS["avx2"])
+    out = subprocess.run(
+        [sys.executable, "-c", WORK.format(steps=steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    train, decode, kernels = out.stdout.split()[-3:]
+    return float(train), float(decode), kernels
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=2)
+    a = p.parse_args()
+    got: dict[bool, list[tuple[float, float, str]]] = {True: [], False: []}
+    for r in range(a.rounds):
+        for capped in (r % 2 == 0, r % 2 != 0):  # alternate which mode goes first
+            got[capped].append(cell(capped, a.steps))
+            train, decode, kernels = got[capped][-1]
+            print(
+                f"round {r} {'capped  ' if capped else 'uncapped'} ({kernels}): "
+                f"training step {train:.3f} s, decoding {decode:.3f} s",
+                flush=True,
+            )
+    med = {
+        c: (statistics.median(t for t, _, _ in v), statistics.median(d for _, d, _ in v))
+        for c, v in got.items()
+    }
+    print(
+        f"isa_cost: capped/uncapped time = {med[True][0] / med[False][0]:.2f} training step, "
+        f"{med[True][1] / med[False][1]:.2f} decoding"
+    )
+
+
+if __name__ == "__main__":
+    main()
