@@ -53,9 +53,11 @@ MKL_MODE = "MKL_CBWR"
 """The variable that puts MKL in its conditional numerical reproducibility mode (for
 example ``AVX2,STRICT``). Not part of any cap: measured on an Intel Xeon with AVX-512
 and AMX, its strict mode gives one micro-model training step the same bits on one thread
-and on two, and 13 of 14 shapes of that step's products the bits MKL gives by default
-on an emulated AMD EPYC, but it builds another base model than MKL's default on the
-machines the committed studies were made on (docs/results.md, "On another processor")."""
+and on two, and an emulated Haswell the Xeon's bits, but an emulated AMD EPYC other bits
+(in ``exp``, which torch computes with MKL's vector maths, in one product shape, and so
+in the step: on processors not made by Intel MKL does not take the AVX2 branch); and it
+builds another base model than MKL's default on the machines the committed studies were
+made on (docs/results.md, "On another processor")."""
 
 
 def mkl_mode() -> str | None:
