@@ -361,9 +361,13 @@ def check_same_cap(root: Path, isa: Isa | None) -> None:
         return
     before = json.loads(recorded.read_text()).get("isa")
     if before != isa:
+
+        def kernels(cap: str | None) -> str:
+            return f"capped at {cap}" if cap else "uncapped"
+
         raise ConfigError(
-            f"{root}: its runs were made with the CPU kernels capped at {before or 'none'}, "
-            f"this study would cap them at {isa or 'none'}; give it another out_dir= "
+            f"{root}: its runs were made with CPU kernels {kernels(before)}, this study "
+            f"would make them {kernels(isa)}; give it another out_dir= "
             f"(or isa={before or 'none'})"
         )
 

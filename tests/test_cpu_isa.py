@@ -159,9 +159,13 @@ def test_isa_option_replaces_the_files_cap_and_a_study_directory_keeps_its_own(
     check_same_cap(root, "avx2")  # an empty runs/ holds nothing to mix
     (root / "runs" / "lr_0-s0").mkdir()
     check_same_cap(root, "avx2")
-    with pytest.raises(ConfigError, match="capped at avx2, this study would cap them at none"):
+    with pytest.raises(
+        ConfigError, match="kernels capped at avx2, this study would make them uncapped"
+    ):
         run_study([str(path), "isa=none", f"out_dir={tmp_path / 'c'}"])
     (root / STUDY_FILE).write_text(json.dumps({**study, "isa": None}))
-    with pytest.raises(ConfigError, match="capped at none, this study would cap them at avx2"):
+    with pytest.raises(
+        ConfigError, match="kernels uncapped, this study would make them capped at avx2"
+    ):
         check_same_cap(root, "avx2")
     check_same_cap(root, None)
