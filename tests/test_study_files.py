@@ -151,3 +151,34 @@ def test_a_committed_study_report_renders_again_from_its_artifacts(
     shutil.copytree(EXPORTS / name, copy, symlinks=True)
     assert main(["report", str(copy)]) == 0
     assert (copy / "report.md").read_text() == (EXPORTS / name / "report.md").read_text()
+
+
+def test_a_study_report_says_whether_its_kernels_were_capped(tmp_path: Path) -> None:
+    """The report states the cap its runs were made under, as its study.json records it:
+    the committed plateau export (``isa: avx2``) says "capped at avx2"; the same export
+    with the cap recorded as null (``isa=none``) says the kernels were not capped, and
+    nothing else of the report moves; the 48-step export, whose study.json predates the
+    cap and does not say, states nothing about kernels."""
+    import json
+    import shutil
+
+    from recipe_arena.cli import main
+
+    published = (EXPORTS / "table_9_2_plateau" / "report.md").read_text()
+    assert "Every run's CPU kernels were capped at avx2." in published
+    copy = tmp_path / "plateau"
+    shutil.copytree(EXPORTS / "table_9_2_plateau", copy, symlinks=True)
+    spec = json.loads((copy / "study.json").read_text())
+    (copy / "study.json").write_text(json.dumps({**spec, "isa": None}))
+    assert main(["report", str(copy)]) == 0
+    uncapped = (copy / "report.md").read_text()
+    assert "were not capped: each used the widest set its machine has" in uncapped
+    assert (
+        uncapped.replace(
+            "The runs' CPU kernels were not capped: each used the widest set its machine has.",
+            "Every run's CPU kernels were capped at avx2.",
+        )
+        == published
+    )
+    assert "isa" not in json.loads((EXPORTS / "table_9_2" / "study.json").read_text())
+    assert "CPU kernels" not in (EXPORTS / "table_9_2" / "report.md").read_text()

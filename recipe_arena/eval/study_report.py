@@ -373,6 +373,13 @@ def write_study_report(root: Path) -> Path:
             f"Every run used {spec['threads']} torch thread(s), whatever the jobs in parallel.",
             "",
         ]
+    if "isa" in spec:  # a study.json written before the cap existed does not say
+        md += [
+            f"Every run's CPU kernels were capped at {spec['isa']}."
+            if spec["isa"]
+            else "The runs' CPU kernels were not capped: each used the widest set its machine has.",
+            "",
+        ]
     md += _summary(rows)
     for r in rows:
         md += _row_section(r, root)
