@@ -341,13 +341,17 @@ def with_seeds(spec: StudySpec, text: str) -> StudySpec:
 
 def with_isa(spec: StudySpec, text: str) -> StudySpec:
     """``spec`` with the cap ``text`` names (``isa=``): ``none`` for no cap, else an
-    instruction set of ``cpu_isa.Isa``."""
+    instruction set of ``cpu_isa.Isa``, validated as the file's own ``isa:`` is;
+    ConfigError (one line) for another value."""
     value = text.strip().lower()
-    if value == "none":
-        return spec.model_copy(update={"isa": None})
-    if value not in get_args(Isa):
-        raise ConfigError(f"isa={text!r}: expected none or one of {', '.join(get_args(Isa))}")
-    return spec.model_copy(update={"isa": value})
+    try:
+        return StudySpec.model_validate(
+            {**spec.model_dump(), "isa": None if value == "none" else value}
+        )
+    except ValidationError:
+        raise ConfigError(
+            f"isa={text!r}: expected none or one of {', '.join(get_args(Isa))}"
+        ) from None
 
 
 def check_same_cap(root: Path, isa: Isa | None) -> None:
@@ -361,14 +365,10 @@ def check_same_cap(root: Path, isa: Isa | None) -> None:
         return
     before = json.loads(recorded.read_text()).get("isa")
     if before != isa:
-
-        def kernels(cap: str | None) -> str:
-            return f"capped at {cap}" if cap else "uncapped"
-
+        was, now = (f"capped at {c}" if c else "uncapped" for c in (before, isa))
         raise ConfigError(
-            f"{root}: its runs were made with CPU kernels {kernels(before)}, this study "
-            f"would make them {kernels(isa)}; give it another out_dir= "
-            f"(or isa={before or 'none'})"
+            f"{root}: its runs were made with CPU kernels {was}, this study would make "
+            f"them {now}; give it another out_dir= (or isa={before or 'none'})"
         )
 
 
