@@ -6,18 +6,26 @@ its products give other bits on other processors at one instruction set (docs/re
 "On another processor"). A product computed from torch's elementwise multiply and sum
 adds in an order fixed by the shapes and the vector width alone: each chunk of the inner
 dimension is multiplied out and summed by torch's reduction, and the chunks are added in
-order. Why: this measures the price of the one design found that would make a study's
-bits independent of the processor, before anyone builds it.
+order. A compiled kernel (``fixed_order_kernel.cpp``, built by torch's extension loader
+with the system's C++ compiler) adds each output's terms in k order, one fused
+multiply-add each, in AVX2 and FMA instructions only, so every x86-64 processor with
+those sets computes the same bits. Why: this measures the price of the one design found
+that would make a study's bits independent of the processor, before anyone builds it.
 
-For each (m, k, n) of ``isa_fingerprint.PRODUCTS`` it prints MKL's time and the fixed
-order's (the mean of ``--repeats``, at torch's default thread count), their ratio, the
-largest difference between the two results, and whether the fixed order gave the same
-bits at one thread as at the default (it must: each output is summed by one thread).
+For each (m, k, n) of ``isa_fingerprint.PRODUCTS`` it prints MKL's time and each fixed
+order's (the mean of ``--repeats``, at torch's default thread count), their ratios to
+MKL's, the largest difference from MKL's result, and whether each fixed order gave the
+same bits at another thread count (it must: each output is summed by one thread).
 
 Last line:
-    fixed_order_product: fixed/MKL time = <min>-<max> (median <q>), thread-independent <yes|no>
+    fixed_order_product: elementwise/MKL time = <min>-<max> (median <q>), compiled/MKL
+    time = <min>-<max> (median <q>), thread-independent <yes|no>
 
-Run: python benchmarks/fixed_order_product.py [--repeats 3] [--isa avx2|none]
+``--digests`` prints only the compiled kernel's result digest for each shape: run it
+natively and under an emulator presenting another processor (``qemu-x86_64 -cpu
+EPYC-Rome``), and the lines must be equal.
+
+Run: python benchmarks/fixed_order_product.py [--repeats 3] [--isa avx2|none] [--digests]
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from recipe_arena.cpu_isa import pin
@@ -51,45 +61,91 @@ def fixed_order(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def compiled_kernel() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``fixed_order_kernel.cpp``'s ``fixed_mm``, compiled on first use (about a minute) and
+    cached by torch in ``~/.cache/torch_extensions``. Flags: -O3 without fast-math, which
+    would let the compiler reorder the sums; -mavx2 -mfma rather than -march=native,
+    which would make the instructions depend on the building processor; -fopenmp, without
+    which ``at::parallel_for`` runs on one thread (the runtime used is torch's, loaded
+    first under the same name)."""
+    from torch.utils.cpp_extension import load
+
+    source = Path(__file__).with_name("fixed_order_kernel.cpp")
+    module = load(
+        "fixed_order_kernel", [str(source)], extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"]
+    )
+    return module.fixed_mm  # type: ignore[no-any-return]
+
+
+def timed(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    w: torch.Tensor,
+    repeats: int,
+) -> tuple[torch.Tensor, float]:
+    """``fn(x, w)`` and its mean time in seconds over ``repeats`` calls."""
+    t = time.perf_counter()
+    for _ in range(repeats):
+        out = fn(x, w)
+    return out, (time.perf_counter() - t) / repeats
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--isa", default="avx2", choices=["avx2", "none"], help="the cap")
+    ap.add_argument("--threads", type=int, help="torch threads (default: torch's, the cores)")
+    ap.add_argument("--digests", action="store_true", help="only the compiled kernel's digests")
     a = ap.parse_args()
     if a.isa != "none":
         pin(a.isa)  # before torch loads
     import torch
     from isa_fingerprint import PRODUCTS, digest  # type: ignore[import-not-found]
 
-    default_threads = torch.get_num_threads()
+    fixed_mm = compiled_kernel()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(0)
-    ratios, same = [], True
-    for m, n, k in PRODUCTS:
-        x, w = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
-        t = time.perf_counter()
-        for _ in range(a.repeats):
-            mkl = x @ w
-        t_mkl = (time.perf_counter() - t) / a.repeats
-        t = time.perf_counter()
-        for _ in range(a.repeats):
-            fixed = fixed_order(x, w)
-        t_fixed = (time.perf_counter() - t) / a.repeats
-        torch.set_num_threads(1)
-        agree = digest(fixed_order(x, w)) == digest(fixed)
-        torch.set_num_threads(default_threads)
-        same = same and agree
-        ratios.append(t_fixed / t_mkl)
-        diff = float((mkl - fixed).abs().max())
-        print(
-            f"{m}x{k} @ {k}x{n}: MKL {t_mkl * 1e3:7.1f} ms, fixed order {t_fixed * 1e3:7.1f} ms, "
-            f"ratio {ratios[-1]:5.1f}, largest difference {diff:.1e}, "
-            f"one thread {'same' if agree else 'other'} bits",
-            flush=True,
-        )
+    inputs = [
+        (torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)) for m, n, k in PRODUCTS
+    ]
+    if a.digests:
+        for (m, n, k), (x, w) in zip(PRODUCTS, inputs, strict=True):
+            print(f"{m}x{k} @ {k}x{n}: compiled {digest(fixed_mm(x, w))}", flush=True)
+        return
+    threads = torch.get_num_threads()
+    other = 1 if threads > 1 else 2  # the thread count each fixed order is checked against
+    ratios: dict[str, list[float]] = {"elementwise": [], "compiled": []}
+    same = True
+    for (m, n, k), (x, w) in zip(PRODUCTS, inputs, strict=True):
+        mkl, t_mkl = timed(torch.mm, x, w, a.repeats)
+        # The float32 rounding bound of any order of addition: gamma_k |x| |w| (Higham, 3.5).
+        u = 2.0**-24
+        bound = k * u / (1 - k * u) * (x.double().abs() @ w.double().abs())
+        exact = x.double() @ w.double()
+        line = f"{m}x{k} @ {k}x{n}: MKL {t_mkl * 1e3:7.1f} ms"
+        for name, fn in (("elementwise", fixed_order), ("compiled", fixed_mm)):
+            fixed, t_fixed = timed(fn, x, w, a.repeats)
+            torch.set_num_threads(other)
+            agree = digest(fn(x, w)) == digest(fixed)
+            torch.set_num_threads(threads)
+            same = same and agree
+            if not bool(((fixed.double() - exact).abs() <= bound).all()):
+                raise SystemExit(f"{name}: {m}x{k} @ {k}x{n} is not the product within rounding")
+            ratios[name].append(t_fixed / t_mkl)
+            diff = float((mkl - fixed).abs().max())
+            line += (
+                f"; {name} {t_fixed * 1e3:7.1f} ms, ratio {ratios[name][-1]:5.2f}, largest "
+                f"difference {diff:.1e}, at {other} thread(s) {'same' if agree else 'other'} bits"
+            )
+        print(line, flush=True)
+    summary = ", ".join(
+        f"{name}/MKL time = {min(r):.1f}-{max(r):.1f} (median {statistics.median(r):.1f})"
+        for name, r in ratios.items()
+    )
     print(
-        f"fixed_order_product: fixed/MKL time = {min(ratios):.0f}-{max(ratios):.0f} "
-        f"(median {statistics.median(ratios):.0f}), thread-independent "
-        f"{'yes' if same else 'no'} ({default_threads} threads against 1)"
+        f"fixed_order_product: {summary}, thread-independent "
+        f"{'yes' if same else 'no'} ({threads} thread(s) against {other})"
     )
 
 
