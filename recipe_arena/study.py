@@ -67,7 +67,8 @@ verdicts instead: every verdict of DIR beyond its MDE against the same compariso
 file's cap on the CPU kernels (``none``: the machine's widest set): where the capped
 kernels cannot give the committed numbers anyway (``cpu_isa.MEASURED_TO_DIFFER``) they
 only cost time: on the Intel Xeon with AMX a first run's stages took 1.3 times as long
-capped, a training step 1.45 times, decoding 1.1 times (docs/results.md). A
+capped, a study row's RL stages 1.17 times, a training step 1.45 times, decoding 1.1 times
+(docs/results.md). A
 study directory keeps the cap its runs were made under: a run under another one
 (another ``isa=``, or an edited file) stops with an error before any work, since a
 run's key does not hold the cap and a finished run would be taken as made under it.
@@ -307,7 +308,7 @@ def pin_kernels(isa: Isa, flags_file: Path = CPU_FLAGS) -> None:
             f"warning: CPU kernels capped at {isa}, but on {differs}, as this one is, the "
             "capped kernels were measured to give other numbers than the committed "
             "studies' (docs/results.md): its runs will not reproduce theirs, and capped "
-            "they take about 1.3 times as long there; isa=none drops the cap"
+            "they take 1.2 to 1.3 times as long there; isa=none drops the cap"
         )
     elif has is None:
         say(f"CPU kernels capped at {isa}; this system does not say whether it has {isa}")
