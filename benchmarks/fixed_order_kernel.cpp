@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace {
 
@@ -61,45 +62,81 @@ inline void tile_edge(const float* A, const float* B, float* C, int64_t lda, int
     }
 }
 
+// Column panels [t0, t1) of C (M x N) = A (M x K) @ B (K x N), all row-major.
+void panels(const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N,
+            int64_t t0, int64_t t1) {
+  for (int64_t tj = t0; tj < t1; ++tj) {
+    const int64_t j = tj * NR, cols = std::min(NR, N - j);
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+      const int64_t k1 = std::min(K, k0 + KC);
+      for (int64_t i = 0; i < M; i += MR) {
+        const int64_t rows = std::min(MR, M - i);
+        const float* a = A + i * K;
+        float* c = C + i * N + j;
+        if (cols < NR)
+          tile_edge(a, B + j, c, K, N, N, k0, k1, rows, cols);
+        else
+          switch (rows) {
+            case 6: tile_vec<6>(a, B + j, c, K, N, N, k0, k1); break;
+            case 5: tile_vec<5>(a, B + j, c, K, N, N, k0, k1); break;
+            case 4: tile_vec<4>(a, B + j, c, K, N, N, k0, k1); break;
+            case 3: tile_vec<3>(a, B + j, c, K, N, N, k0, k1); break;
+            case 2: tile_vec<2>(a, B + j, c, K, N, N, k0, k1); break;
+            default: tile_vec<1>(a, B + j, c, K, N, N, k0, k1);
+          }
+      }
+    }
+  }
+}
+
 }  // namespace
 
+// a (batch..., M, K) @ b (batch..., K, N), the same batch shape, float32. Tasks are
+// (batch, column panel) pairs, so every output is summed by one thread.
 torch::Tensor fixed_mm(torch::Tensor a, torch::Tensor b) {
-  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "fixed_mm: shapes");
+  TORCH_CHECK(a.dim() >= 2 && a.dim() == b.dim(), "fixed_mm: a and b of the same rank >= 2");
+  TORCH_CHECK(a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2),
+              "fixed_mm: the same batch shape");
+  TORCH_CHECK(a.size(-1) == b.size(-2), "fixed_mm: inner dimensions differ");
   TORCH_CHECK(a.scalar_type() == torch::kFloat && b.scalar_type() == torch::kFloat,
               "fixed_mm: float32 only");
   a = a.contiguous();
   b = b.contiguous();
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  auto c = torch::zeros({M, N}, a.options());
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end());
+  shape.back() = N;
+  auto c = torch::zeros(shape, a.options());
+  if (K == 0 || c.numel() == 0) return c;
+  const int64_t batch = c.numel() / (M * N);
   const float* A = a.data_ptr<float>();
   const float* B = b.data_ptr<float>();
   float* C = c.data_ptr<float>();
   const int64_t col_tiles = (N + NR - 1) / NR;
-  at::parallel_for(0, col_tiles, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t tj = t0; tj < t1; ++tj) {
-      const int64_t j = tj * NR, cols = std::min(NR, N - j);
-      for (int64_t k0 = 0; k0 < K; k0 += KC) {
-        const int64_t k1 = std::min(K, k0 + KC);
-        for (int64_t i = 0; i < M; i += MR) {
-          const int64_t rows = std::min(MR, M - i);
-          if (cols < NR)
-            tile_edge(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1, rows, cols);
-          else
-            switch (rows) {
-              case 6: tile_vec<6>(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1); break;
-              case 5: tile_vec<5>(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1); break;
-              case 4: tile_vec<4>(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1); break;
-              case 3: tile_vec<3>(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1); break;
-              case 2: tile_vec<2>(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1); break;
-              default: tile_vec<1>(A + i * K, B + j, C + i * N + j, K, N, N, k0, k1);
-            }
-        }
-      }
+  at::parallel_for(0, batch * col_tiles, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / col_tiles, tj = t % col_tiles;
+      panels(A + n * M * K, B + n * K * N, C + n * M * N, M, K, N, tj, tj + 1);
     }
   });
   return c;
 }
 
+// The square root of each element of float32 x, correctly rounded (vsqrtps, sqrtss), as
+// IEEE 754 requires of every processor; torch's sqrt on CPU is MKL's vector maths, which
+// was measured to give other bits on an emulated AMD processor.
+torch::Tensor ieee_sqrt(torch::Tensor x) {
+  TORCH_CHECK(x.scalar_type() == torch::kFloat, "ieee_sqrt: float32 only");
+  x = x.contiguous();
+  auto y = torch::empty_like(x);
+  const float* X = x.data_ptr<float>();
+  float* Y = y.data_ptr<float>();
+  const int64_t n = x.numel(), vec = n - n % 8;
+  for (int64_t i = 0; i < vec; i += 8) _mm256_storeu_ps(Y + i, _mm256_sqrt_ps(_mm256_loadu_ps(X + i)));
+  for (int64_t i = vec; i < n; ++i) Y[i] = std::sqrt(X[i]);
+  return y;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("fixed_mm", &fixed_mm, "float32 a @ b, each output summed in k order");
+  m.def("ieee_sqrt", &ieee_sqrt, "float32 square root, correctly rounded");
+  m.def("fixed_mm", &fixed_mm, "float32 a @ b (batched alike), each output summed in k order");
 }

@@ -35,7 +35,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recipe_arena.cpu_isa import pin
 
@@ -61,20 +61,23 @@ def fixed_order(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def compiled_kernel() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``fixed_order_kernel.cpp``'s ``fixed_mm``, compiled on first use (about a minute) and
-    cached by torch in ``~/.cache/torch_extensions``. Flags: -O3 without fast-math, which
-    would let the compiler reorder the sums; -mavx2 -mfma rather than -march=native,
-    which would make the instructions depend on the building processor; -fopenmp, without
-    which ``at::parallel_for`` runs on one thread (the runtime used is torch's, loaded
-    first under the same name)."""
+def compiled_module() -> Any:
+    """``fixed_order_kernel.cpp`` as a module (``fixed_mm``, ``ieee_sqrt``), compiled on
+    first use (about a minute) and cached by torch in ``~/.cache/torch_extensions``.
+    Flags: -O3 without fast-math, which would let the compiler reorder the sums;
+    -mavx2 -mfma rather than -march=native, which would make the instructions depend on
+    the building processor; -fopenmp, without which ``at::parallel_for`` runs on one
+    thread (the runtime used is torch's, loaded first under the same name)."""
     from torch.utils.cpp_extension import load
 
     source = Path(__file__).with_name("fixed_order_kernel.cpp")
-    module = load(
-        "fixed_order_kernel", [str(source)], extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"]
-    )
-    return module.fixed_mm  # type: ignore[no-any-return]
+    flags = ["-O3", "-mavx2", "-mfma", "-fopenmp"]
+    return load("fixed_order_kernel", [str(source)], extra_cflags=flags)
+
+
+def compiled_kernel() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The compiled fixed-order product, ``fixed_mm(a, b)``."""
+    return compiled_module().fixed_mm  # type: ignore[no-any-return]
 
 
 def timed(

@@ -1,27 +1,37 @@
-"""What a base training step and an actor's decoding cost with every linear layer's
-products computed in a fixed order of addition, against MKL's, side by side in one run.
+"""What a base training step and an actor's decoding cost with every matrix product of
+the model computed in a fixed order of addition, against MKL's, side by side in one run;
+and whether that step then computes the same bits on other processors.
 
 ``fixed_order_product.py`` prices single products. This prices the work a study's runs
 do: the micro model's forward, backward and AdamW step on the base stage's 32 x 160
-batch, and greedy decoding with the KV cache (64 prompts of 16 tokens, 48 new tokens),
-with ``torch.nn.functional.linear`` routed through the compiled fixed-order kernel in
-the forward pass and in both products of the backward pass (input and weight
-gradients). What stays on MKL or ATen: attention's products inside
-``scaled_dot_product_attention``, and elementwise maths such as ``exp``; so this is
-the cost of the products' part of a processor-independent design, not all of it.
+batch, and greedy decoding with the KV cache (64 prompts of 16 tokens, 48 new tokens).
+In the fixed arm every product goes through the compiled fixed-order kernel, in the
+forward pass and in both products of the backward pass: ``torch.nn.functional.linear``
+(the projections, the MLP, the tied LM head) and ``torch.matmul`` on batches (the
+attention's scores and weighted values, with the model's attention switched from
+``scaled_dot_product_attention``, whose products are MKL's, to transformers' eager
+form); and AdamW's square root goes through the kernel's correctly rounded one (torch's
+is MKL's vector maths). Other elementwise maths (softmax, SiLU, the norms, the rest of
+AdamW) stays torch's own.
 
 Each figure is the median of ``--steps`` repetitions after one warm-up, at ``--threads``
-torch threads (default 1, a study run's count); the two modes alternate for
-``--rounds`` rounds so that drift in the machine's speed falls on both. Kernels capped
-at AVX2 as a study's are (``--isa none`` for no cap).
+torch threads (default 1, a study run's count); the two arms alternate for ``--rounds``
+rounds so that drift in the machine's speed falls on both. Kernels capped at AVX2 as a
+study's are (``--isa none`` for no cap). Before timing, one step of each arm on a 4 x 64
+batch is compared: the loss and gradients must agree to float32 rounding.
 
-Why: the processor-independent design replaces the products a run spends most of its
-time in; this is its price in a run's own work.
+``--digests`` prints, for that 4 x 64 step, the digest of each arm's initial parameters,
+logits, loss, gradients and parameters after one AdamW step: run it natively and under
+an emulator presenting another processor (``qemu-x86_64 -cpu EPYC-Rome``); the fixed
+arm's lines must be equal everywhere, the MKL arm's were measured not to be.
+
+Why: a processor-independent run replaces the products a run spends most of its time
+in; this is its price in a run's own work, and the check that products are all it needs.
 
 Last line:
     fixed_order_step: fixed/MKL time = <t> training step, <d> decoding
 
-Run: python benchmarks/fixed_order_step.py [--steps 5] [--rounds 2] [--threads 1]
+Run: python benchmarks/fixed_order_step.py [--steps 5] [--rounds 2] [--threads 1] [--digests]
 """
 
 from __future__ import annotations
@@ -36,95 +46,162 @@ from recipe_arena.cpu_isa import pin
 
 if TYPE_CHECKING:  # torch loads only after the cap is set (main)
     import torch
+    from transformers import PreTrainedModel
 
 Mm = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
 
 
-def fixed_linear(fixed_mm: Mm) -> Callable[..., torch.Tensor]:
-    """A drop-in ``F.linear(x, weight, bias)`` whose three products (forward, input
-    gradient, weight gradient) are ``fixed_mm``'s; the bias gradient is torch's sum."""
-    import torch
+class Products:
+    """Switches the model's products between torch's (MKL's) and ``fixed_mm``'s by
+    replacing ``torch.nn.functional.linear`` and ``torch.matmul``, which transformers'
+    Llama calls through the modules' attributes at each call; and ``Tensor.sqrt``, which
+    AdamW's update calls, between torch's (MKL's vector maths) and ``sqrt``'s."""
 
-    transposed: dict[int, tuple[torch.Tensor, int, torch.Tensor]] = {}
+    def __init__(self, fixed_mm: Mm, sqrt: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        import torch
+        import torch.nn.functional as F
 
-    def weight_t(w: torch.Tensor) -> torch.Tensor:
-        """``w.t().contiguous()``, made once per version of ``w`` (an actor decodes many
-        steps between weight updates). Each entry holds ``w`` itself, so that its id is
-        not reused by another tensor while the entry lives."""
-        held = transposed.get(id(w))
-        if held is None or held[0] is not w or held[1] != w._version:
-            held = (w, w._version, w.detach().t().contiguous())
-            transposed[id(w)] = held
-        return held[2]
+        self.torch_linear, self.torch_matmul = F.linear, torch.matmul
+        self.torch_sqrt = torch.Tensor.sqrt
 
-    class Linear(torch.autograd.Function):
-        @staticmethod
-        def forward(
-            ctx: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None
+        def fixed_sqrt(x: torch.Tensor) -> torch.Tensor:
+            if x.dtype == torch.float32 and not x.requires_grad:
+                return sqrt(x)
+            return self.torch_sqrt(x)
+
+        self.fixed_sqrt = fixed_sqrt
+        self.calls = 0
+        mm = fixed_mm
+
+        class MatMul(torch.autograd.Function):
+            """``a @ b`` of the same batch shape, and its two gradient products."""
+
+            @staticmethod
+            def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+                ctx.save_for_backward(a, b)
+                return mm(a, b)
+
+            @staticmethod
+            def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                a, b = ctx.saved_tensors
+                return mm(g, b.transpose(-1, -2)), mm(a.transpose(-1, -2), g)
+
+        transposed: dict[int, tuple[torch.Tensor, int, torch.Tensor]] = {}
+
+        def weight_t(w: torch.Tensor) -> torch.Tensor:
+            """``w.t()``, made contiguous once per version of ``w`` (an actor decodes many
+            steps between weight updates). An entry holds ``w`` itself, so that its id
+            is not reused by another tensor while the entry lives."""
+            held = transposed.get(id(w))
+            if held is None or held[0] is not w or held[1] != w._version:
+                held = (w, w._version, w.detach().t().contiguous())
+                transposed[id(w)] = held
+            return held[2]
+
+        class Linear(torch.autograd.Function):
+            """``x @ w.T + b``; the bias gradient is torch's sum."""
+
+            @staticmethod
+            def forward(
+                ctx: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None
+            ) -> torch.Tensor:
+                ctx.save_for_backward(x, w)
+                ctx.has_bias = b is not None
+                y = mm(x.reshape(-1, x.shape[-1]), weight_t(w))
+                y = y if b is None else y + b
+                return y.reshape(*x.shape[:-1], w.shape[0])
+
+            @staticmethod
+            def backward(
+                ctx: Any, g: torch.Tensor
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+                x, w = ctx.saved_tensors
+                x2, g2 = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+                gx = mm(g2, w).reshape(x.shape)
+                return gx, mm(g2.t(), x2), g2.sum(0) if ctx.has_bias else None
+
+        def linear(
+            x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         ) -> torch.Tensor:
-            ctx.save_for_backward(x, w)
-            ctx.has_bias = b is not None
-            x2 = x.reshape(-1, x.shape[-1])
-            y = fixed_mm(x2.contiguous(), weight_t(w))
-            if b is not None:
-                y = y + b
-            return y.reshape(*x.shape[:-1], w.shape[0])
+            self.calls += 1
+            out: torch.Tensor = Linear.apply(x, weight, bias)  # type: ignore[no-untyped-call]
+            return out
 
-        @staticmethod
-        def backward(
-            ctx: Any, g: torch.Tensor
-        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-            x, w = ctx.saved_tensors
-            x2, g2 = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
-            gx = fixed_mm(g2.contiguous(), w.contiguous()).reshape(x.shape)
-            gw = fixed_mm(g2.t().contiguous(), x2.contiguous())
-            return gx, gw, g2.sum(0) if ctx.has_bias else None
+        def matmul(a: torch.Tensor, b: torch.Tensor, **kw: Any) -> torch.Tensor:
+            if (
+                a.dim() >= 3
+                and a.shape[:-2] == b.shape[:-2]
+                and a.dtype == b.dtype == torch.float32
+                and not kw
+            ):
+                self.calls += 1
+                out: torch.Tensor = MatMul.apply(a, b)  # type: ignore[no-untyped-call]
+                return out
+            return self.torch_matmul(a, b, **kw)
 
-    def linear(
-        x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        out: torch.Tensor = Linear.apply(x, weight, bias)  # type: ignore[no-untyped-call]
-        return out
+        self.fixed_linear, self.fixed_matmul = linear, matmul
 
-    return linear
+    def use(self, fixed: bool) -> None:
+        """Route the products through the fixed-order kernel (True) or torch's (False)."""
+        import torch
+        import torch.nn.functional as F
+
+        F.linear = self.fixed_linear if fixed else self.torch_linear  # type: ignore[assignment]
+        torch.matmul = self.fixed_matmul if fixed else self.torch_matmul  # type: ignore[assignment]
+        torch.Tensor.sqrt = self.fixed_sqrt if fixed else self.torch_sqrt  # type: ignore[method-assign]
 
 
-def gradients() -> tuple[torch.Tensor, torch.Tensor]:
-    """The loss and all parameter gradients, flattened, of one base training step of the
-    micro model (seed 0) on a 4 x 64 batch, through whatever ``F.linear`` is then."""
-    import torch
-
+def model(fixed: bool) -> PreTrainedModel:
+    """The micro model as the base stage builds it (seed 0); its attention in eager form
+    when ``fixed``, so that the attention's products are ``torch.matmul``'s."""
     from recipe_arena.compose import load_config
     from recipe_arena.models.factory import build_micro
 
-    model, _ = build_micro(load_config(["recipe=olmo3_think"]).world.model, seed=0)
-    ids = torch.randint(
-        0, model.config.vocab_size, (4, 64), generator=torch.Generator().manual_seed(1)
-    )
-    loss = model(input_ids=ids, labels=ids).loss
-    loss.backward()
-    return loss.detach(), torch.cat(
-        [p.grad.flatten() for p in model.parameters() if p.grad is not None]
-    )
+    m, _ = build_micro(load_config(["recipe=olmo3_think"]).world.model, seed=0)
+    if fixed:
+        m.config._attn_implementation = "eager"
+    return m
 
 
-def work(steps: int) -> tuple[float, float]:
-    """(median seconds per training step, per decoding batch) of the micro model as the
-    base stage builds it, whatever ``F.linear`` is at the time of the call."""
+def one_step(products: Products, fixed: bool) -> dict[str, torch.Tensor]:
+    """Initial parameters, logits, loss, gradients and parameters after one AdamW step
+    (the base stage's settings) of the micro model on a 4 x 64 batch, through one arm."""
     import torch
 
     from recipe_arena.compose import load_config
-    from recipe_arena.models.factory import build_micro
+    from recipe_arena.config_train import ADAM_BETAS, WEIGHT_DECAY
 
-    model, _ = build_micro(load_config(["recipe=olmo3_think"]).world.model, seed=0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    products.use(fixed)
+    m = model(fixed)
+    params = list(m.parameters())
+    ids = torch.randint(0, m.config.vocab_size, (4, 64), generator=torch.Generator().manual_seed(1))
+    out = {"initial parameters": torch.cat([p.detach().flatten() for p in params])}
+    res = m(input_ids=ids, labels=ids)
+    out["logits"], out["loss"] = res.logits.detach(), res.loss.detach()
+    res.loss.backward()
+    out["gradients"] = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
+    lr = load_config(["recipe=olmo3_think"]).base.lr
+    torch.optim.AdamW(params, lr=lr, betas=ADAM_BETAS, weight_decay=WEIGHT_DECAY).step()
+    out["after one AdamW step"] = torch.cat([p.detach().flatten() for p in params])
+    products.use(False)
+    return out
+
+
+def work(products: Products, fixed: bool, steps: int) -> tuple[float, float]:
+    """(median seconds per training step, per decoding batch) of the micro model through
+    one arm."""
+    import torch
+
+    products.use(fixed)
+    m = model(fixed)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     ids = torch.randint(
-        0, model.config.vocab_size, (32, 160), generator=torch.Generator().manual_seed(1)
+        0, m.config.vocab_size, (32, 160), generator=torch.Generator().manual_seed(1)
     )
     train, decode = [], []
     for _ in range(steps + 1):
         t = time.perf_counter()
-        model(input_ids=ids, labels=ids).loss.backward()
+        m(input_ids=ids, labels=ids).loss.backward()
         opt.step()
         opt.zero_grad()
         train.append(time.perf_counter() - t)
@@ -132,10 +209,11 @@ def work(steps: int) -> tuple[float, float]:
     with torch.no_grad():
         for _ in range(steps + 1):
             t = time.perf_counter()
-            model.generate(
+            m.generate(
                 prompts, max_new_tokens=48, min_new_tokens=48, do_sample=False, pad_token_id=0
             )
             decode.append(time.perf_counter() - t)
+    products.use(False)
     return statistics.median(train[1:]), statistics.median(decode[1:])
 
 
@@ -145,46 +223,42 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--isa", default="avx2", choices=["avx2", "none"], help="the cap")
+    ap.add_argument("--digests", action="store_true", help="only the 4 x 64 step's digests")
     a = ap.parse_args()
     if a.isa != "none":
         pin(a.isa)  # before torch loads
     import torch
-    import torch.nn.functional as F
-    from fixed_order_product import compiled_kernel  # type: ignore[import-not-found]
+    from fixed_order_product import compiled_module  # type: ignore[import-not-found]
+    from isa_fingerprint import digest  # type: ignore[import-not-found]
 
     torch.set_num_threads(a.threads)
-    calls = [0]
-    fixed = fixed_linear(compiled_kernel())
-
-    def ours(*args: Any) -> torch.Tensor:
-        calls[0] += 1
-        return fixed(*args)
-
-    mkl_linear = F.linear
-    loss_mkl, grads_mkl = gradients()
-    F.linear = ours  # type: ignore[assignment]
-    loss_fixed, grads_fixed = gradients()
-    F.linear = mkl_linear
-    err = float((grads_fixed - grads_mkl).abs().max() / grads_mkl.abs().max())
-    if calls[0] == 0 or err > 1e-3 or abs(float(loss_fixed - loss_mkl)) > 1e-4:
+    kernels = compiled_module()
+    products = Products(kernels.fixed_mm, kernels.ieee_sqrt)
+    ref, fixed = one_step(products, False), one_step(products, True)
+    if a.digests:
+        for name in ref:
+            print(f"{name}: MKL {digest(ref[name])}, fixed {digest(fixed[name])}", flush=True)
+        return
+    g_ref, g_fixed = ref["gradients"], fixed["gradients"]
+    err = float((g_fixed - g_ref).abs().max() / g_ref.abs().max())
+    loss_err = abs(float(fixed["loss"] - ref["loss"]))
+    if products.calls == 0 or err > 1e-3 or loss_err > 1e-4:
         raise SystemExit(
-            f"the fixed-order linear is not the model's: {calls[0]} calls, gradient error {err:.1e}"
+            f"the fixed arm is not the model: {products.calls} calls, gradient error {err:.1e}"
         )
     print(
-        f"check: {calls[0]} linear calls, loss {float(loss_fixed):.6f} against {float(loss_mkl):.6f}, "
-        f"largest gradient difference {err:.1e} of the largest gradient",
+        f"check: {products.calls} fixed-order calls, loss {float(fixed['loss']):.6f} against "
+        f"{float(ref['loss']):.6f}, largest gradient difference {err:.1e} of the largest",
         flush=True,
     )
     got: dict[str, list[tuple[float, float]]] = {"MKL": [], "fixed": []}
     for r in range(a.rounds):
         for name in ("MKL", "fixed") if r % 2 == 0 else ("fixed", "MKL"):
-            F.linear = ours if name == "fixed" else mkl_linear  # type: ignore[assignment]
-            got[name].append(work(a.steps))
+            got[name].append(work(products, name == "fixed", a.steps))
+            train, dec = got[name][-1]
             print(
-                f"round {r} {name:5}: training step {got[name][-1][0]:.3f} s, decoding {got[name][-1][1]:.3f} s",
-                flush=True,
+                f"round {r} {name:5}: training step {train:.3f} s, decoding {dec:.3f} s", flush=True
             )
-    F.linear = mkl_linear
     med = {
         n: (statistics.median(t for t, _ in v), statistics.median(d for _, d in v))
         for n, v in got.items()

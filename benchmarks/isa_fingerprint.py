@@ -4,6 +4,7 @@ CPU cap, to find where two machine types stop computing the same bits.
     python benchmarks/isa_fingerprint.py [--batch 32x160] [--threads N] [--isa avx2]
     qemu-x86_64 -cpu Haswell .venv/bin/python benchmarks/isa_fingerprint.py   # an AVX2 machine, emulated
     MKL_CBWR=AVX2,STRICT python benchmarks/isa_fingerprint.py             # MKL's reproducible mode
+    python benchmarks/isa_fingerprint.py --elementwise --threads 1        # ELEMENTWISE only
 
 Prints one line per result: its name and the first 12 hex digits of the SHA-256 of its
 float32 bytes. The results, in the order a training run meets them: a matrix product,
@@ -97,16 +98,71 @@ def fingerprint(rows: int, tokens: int, threads: int | None = None) -> dict[str,
     return {k: digest(v) for k, v in out.items()}
 
 
+ELEMENTWISE = [
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "reciprocal",
+    "div",
+    "silu",
+    "softmax",
+    "adamw",
+]
+"""Elementwise functions a run's step calls, for ``--elementwise``: which of them parts
+processors is what a processor-independent run would have to compute itself (torch
+computes some with MKL's vector maths, some with its own vectorised code)."""
+
+
+def elementwise(threads: int | None = None) -> dict[str, str]:
+    """Name -> digest of each of ``ELEMENTWISE`` on 100,003 fixed float32 values (positive
+    ones where the function needs them), and of two AdamW steps of one tensor."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(0)
+    x, pos = torch.randn(100_003, generator=gen), torch.rand(100_003, generator=gen) + 0.1
+    out = {
+        "sqrt": pos.sqrt(),
+        "rsqrt": pos.rsqrt(),
+        "exp": x.exp(),
+        "log": pos.log(),
+        "sin": x.sin(),
+        "cos": x.cos(),
+        "tanh": x.tanh(),
+        "sigmoid": x.sigmoid(),
+        "reciprocal": pos.reciprocal(),
+        "div": x / pos,
+        "silu": torch.nn.functional.silu(x),
+        "softmax": torch.softmax(x[:100_000].view(-1, 100), -1),
+    }
+    p = torch.nn.Parameter(x.clone())
+    opt = torch.optim.AdamW([p], lr=1e-3)
+    for grad in (pos - 0.5, x * 0.1):
+        p.grad = grad
+        opt.step()
+    out["adamw"] = p.detach()
+    assert list(out) == ELEMENTWISE
+    return {k: digest(v) for k, v in out.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", default="32x160", help="rows x tokens of the training step")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--isa", default="avx2", choices=["avx2", "none"], help="the cap")
+    ap.add_argument("--elementwise", action="store_true", help="elementwise functions only")
     a = ap.parse_args()
     if a.isa != "none":
         pin(a.isa)  # before torch loads
     rows, tokens = (int(v) for v in a.batch.split("x"))
-    for name, value in fingerprint(rows, tokens, a.threads).items():
+    digests = elementwise(a.threads) if a.elementwise else fingerprint(rows, tokens, a.threads)
+    for name, value in digests.items():
         print(f"{name:48s} {value}", flush=True)
     import torch
 
