@@ -228,6 +228,7 @@ def main() -> None:
     if a.isa != "none":
         pin(a.isa)  # before torch loads
     import torch
+    from alternate import alternate  # type: ignore[import-not-found]
     from fixed_order_product import compiled_module  # type: ignore[import-not-found]
     from isa_fingerprint import digest  # type: ignore[import-not-found]
 
@@ -251,18 +252,9 @@ def main() -> None:
         f"{float(ref['loss']):.6f}, largest gradient difference {err:.1e} of the largest",
         flush=True,
     )
-    got: dict[str, list[tuple[float, float]]] = {"MKL": [], "fixed": []}
-    for r in range(a.rounds):
-        for name in ("MKL", "fixed") if r % 2 == 0 else ("fixed", "MKL"):
-            got[name].append(work(products, name == "fixed", a.steps))
-            train, dec = got[name][-1]
-            print(
-                f"round {r} {name:5}: training step {train:.3f} s, decoding {dec:.3f} s", flush=True
-            )
-    med = {
-        n: (statistics.median(t for t, _ in v), statistics.median(d for _, d in v))
-        for n, v in got.items()
-    }
+    med = alternate(
+        ("MKL", "fixed"), a.rounds, lambda arm: (*work(products, arm == "fixed", a.steps), "")
+    )
     print(
         f"fixed_order_step: fixed/MKL time = {med['fixed'][0] / med['MKL'][0]:.2f} training step, "
         f"{med['fixed'][1] / med['MKL'][1]:.2f} decoding ({a.threads} thread(s))"

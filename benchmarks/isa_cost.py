@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
+
+from alternate import alternate  # type: ignore[import-not-found]
 
 from recipe_arena.cpu_isa import PINS
 
@@ -76,23 +77,10 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args()
-    got: dict[bool, list[tuple[float, float, str]]] = {True: [], False: []}
-    for r in range(a.rounds):
-        for capped in (r % 2 == 0, r % 2 != 0):  # alternate which mode goes first
-            got[capped].append(cell(capped, a.steps))
-            train, decode, kernels = got[capped][-1]
-            print(
-                f"round {r} {'capped  ' if capped else 'uncapped'} ({kernels}): "
-                f"training step {train:.3f} s, decoding {decode:.3f} s",
-                flush=True,
-            )
-    med = {
-        c: (statistics.median(t for t, _, _ in v), statistics.median(d for _, d, _ in v))
-        for c, v in got.items()
-    }
+    med = alternate(("capped", "uncapped"), a.rounds, lambda arm: cell(arm == "capped", a.steps))
     print(
-        f"isa_cost: capped/uncapped time = {med[True][0] / med[False][0]:.2f} training step, "
-        f"{med[True][1] / med[False][1]:.2f} decoding"
+        f"isa_cost: capped/uncapped time = {med['capped'][0] / med['uncapped'][0]:.2f} "
+        f"training step, {med['capped'][1] / med['uncapped'][1]:.2f} decoding"
     )
 
 
