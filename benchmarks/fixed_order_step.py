@@ -37,8 +37,6 @@ Run: python benchmarks/fixed_order_step.py [--steps 5] [--rounds 2] [--threads 1
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -189,32 +187,14 @@ def one_step(products: Products, fixed: bool) -> dict[str, torch.Tensor]:
 
 def work(products: Products, fixed: bool, steps: int) -> tuple[float, float]:
     """(median seconds per training step, per decoding batch) of the micro model through
-    one arm."""
-    import torch
+    one arm (``alternate.step_and_decode``)."""
+    from alternate import step_and_decode  # type: ignore[import-not-found]
 
     products.use(fixed)
-    m = model(fixed)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    ids = torch.randint(
-        0, m.config.vocab_size, (32, 160), generator=torch.Generator().manual_seed(1)
-    )
-    train, decode = [], []
-    for _ in range(steps + 1):
-        t = time.perf_counter()
-        m(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
-        opt.zero_grad()
-        train.append(time.perf_counter() - t)
-    prompts = ids[:, :16].repeat(2, 1)
-    with torch.no_grad():
-        for _ in range(steps + 1):
-            t = time.perf_counter()
-            m.generate(
-                prompts, max_new_tokens=48, min_new_tokens=48, do_sample=False, pad_token_id=0
-            )
-            decode.append(time.perf_counter() - t)
-    products.use(False)
-    return statistics.median(train[1:]), statistics.median(decode[1:])
+    try:
+        return step_and_decode(model(fixed), steps)  # type: ignore[no-any-return]
+    finally:
+        products.use(False)
 
 
 def main() -> None:

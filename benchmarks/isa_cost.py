@@ -25,33 +25,18 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from alternate import alternate  # type: ignore[import-not-found]
 
 from recipe_arena.cpu_isa import PINS
 
 WORK = """
-import statistics, time, torch
+import sys, torch
+sys.path.insert(0, {here!r})
+from alternate import step_and_decode
 from recipe_arena.models.factory import build_micro
-model, _ = build_micro()
-opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-x = torch.randint(0, model.config.vocab_size, (32, 160), generator=torch.Generator().manual_seed(1))
-train = []
-for _ in range({steps} + 1):
-    t = time.perf_counter()
-    model(input_ids=x, labels=x).loss.backward()
-    opt.step()
-    opt.zero_grad()
-    train.append(time.perf_counter() - t)
-prompts = x[:, :16].repeat(2, 1)
-decode = []
-with torch.no_grad():
-    for _ in range({steps} + 1):
-        t = time.perf_counter()
-        model.generate(prompts, max_new_tokens=48, min_new_tokens=48, do_sample=False,
-                       pad_token_id=0)
-        decode.append(time.perf_counter() - t)
-print(statistics.median(train[1:]), statistics.median(decode[1:]), torch.backends.cpu.get_cpu_capability())
+print(*step_and_decode(build_micro()[0], {steps}), torch.backends.cpu.get_cpu_capability())
 """
 
 
@@ -62,7 +47,7 @@ def cell(capped: bool, steps: int) -> tuple[float, float, str]:
     if capped:
         env.update(PINS["avx2"])
     out = subprocess.run(
-        [sys.executable, "-c", WORK.format(steps=steps)],
+        [sys.executable, "-c", WORK.format(steps=steps, here=str(Path(__file__).parent))],
         capture_output=True,
         text=True,
         env=env,
