@@ -13,7 +13,7 @@ those sets computes the same bits. Why: this measures the price of the one desig
 that would make a study's bits independent of the processor, before anyone builds it.
 
 For each (m, k, n) of ``isa_fingerprint.PRODUCTS`` it prints MKL's time and each fixed
-order's (the mean of ``--repeats``, at torch's default thread count), their ratios to
+order's (the mean of ``--repeats``, at ``--threads``, default torch's), their ratios to
 MKL's, the largest difference from MKL's result, and whether each fixed order gave the
 same bits at another thread count (it must: each output is summed by one thread).
 
@@ -25,7 +25,8 @@ Last line:
 natively and under an emulator presenting another processor (``qemu-x86_64 -cpu
 EPYC-Rome``), and the lines must be equal.
 
-Run: python benchmarks/fixed_order_product.py [--repeats 3] [--isa avx2|none] [--digests]
+Run: python benchmarks/fixed_order_product.py [--repeats 3] [--threads N] [--isa avx2|none]
+     [--digests]
 """
 
 from __future__ import annotations
@@ -75,11 +76,6 @@ def compiled_module() -> Any:
     return load("fixed_order_kernel", [str(source)], extra_cflags=flags)
 
 
-def compiled_kernel() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """The compiled fixed-order product, ``fixed_mm(a, b)``."""
-    return compiled_module().fixed_mm  # type: ignore[no-any-return]
-
-
 def timed(
     fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     x: torch.Tensor,
@@ -105,7 +101,7 @@ def main() -> None:
     import torch
     from isa_fingerprint import PRODUCTS, digest  # type: ignore[import-not-found]
 
-    fixed_mm = compiled_kernel()
+    fixed_mm = compiled_module().fixed_mm
     if a.threads:
         torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(0)

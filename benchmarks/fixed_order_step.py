@@ -37,7 +37,8 @@ Run: python benchmarks/fixed_order_step.py [--steps 5] [--rounds 2] [--threads 1
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from recipe_arena.cpu_isa import pin
@@ -69,7 +70,6 @@ class Products:
 
         self.fixed_sqrt = fixed_sqrt
         self.calls = 0
-        mm = fixed_mm
 
         class MatMul(torch.autograd.Function):
             """``a @ b`` of the same batch shape, and its two gradient products."""
@@ -77,12 +77,12 @@ class Products:
             @staticmethod
             def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
                 ctx.save_for_backward(a, b)
-                return mm(a, b)
+                return fixed_mm(a, b)
 
             @staticmethod
             def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
                 a, b = ctx.saved_tensors
-                return mm(g, b.transpose(-1, -2)), mm(a.transpose(-1, -2), g)
+                return fixed_mm(g, b.transpose(-1, -2)), fixed_mm(a.transpose(-1, -2), g)
 
         transposed: dict[int, tuple[torch.Tensor, int, torch.Tensor]] = {}
 
@@ -105,7 +105,7 @@ class Products:
             ) -> torch.Tensor:
                 ctx.save_for_backward(x, w)
                 ctx.has_bias = b is not None
-                y = mm(x.reshape(-1, x.shape[-1]), weight_t(w))
+                y = fixed_mm(x.reshape(-1, x.shape[-1]), weight_t(w))
                 y = y if b is None else y + b
                 return y.reshape(*x.shape[:-1], w.shape[0])
 
@@ -115,8 +115,8 @@ class Products:
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
                 x, w = ctx.saved_tensors
                 x2, g2 = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
-                gx = mm(g2, w).reshape(x.shape)
-                return gx, mm(g2.t(), x2), g2.sum(0) if ctx.has_bias else None
+                gx = fixed_mm(g2, w).reshape(x.shape)
+                return gx, fixed_mm(g2.t(), x2), g2.sum(0) if ctx.has_bias else None
 
         def linear(
             x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
@@ -139,14 +139,21 @@ class Products:
 
         self.fixed_linear, self.fixed_matmul = linear, matmul
 
-    def use(self, fixed: bool) -> None:
-        """Route the products through the fixed-order kernel (True) or torch's (False)."""
+    @contextmanager
+    def through(self, fixed: bool) -> Iterator[None]:
+        """Inside, the products go through the fixed-order kernel (True) or torch's
+        (False); torch's are restored on leaving, whatever happened."""
         import torch
         import torch.nn.functional as F
 
         F.linear = self.fixed_linear if fixed else self.torch_linear  # type: ignore[assignment]
         torch.matmul = self.fixed_matmul if fixed else self.torch_matmul  # type: ignore[assignment]
         torch.Tensor.sqrt = self.fixed_sqrt if fixed else self.torch_sqrt  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            F.linear, torch.matmul = self.torch_linear, self.torch_matmul
+            torch.Tensor.sqrt = self.torch_sqrt  # type: ignore[method-assign]
 
 
 def model(fixed: bool) -> PreTrainedModel:
@@ -169,19 +176,20 @@ def one_step(products: Products, fixed: bool) -> dict[str, torch.Tensor]:
     from recipe_arena.compose import load_config
     from recipe_arena.config_train import ADAM_BETAS, WEIGHT_DECAY
 
-    products.use(fixed)
-    m = model(fixed)
-    params = list(m.parameters())
-    ids = torch.randint(0, m.config.vocab_size, (4, 64), generator=torch.Generator().manual_seed(1))
-    out = {"initial parameters": torch.cat([p.detach().flatten() for p in params])}
-    res = m(input_ids=ids, labels=ids)
-    out["logits"], out["loss"] = res.logits.detach(), res.loss.detach()
-    res.loss.backward()
-    out["gradients"] = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
-    lr = load_config(["recipe=olmo3_think"]).base.lr
-    torch.optim.AdamW(params, lr=lr, betas=ADAM_BETAS, weight_decay=WEIGHT_DECAY).step()
-    out["after one AdamW step"] = torch.cat([p.detach().flatten() for p in params])
-    products.use(False)
+    with products.through(fixed):
+        m = model(fixed)
+        params = list(m.parameters())
+        ids = torch.randint(
+            0, m.config.vocab_size, (4, 64), generator=torch.Generator().manual_seed(1)
+        )
+        out = {"initial parameters": torch.cat([p.detach().flatten() for p in params])}
+        res = m(input_ids=ids, labels=ids)
+        out["logits"], out["loss"] = res.logits.detach(), res.loss.detach()
+        res.loss.backward()
+        out["gradients"] = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
+        lr = load_config(["recipe=olmo3_think"]).base.lr
+        torch.optim.AdamW(params, lr=lr, betas=ADAM_BETAS, weight_decay=WEIGHT_DECAY).step()
+        out["after one AdamW step"] = torch.cat([p.detach().flatten() for p in params])
     return out
 
 
@@ -190,11 +198,8 @@ def work(products: Products, fixed: bool, steps: int) -> tuple[float, float]:
     one arm (``alternate.step_and_decode``)."""
     from alternate import step_and_decode  # type: ignore[import-not-found]
 
-    products.use(fixed)
-    try:
+    with products.through(fixed):
         return step_and_decode(model(fixed), steps)  # type: ignore[no-any-return]
-    finally:
-        products.use(False)
 
 
 def main() -> None:

@@ -68,10 +68,9 @@ file's cap on the CPU kernels (``none``: the machine's widest set): where the ca
 kernels cannot give the committed numbers anyway (``cpu_isa.MEASURED_TO_DIFFER``) they
 only cost time: on the Intel Xeon with AMX a first run's stages took 1.3 times as long
 capped, a study row's RL stages 1.17 times, a training step 1.45 times, decoding 1.1 times
-(docs/results.md). A
-study directory keeps the cap its runs were made under: a run under another one
-(another ``isa=``, or an edited file) stops with an error before any work, since a
-run's key does not hold the cap and a finished run would be taken as made under it.
+(docs/results.md). A study directory keeps the cap its runs were made under: a run under
+another one (another ``isa=``, or an edited file) stops with an error before any work,
+since a run's key does not hold the cap and a finished run would be taken as made under it.
 
 The study directory ``<out_dir>/<name>/`` holds ``study.json`` (the file as read),
 ``runs/``, ``rows/<row>.<regime>/`` (each a comparison directory with its own report)
