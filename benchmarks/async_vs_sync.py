@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 
 from recipe_arena.advantages import CenteredParams
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
+from recipe_arena.config import EngineConfig, RLConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.backends import LocalBackend, threads_per_op
 from recipe_arena.core.loop import LoopSettings, train
 from recipe_arena.core.prompts import PromptSource

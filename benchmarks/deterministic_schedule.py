@@ -32,7 +32,8 @@ from pathlib import Path
 import torch
 
 from recipe_arena.advantages import CenteredParams
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
+from recipe_arena.config import EngineConfig, RLConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core import lockstep
 from recipe_arena.core.backends import LocalBackend
 from recipe_arena.core.loop import LoopSettings, StepRecord, train

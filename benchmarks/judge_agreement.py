@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from recipe_arena.config import MicroJudgeConfig, RewardsConfig
+from recipe_arena.config_rewards import MicroJudgeConfig, RewardsConfig
 from recipe_arena.data.micro_verdicts import generate_verdicts, paired_games, question_kind
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import load_checkpoint

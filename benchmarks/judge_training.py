@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from recipe_arena.config import MicroJudgeConfig
+from recipe_arena.config_rewards import MicroJudgeConfig
 from recipe_arena.models.factory import build_tiny_model
 from recipe_arena.rewards.micro_judge import (
     LENGTH_PARTS,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.micro import generate_examples
 from recipe_arena.rewards import build_scorer
 

@@ -36,7 +36,8 @@ from typing import Any
 import torch
 
 from recipe_arena.compose import load_config
-from recipe_arena.config import RewardsConfig, RunConfig
+from recipe_arena.config import RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.backends import LocalBackend, threads_per_op
 from recipe_arena.core.loop import train
 from recipe_arena.core.prompts import PromptSource

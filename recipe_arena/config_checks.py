@@ -15,7 +15,8 @@ import urllib.parse
 from pathlib import Path
 
 from recipe_arena.compose import ConfigError
-from recipe_arena.config import RewardsConfig, RunConfig
+from recipe_arena.config import RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 
 NEEDS_CHECKPOINT = ("sft", "dpo", "prompt_filter", "rlvr", "specialists", "mopd", "opd", "eval")
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recipe_arena.advantages import compute_advantages
-from recipe_arena.config import EngineConfig, LabelFlipConfig, RewardsConfig, RLConfig, RunConfig
+from recipe_arena.config import EngineConfig, RLConfig, RunConfig
+from recipe_arena.config_rewards import LabelFlipConfig, RewardsConfig
 from recipe_arena.core.actor import Actor
 from recipe_arena.core.actor import ActorSettings as CoreActorSettings
 from recipe_arena.core.hooks import (

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from recipe_arena import wiring
-from recipe_arena.config import EngineConfig, LabelFlipConfig, RewardsConfig, RunConfig
+from recipe_arena.config import EngineConfig, RunConfig
+from recipe_arena.config_rewards import LabelFlipConfig, RewardsConfig
 from recipe_arena.data.micro import generate_split
 from recipe_arena.models.factory import TinyModelSpec, build_micro
 from tests.test_config_reach import _same

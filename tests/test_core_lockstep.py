@@ -23,7 +23,8 @@ import pytest
 import torch
 
 from recipe_arena.advantages import CenteredParams
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig, RunConfig
+from recipe_arena.config import EngineConfig, RLConfig, RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core import lockstep
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.lockstep import VersionPlan

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from recipe_arena.advantages import CenteredParams
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
+from recipe_arena.config import EngineConfig, RLConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.backends import LocalBackend, make_backend, threads_per_op
 from recipe_arena.core.learner import Learner
 from recipe_arena.core.loop import LoopSettings, train

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from recipe_arena.cache import write_json_atomic
-from recipe_arena.config import EvalConfig, RewardsConfig, RunConfig
+from recipe_arena.config import EvalConfig, RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import Message, PromptRow
 from recipe_arena.engines import build_engine
 from recipe_arena.eval.evaluate import (

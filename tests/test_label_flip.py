@@ -13,7 +13,8 @@ import torch
 
 from recipe_arena.cli import main
 from recipe_arena.compose import load_config
-from recipe_arena.config import EngineConfig, RewardsConfig, RunConfig
+from recipe_arena.config import EngineConfig, RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.metrics import group_metrics

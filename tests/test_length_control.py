@@ -178,7 +178,8 @@ def test_actor_discards_groups_that_start_too_late(k: int) -> None:
     so any group starts too late (phi + D > k x 0 + 0): it reaches the learner empty,
     its sampled lengths and the discard count kept. Before any update (no window
     closed) the same task is kept."""
-    from recipe_arena.config import EngineConfig, RewardsConfig
+    from recipe_arena.config import EngineConfig
+    from recipe_arena.config_rewards import RewardsConfig
     from recipe_arena.core.actor import ActorTask
     from recipe_arena.data.micro import generate_split
     from recipe_arena.models.factory import TinyModelSpec, build_micro
@@ -215,7 +216,8 @@ def test_actor_measures_the_collect_phase_from_closed_batches() -> None:
     at S3. A close reported for a version the actor no longer holds (0) is ignored.
     Then W = (S1 + (S3 - S1)) / 2 (the median of two windows) and the next group's
     logged horizon is k W + C with k = 1."""
-    from recipe_arena.config import EngineConfig, RewardsConfig
+    from recipe_arena.config import EngineConfig
+    from recipe_arena.config_rewards import RewardsConfig
     from recipe_arena.core.actor import ActorTask
     from recipe_arena.data.micro import generate_split
     from recipe_arena.models.factory import TinyModelSpec, build_micro
@@ -269,7 +271,8 @@ def test_actor_keeps_a_windows_quota_at_k0() -> None:
     place: the untrained 1-layer model scores 0 on every rollout of a math row (its six
     random tokens hold no right answer), so after one such group a second one, started
     after it finished, is in quota too; without refilling it is not."""
-    from recipe_arena.config import EngineConfig, RewardsConfig
+    from recipe_arena.config import EngineConfig
+    from recipe_arena.config_rewards import RewardsConfig
     from recipe_arena.core.actor import ActorTask
     from recipe_arena.data.micro import generate_split
     from recipe_arena.models.factory import TinyModelSpec, build_micro

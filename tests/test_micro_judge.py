@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recipe_arena.config import MicroJudgeConfig, RewardsConfig
+from recipe_arena.config_rewards import MicroJudgeConfig, RewardsConfig
 from recipe_arena.data.micro_chat import final_word, is_right
 from recipe_arena.data.micro_verdicts import (
     RIGHT_REPLY,

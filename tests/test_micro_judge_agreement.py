@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.micro_chat import is_right
 from recipe_arena.data.micro_verdicts import Game, generate_verdicts, paired_games
 from recipe_arena.data.schema import PromptRow

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.engines import build_engine
 from recipe_arena.models.factory import TinyModelSpec, build_micro

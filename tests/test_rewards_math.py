@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.math_answer import check_math, extract_answer

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.micro import generate_examples, generate_split
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import audit, build_scorer

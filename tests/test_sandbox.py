@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.code import check_code

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from recipe_arena.advantages import CenteredParams
-from recipe_arena.config import EngineConfig, RewardsConfig, RLConfig
+from recipe_arena.config import EngineConfig, RLConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.actor import ActorTask
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.data.micro import generate_split

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from recipe_arena.cli import main
-from recipe_arena.config import EngineConfig, RewardsConfig
+from recipe_arena.config import EngineConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.metrics import group_metrics
 from recipe_arena.data.micro import generate_split

@@ -8,12 +8,8 @@ from pathlib import Path
 import pytest
 
 from recipe_arena.cli import main
-from recipe_arena.config import (
-    EngineConfig,
-    EvalConfig,
-    RewardsConfig,
-    RunConfig,
-)
+from recipe_arena.config import EngineConfig, EvalConfig, RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.actor import ActorTask
 from recipe_arena.data.chat import encode_prompt
 from recipe_arena.data.micro import generate_split

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from recipe_arena.cli import main
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
 from recipe_arena.rewards.sandbox import isolation_mode
 from recipe_arena.rewards.verify import verify_jsonl

@@ -14,7 +14,8 @@ import torch
 
 from recipe_arena.advantages import CenteredParams
 from recipe_arena.compose import load_config
-from recipe_arena.config import DPOConfig, EngineConfig, RewardsConfig, RunConfig
+from recipe_arena.config import DPOConfig, EngineConfig, RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.actor import Actor, ActorTask
 from recipe_arena.core.batch import build_learner_batch
 from recipe_arena.core.logprobs import sequence_logprobs

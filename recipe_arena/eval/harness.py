@@ -32,7 +32,8 @@ import yaml
 
 from recipe_arena import offline_env
 from recipe_arena.comparison_plan import read_run_config
-from recipe_arena.config import RewardsConfig, RunConfig
+from recipe_arena.config import RunConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.core.metrics import PASS_THRESHOLD
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.stats import pass_at_k

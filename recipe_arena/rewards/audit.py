@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.domains import DOMAINS
 

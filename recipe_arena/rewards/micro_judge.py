@@ -51,7 +51,7 @@ from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerFast
 
 from recipe_arena.cache import build_cached, cache_key, cache_root, entry_ready
-from recipe_arena.config import MicroJudgeConfig
+from recipe_arena.config_rewards import MicroJudgeConfig
 from recipe_arena.data.micro_chat import vocabulary
 from recipe_arena.data.micro_verdicts import (
     RUBRIC_STEM,

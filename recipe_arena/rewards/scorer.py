@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.domains import POOLED_DOMAINS, VERIFIERS
 from recipe_arena.rewards.pool import Task, WorkerPool

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from recipe_arena.config import RewardsConfig
+from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import DOMAINS, PromptRow
 
 CHUNK = 256
