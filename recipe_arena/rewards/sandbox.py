@@ -38,13 +38,11 @@ import hashlib
 import itertools
 import json
 import os
-import platform
 import py_compile
 import re
 import selectors
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import sysconfig
@@ -53,6 +51,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from recipe_arena.rewards.seccomp import seccomp_filter
 
 _HERE = Path(__file__).parent
 HARNESS = (_HERE / "sandbox_split.py").read_text() + (
@@ -253,139 +253,6 @@ def _bwrap_argv(
         "--clearenv", "--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", "/usr/bin",
         "--",
     ]  # fmt: skip
-
-
-# ----------------------------------------------------------------------------- seccomp
-# System calls the sandbox refuses (EPERM): memory that RLIMIT_AS does not count (SysV
-# shared memory and message queues, memfd, keyrings, userfaultfd), new namespaces (a
-# user namespace could mount a tmpfs of any size), and reaching other processes
-# (ptrace, process_vm_*, pidfd_getfd, kcmp), io_uring (its operations bypass this
-# filter), bpf, perf, mounts and modules, and watching files (inotify, fanotify: what
-# the host does in the folders bound into the sandbox). ``clone`` is refused only with
-# a namespace flag; ``clone3`` gets ENOSYS so that libc falls back to ``clone``.
-# ``socket`` and ``socketpair`` are allowed for the address families in
-# ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK, AF_NETLINK,
-# AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT.
-_DENY = [
-    "shmget",
-    "msgget",
-    "semget",
-    "mq_open",
-    "memfd_create",
-    "memfd_secret",
-    "userfaultfd",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "pidfd_getfd",
-    "kcmp",
-    "process_madvise",
-    "io_uring_setup",
-    "bpf",
-    "perf_event_open",
-    "unshare",
-    "setns",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "fsopen",
-    "fsmount",
-    "move_mount",
-    "open_tree",
-    "kexec_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "swapon",
-    "swapoff",
-    "reboot",
-    "acct",
-    "open_by_handle_at",
-    "inotify_init",
-    "inotify_init1",
-    "fanotify_init",
-]
-_SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarch64)
-    "shmget": (29, 194), "msgget": (68, 186), "semget": (64, 190), "mq_open": (240, 180),
-    "memfd_create": (319, 279), "memfd_secret": (447, 447), "userfaultfd": (323, 282),
-    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218),
-    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
-    "pidfd_getfd": (438, 438), "kcmp": (312, 272), "process_madvise": (440, 440),
-    "io_uring_setup": (425, 425), "bpf": (321, 280), "perf_event_open": (298, 241),
-    "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "umount2": (166, 39),
-    "pivot_root": (155, 41), "chroot": (161, 51), "fsopen": (430, 430),
-    "fsmount": (432, 432), "move_mount": (429, 429), "open_tree": (428, 428),
-    "kexec_load": (246, 104), "init_module": (175, 105), "finit_module": (313, 273),
-    "delete_module": (176, 106), "swapon": (167, 224), "swapoff": (168, 225),
-    "reboot": (169, 142), "acct": (163, 89), "open_by_handle_at": (304, 265),
-    "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262),
-    "clone": (56, 220), "clone3": (435, 435), "socket": (41, 198), "socketpair": (53, 199),
-}  # fmt: skip
-_ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
-_CLONE_NS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
-_CLONE_NS |= 0x40000000 | 0x00000080  # NEWNET, NEWTIME
-SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
-"""The only socket address families the program may open. Its network namespace has
-no interface but a down loopback, so INET sockets reach nothing; they stay allowed
-because ordinary library code creates them (and fails cleanly on connect)."""
-
-
-@functools.cache
-def seccomp_filter() -> bytes | None:
-    """The classic-BPF program bwrap installs (None on other architectures)."""
-    arch = _ARCHES.get(platform.machine())
-    if arch is None:
-        return None
-    col, audit_arch = arch
-    ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-    eperm, enosys = 0x00050000 | 1, 0x00050000 | 38
-    eafnosupport = 0x00050000 | 97
-    # Instructions with symbolic jump targets (labels), resolved below; jumps only go
-    # forward, as classic BPF requires.
-    prog: list[tuple[int, str | int, str | int, int] | str] = []
-    nr = {n: v[col] for n, v in _SYSCALLS.items()}
-    prog.append((ld, 0, 0, 4))  # arch
-    prog.append((jeq, 0, "KILL", audit_arch))
-    prog.append((ld, 0, 0, 0))  # syscall number
-    if col == 0:  # the x32 ABI shares this arch value: its numbers have bit 30 set
-        prog.append((jge, "DENY", 0, 0x40000000))
-    for name in _DENY:
-        if nr[name] is not None:
-            prog.append((jeq, "DENY", 0, nr[name]))  # type: ignore[arg-type]
-    prog.append((jeq, "CLONE", 0, nr["clone"]))  # type: ignore[arg-type]
-    prog.append((jeq, "ENOSYS", 0, nr["clone3"]))  # type: ignore[arg-type]
-    prog.append((jeq, "SOCKET", 0, nr["socket"]))  # type: ignore[arg-type]
-    prog.append((jeq, "SOCKET", 0, nr["socketpair"]))  # type: ignore[arg-type]
-    prog.append((ret, 0, 0, allow))
-    prog += ["CLONE", (ld, 0, 0, 16)]  # low 32 bits of args[0] (clone flags)
-    prog.append((jset, "DENY", "ALLOW", _CLONE_NS))
-    prog += ["SOCKET", (ld, 0, 0, 16)]  # args[0]: the address family
-    for family in sorted(SOCKET_FAMILIES.values()):
-        prog.append((jeq, "ALLOW", 0, family))
-    prog.append((ret, 0, 0, eafnosupport))
-    prog += ["DENY", (ret, 0, 0, eperm), "ENOSYS", (ret, 0, 0, enosys)]
-    prog += ["KILL", (ret, 0, 0, kill), "ALLOW", (ret, 0, 0, allow)]
-    at: dict[str, int] = {}
-    code: list[tuple[int, str | int, str | int, int]] = []
-    for item in prog:
-        if isinstance(item, str):
-            at[item] = len(code)
-        else:
-            code.append(item)
-
-    def rel(target: str | int, i: int) -> int:
-        j = target if isinstance(target, int) else at[target] - i - 1
-        assert 0 <= j < 256, (target, j)
-        return j
-
-    return b"".join(
-        struct.pack("=HBBI", c, rel(jt, i), rel(jf, i), k) for i, (c, jt, jf, k) in enumerate(code)
-    )
 
 
 _RUNS = itertools.count()
