@@ -55,9 +55,13 @@ from pathlib import Path
 from recipe_arena.rewards.seccomp import seccomp_filter
 
 _HERE = Path(__file__).parent
-HARNESS = (_HERE / "sandbox_split.py").read_text() + (
-    _HERE / "sandbox_harness.py"
-).read_text().replace("from __future__ import annotations\n", "", 1)  # allowed once, at the top
+HARNESS = "".join(
+    (_HERE / name)
+    .read_text()
+    .replace("from __future__ import annotations\n", "", 1 if i else 0)  # allowed once, at the top
+    for i, name in enumerate(("sandbox_split.py", "sandbox_wire.py", "sandbox_harness.py"))
+)
+"""The script the sandbox runs: the test splitter, the wire format and the two sides."""
 HARNESS_INSIDE = "/harness.pyc"
 UID_BASE = 1_500_000_000
 """Sandbox uids start here: far above any login or container-mapped uid."""

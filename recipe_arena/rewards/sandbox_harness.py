@@ -1,4 +1,5 @@
-"""Runs inside the sandbox (standard library only, after sandbox_split.py's source).
+"""Runs inside the sandbox (standard library only, after sandbox_split.py's and
+sandbox_wire.py's source).
 
 ``argv[1]`` is a JSON spec: ``mode`` ("asserts" or "io"), the uids of the two sides
 (null: stay as started), and the limits. The launcher starts as root of the sandbox
@@ -32,84 +33,13 @@ import resource
 import sys
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # defined by sandbox_wire.py's source, which runs first
     from typing import IO, Any
 
-_type, _repr = type, repr
+    from recipe_arena.rewards.sandbox_wire import MAX_LINE, _line, _repr, _send, _type, dec, enc
+
 _UNARY: dict[str, Any] = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": _repr}
 """The one-argument operations a proxy may ask of a value, bound before any test runs."""
-_ATOMS = (int, float, bool, str, type(None))
-_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "set", dict: "dict"}
-MAX_LINE = 8 << 20
-"""Longest probe request or answer (bytes); a longer one fails the probe."""
-
-
-# ----------------------------------------------------------------------------- values
-def enc(v: Any, depth: int = 0, ref: Any = None) -> dict[str, Any]:
-    """Plain value -> JSON-able tree. Anything but exact builtin types goes to ``ref``
-    (which gives a handle or raises); without ``ref`` it raises TypeError. Nesting
-    deeper than 100 raises ValueError."""
-    t = _type(v)
-    if depth > 100:
-        raise ValueError("value nested too deeply")
-    if t is int and not -(10**300) < v < 10**300:
-        return {"h": format(v, "x")}  # no digit limit, no float overflow
-    if t is float and (v != v or v in (float("inf"), float("-inf"))):
-        return {"r": _repr(v)}
-    if t in _ATOMS:
-        return {"a": v}
-    if t is complex:
-        return {"c": [enc(v.real), enc(v.imag)]}
-    if t is bytes:
-        return {"b": v.hex()}
-    if t is range:
-        return {"range": [enc(v.start), enc(v.stop), enc(v.step)]}
-    kind = _CONTAINERS.get(t)  # type: ignore[call-overload]
-    if kind == "dict":
-        return {"dict": [[enc(k, depth + 1, ref), enc(x, depth + 1, ref)] for k, x in v.items()]}
-    if kind:
-        return {kind: [enc(x, depth + 1, ref) for x in v]}
-    if ref is not None:
-        return ref(v)  # type: ignore[no-any-return]
-    raise TypeError(f"value of type {t.__name__} is not a plain builtin value")
-
-
-def dec(e: dict[str, Any], ref: Any = None) -> Any:
-    """Inverse of ``enc``; ``{"ref": ...}`` nodes go to ``ref`` (refused without it)."""
-    if "a" in e:
-        return e["a"]
-    if "h" in e:
-        return int(e["h"], 16)
-    if "r" in e:
-        return float(e["r"])
-    if "c" in e:
-        return complex(dec(e["c"][0]), dec(e["c"][1]))
-    if "b" in e:
-        return bytes.fromhex(e["b"])
-    if "range" in e:
-        return range(*(dec(x) for x in e["range"]))
-    if "dict" in e:
-        return {dec(k, ref): dec(x, ref) for k, x in e["dict"]}
-    for kind, ctor in (("list", list), ("tuple", tuple), ("set", set)):
-        if kind in e:
-            return ctor(dec(x, ref) for x in e[kind])
-    if "ref" in e and ref is not None:
-        return ref(e)
-    raise ValueError("bad value encoding")
-
-
-def _line(f: IO[bytes]) -> Any:
-    data = f.readline(MAX_LINE + 1)
-    if not data:
-        raise EOFError
-    if len(data) > MAX_LINE or not data.endswith(b"\n"):
-        raise ValueError(f"message longer than {MAX_LINE} bytes")
-    return json.loads(data)
-
-
-def _send(f: IO[bytes], obj: Any) -> None:
-    f.write(json.dumps(obj).encode() + b"\n")
-    f.flush()
 
 
 # ----------------------------------------------------------------------------- launcher
