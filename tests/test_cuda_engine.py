@@ -255,7 +255,7 @@ def test_graph_buckets_by_hand():
     slots 40 -> 64 is capped to 48. Length buckets: multiples of max(128, next_pow2 / 4):
     100 -> 128; 164 -> 256 (quantum 128); 600 -> 768 (next_pow2 1024, quantum 256);
     1100 -> 1536 (quantum 512); capped at the capacity: 1100 of 1200 -> 1200."""
-    from recipe_arena.engines.kv_runner import batch_bucket, length_bucket
+    from recipe_arena.engines.decode_graph import batch_bucket, length_bucket
 
     assert [batch_bucket(n, 64) for n in (1, 8, 9, 33, 64)] == [8, 8, 16, 64, 64]
     assert batch_bucket(40, 48) == 48
