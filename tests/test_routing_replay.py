@@ -172,3 +172,42 @@ def test_learner_replays_routes_under_deepseek_mask(replay: bool) -> None:
     _, metrics = learner.compute_loss(batch)
     gap = metrics["staleness/logprob_diff_max"]
     assert gap < 1e-4 if replay else gap > 0.1
+
+
+@pytest.mark.parametrize("keep_kv", [False, True])
+def test_an_update_in_flight_rerecords_the_recomputed_prefix(keep_kv: bool) -> None:
+    """Top-1 routing, the engine paused and driven one step at a time: 6 tokens under
+    the old routers, then the router update of ``_router_update`` lands, then the rest.
+    With ``keep_kv_on_update=false`` the engine recomputes the cached prefix (P + 5
+    positions) under the new weights, so every recorded position is the updated model's
+    own routing. With the KV kept, the prefix keeps the routes it was decoded with: the
+    old model's, which the rotation moved (a wrong re-record would give the new ones)."""
+    model, tok = _moe(k=1)
+    updated = _router_update(model)
+    cfg = EngineConfig(max_batch_size=4, keep_kv_on_update=keep_kv)
+    engine = build_engine("torch", model, tok, cfg)
+    try:
+        engine.pause()
+        params = SamplingParams(max_new_tokens=20, temperature=1.0, n=1, seed=11, ignore_eos=True)
+        engine.submit(GenerationRequest("r", PROMPT, params))
+        for _ in range(6):
+            assert engine.step()
+        engine.update_weights(updated.state_dict(), version=1)
+        while engine.step():
+            pass
+        c = engine.get(timeout=10)
+    finally:
+        engine.close()
+    assert c is not None and c.expert_ids is not None
+    assert c.token_versions == (0,) * 6 + (1,) * 14
+    tokens_1L = torch.tensor([PROMPT + c.tokens])
+    n = len(PROMPT) + len(c.tokens) - 1
+    assert c.expert_ids.shape[0] == n
+    prefix = len(PROMPT) + 5
+    new_live = _live_routes(updated, tokens_1L)[:n]
+    old_live = _live_routes(model, tokens_1L)[:prefix]
+    assert (new_live[:prefix] != old_live).float().mean() > 0.3
+    if keep_kv:
+        assert torch.equal(c.expert_ids[:prefix], old_live)
+    else:
+        assert torch.equal(c.expert_ids, new_live)

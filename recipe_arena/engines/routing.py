@@ -11,11 +11,15 @@ the sample it belongs to.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from recipe_arena.models.moe import moe_routers
+
+if TYPE_CHECKING:
+    from recipe_arena.engines.slot_samples import SlotSample
 
 
 class RoutingRecorder:
@@ -33,6 +37,29 @@ class RoutingRecorder:
         ids = torch.stack(self._taken, dim=1)
         self._taken = []
         return ids
+
+    def hand_out(self, running: list[SlotSample], chunk: list[list[SlotSample]]) -> None:
+        """Hand the experts the last forward routed each position to, (M, N, K) for its
+        flat M = B + prompts x P tokens (``SlotKVRunner._forward``), to the samples:
+        decode row b to running sample b, prompt n's real positions (not its right
+        padding) to every sample of group n."""
+        ids = self.take()
+        for b, s in enumerate(running):
+            s.expert_ids.append(ids[b : b + 1])
+        P = max((len(g[0].request.prompt_tokens) for g in chunk), default=0)
+        for n, group in enumerate(chunk):
+            lo = len(running) + n * P
+            prompt_ids = ids[lo : lo + len(group[0].request.prompt_tokens)]
+            for s in group:
+                s.expert_ids = [prompt_ids]
+
+    def hand_prefixes(self, samples: list[SlotSample], prefixes: Sequence[Sequence[int]]) -> None:
+        """After a prefill that recomputed ``samples``' cached ``prefixes`` (right-padded
+        to the longest, P), each sample's routing becomes its prefix's rows."""
+        ids = self.take()
+        P = max(len(q) for q in prefixes)
+        for j, (s, q) in enumerate(zip(samples, prefixes, strict=True)):
+            s.expert_ids = [ids[j * P : j * P + len(q)]]
 
 
 def record_routing(model: Any, thread: threading.Thread) -> RoutingRecorder | None:

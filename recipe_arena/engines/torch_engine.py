@@ -26,7 +26,6 @@ import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -52,38 +51,13 @@ from recipe_arena.engines.common import (
 )
 from recipe_arena.engines.kv_runner import SlotKVRunner
 from recipe_arena.engines.routing import record_routing
-
-
-@dataclass
-class _Sample:
-    """One sample of a request while it waits or runs."""
-
-    request: GenerationRequest
-    index: int
-    uniforms: UniformStream
-    max_new: int
-    stop_ids: frozenset[int]
-    t0: float
-    tokens: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    versions: list[int] = field(default_factory=list)
-    expert_ids: list[torch.Tensor] = field(default_factory=list)
-    """MoE models: (positions, N, K) chunks of the experts each fed position went to."""
-    start_step: int | None = None
-    """Decode steps run before this sample's first token (for length control)."""
-
-    @property
-    def cached(self) -> int:
-        """Positions whose KV is in the cache: the prompt and all but the last token."""
-        return len(self.request.prompt_tokens) + len(self.tokens) - 1
-
-
-@dataclass
-class _Update:
-    state_dict: Mapping[str, torch.Tensor]
-    version: int
-    done: threading.Event = field(default_factory=threading.Event)
-    error: BaseException | None = None
+from recipe_arena.engines.slot_samples import (
+    PendingUpdate,
+    SlotSample,
+    model_eos_ids,
+    prefill_chunks,
+    prompt_rows,
+)
 
 
 class TorchEngine:
@@ -116,7 +90,7 @@ class TorchEngine:
         self.model.requires_grad_(False)
         self.context = context or self.model.config.max_position_embeddings
         self.vocab_size = self.model.config.vocab_size
-        self.eos_ids = _eos_ids(tokenizer, self.model)
+        self.eos_ids = model_eos_ids(tokenizer, self.model)
         self.runner = SlotKVRunner(
             self.model, self.cfg.max_batch_size, self.context, cuda_graphs=self.cfg.cuda_graphs
         )
@@ -130,10 +104,10 @@ class TorchEngine:
         self.version = version
         self._rng = random.Random(seed)
         self._cv = threading.Condition()
-        self._waiting: collections.deque[_Sample] = collections.deque()
-        self._running: list[_Sample] = []
+        self._waiting: collections.deque[SlotSample] = collections.deque()
+        self._running: list[SlotSample] = []
         self._inflight: dict[str, int] = {}
-        self._pending_update: _Update | None = None
+        self._pending_update: PendingUpdate | None = None
         self._update_lock = threading.Lock()
         self._pause = PauseSwitch(self._cv)
         self._permits = 0
@@ -169,7 +143,7 @@ class TorchEngine:
             now = time.perf_counter()
             for i in range(s.n):
                 stream = UniformStream(s.seed, i, self._rng)
-                self._waiting.append(_Sample(request, i, stream, max_new, stop, now))
+                self._waiting.append(SlotSample(request, i, stream, max_new, stop, now))
             self._cv.notify_all()
 
     def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
@@ -191,7 +165,7 @@ class TorchEngine:
         """Copy ``state_dict`` (a subset of the model's keys is allowed) into the engine's
         weights between two decode steps; blocks until done."""
         check_state_dict(state_dict, self._params)
-        upd = _Update(state_dict, version)
+        upd = PendingUpdate(state_dict, version)
         with self._update_lock:
             with self._cv:
                 self._raise_if_dead()
@@ -354,12 +328,12 @@ class TorchEngine:
                 self._pending_update.error = exc
                 self._pending_update.done.set()
 
-    def _take_admissions(self) -> list[list[_Sample]]:
+    def _take_admissions(self) -> list[list[SlotSample]]:
         """Waiting samples that fit in free slots, grouped by request for a shared prefill."""
         if self.cfg.mode == "static" and self._running:
             return []
         free = self.cfg.max_batch_size - len(self._running)
-        groups: list[list[_Sample]] = []
+        groups: list[list[SlotSample]] = []
         while self._waiting and free > 0:
             s = self._waiting.popleft()
             if groups and groups[-1][0].request is s.request:
@@ -369,12 +343,12 @@ class TorchEngine:
             free -= 1
         return groups
 
-    def _forward(self, admit: list[list[_Sample]], running: bool) -> None:
+    def _forward(self, admit: list[list[SlotSample]], running: bool) -> None:
         """One loop iteration's forwards: the admitted prompts ride along with the decode
         step of the running sequences (one weight read for both) when they fit one
         prefill chunk; otherwise they are prefilled in chunks of at most
         ``max_prefill_tokens`` padded tokens first (at least one prompt per forward)."""
-        chunks = _prefill_chunks(admit, self.cfg.max_prefill_tokens) if admit else []
+        chunks = prefill_chunks(admit, self.cfg.max_prefill_tokens) if admit else []
         decoding = running and bool(self._running)
         if decoding and len(chunks) == 1:
             self._decode_step(chunks[0])
@@ -382,12 +356,15 @@ class TorchEngine:
         for chunk in chunks:
             prompts, slots = self._place(chunk)
             logits_NV = self.runner.prefill(prompts, slots)
-            self._take_routes([], chunk)
-            self._append_tokens([s for g in chunk for s in g], _rows(logits_NV, 0, chunk))
+            if self._routes is not None:
+                self._routes.hand_out([], chunk)
+            self._append_tokens([s for g in chunk for s in g], prompt_rows(logits_NV, 0, chunk))
         if decoding:
             self._decode_step([])
 
-    def _place(self, chunk: list[list[_Sample]]) -> tuple[list[tuple[int, ...]], list[list[int]]]:
+    def _place(
+        self, chunk: list[list[SlotSample]]
+    ) -> tuple[list[tuple[int, ...]], list[list[int]]]:
         """Give the chunk's samples the slots after the running ones; its prompts and slots."""
         slots: list[list[int]] = []
         for group in chunk:
@@ -398,7 +375,7 @@ class TorchEngine:
                 s.start_step = self._steps
         return [g[0].request.prompt_tokens for g in chunk], slots
 
-    def _decode_step(self, chunk: list[list[_Sample]]) -> None:
+    def _decode_step(self, chunk: list[list[SlotSample]]) -> None:
         steps = self.cfg.graph_steps
         if (
             self.runner.graphs_enabled  # first: the CPU path pays for nothing below
@@ -414,10 +391,11 @@ class TorchEngine:
         positions_B = [s.cached for s in running]
         prompts, slots = self._place(chunk)
         logits = self.runner.decode(tokens_B, positions_B, prompts, slots)
-        self._take_routes(running, chunk)
+        if self._routes is not None:
+            self._routes.hand_out(running, chunk)
         B = len(running)
         if chunk:
-            logits = torch.cat([logits[:B], _rows(logits, B, chunk)])
+            logits = torch.cat([logits[:B], prompt_rows(logits, B, chunk)])
         self._append_tokens(running + [s for g in chunk for s in g], logits)
         self._steps += 1
 
@@ -452,24 +430,7 @@ class TorchEngine:
         self._retire_finished()
         self._steps += steps
 
-    def _take_routes(self, running: list[_Sample], chunk: list[list[_Sample]]) -> None:
-        """MoE: hand the experts the last forward routed each position to, (M, N, K) for
-        its flat M = B + prompts x P tokens (runner._forward), to the samples: decode row
-        b to running sample b, prompt n's real positions (not its right padding) to every
-        sample of group n."""
-        if self._routes is None:
-            return
-        ids = self._routes.take()
-        for b, s in enumerate(running):
-            s.expert_ids.append(ids[b : b + 1])
-        P = max((len(g[0].request.prompt_tokens) for g in chunk), default=0)
-        for n, group in enumerate(chunk):
-            lo = len(running) + n * P
-            prompt_ids = ids[lo : lo + len(group[0].request.prompt_tokens)]
-            for s in group:
-                s.expert_ids = [prompt_ids]
-
-    def _append_tokens(self, samples: list[_Sample], logits_BV: torch.Tensor) -> None:
+    def _append_tokens(self, samples: list[SlotSample], logits_BV: torch.Tensor) -> None:
         toks, lps = sample_tokens(
             logits_BV,
             [s.request.sampling.temperature for s in samples],
@@ -503,19 +464,8 @@ class TorchEngine:
                 self._running[i] = self._running[last]
             self._running.pop()
 
-    def _emit(self, s: _Sample, reason: str) -> None:
-        c = Completion(
-            request_id=s.request.request_id,
-            sample_index=s.index,
-            prompt_tokens=s.request.prompt_tokens,
-            tokens=tuple(s.tokens),
-            logprobs=tuple(s.logprobs),
-            token_versions=tuple(s.versions),
-            finish_reason=reason,  # type: ignore[arg-type]
-            seconds=time.perf_counter() - s.t0,
-            expert_ids=torch.cat(s.expert_ids) if s.expert_ids else None,
-            start_step=s.start_step,
-        )
+    def _emit(self, s: SlotSample, reason: str) -> None:
+        c = s.completion(reason)
         with self._cv:
             left = self._inflight.get(s.request.request_id, 1) - 1
             if left <= 0:
@@ -530,7 +480,7 @@ class TorchEngine:
         self._running.clear()
         self._waiting.clear()
 
-    def _apply_update(self, upd: _Update) -> None:
+    def _apply_update(self, upd: PendingUpdate) -> None:
         t0 = time.perf_counter()
         try:
             self.load_weights(upd.state_dict)
@@ -544,10 +494,7 @@ class TorchEngine:
                     part = seqs[lo : lo + step]
                     self.runner.prefill(part, [[lo + j] for j in range(len(part))])
                     if self._routes is not None:  # the cached prefix's routing, re-recorded
-                        ids = self._routes.take()
-                        P = max(len(q) for q in part)
-                        for j, q in enumerate(part):
-                            self._running[lo + j].expert_ids = [ids[j * P : j * P + len(q)]]
+                        self._routes.hand_prefixes(self._running[lo : lo + step], part)
         except BaseException as exc:  # noqa: BLE001
             upd.error = exc
         finally:
@@ -555,36 +502,3 @@ class TorchEngine:
                 torch.cuda.synchronize(self.runner.device)
             self._last_update_ms = 1000 * (time.perf_counter() - t0)
             upd.done.set()
-
-
-def _rows(logits: torch.Tensor, offset: int, chunk: list[list[_Sample]]) -> torch.Tensor:
-    """Each sample of the chunk gets its prompt's row (rows from ``offset`` on)."""
-    return logits[torch.tensor([offset + n for n, g in enumerate(chunk) for _ in g])]
-
-
-def _prefill_chunks(groups: list[list[_Sample]], max_tokens: int) -> list[list[list[_Sample]]]:
-    """Consecutive runs of ``groups`` whose padded size (prompts x longest prompt) stays
-    within ``max_tokens``; a prompt longer than that gets a forward of its own."""
-    chunks: list[list[list[_Sample]]] = []
-    longest = 0
-    for g in groups:
-        n = len(g[0].request.prompt_tokens)
-        if chunks and (len(chunks[-1]) + 1) * max(longest, n) <= max_tokens:
-            chunks[-1].append(g)
-            longest = max(longest, n)
-        else:
-            chunks.append([g])
-            longest = n
-    return chunks
-
-
-def _eos_ids(tokenizer: PreTrainedTokenizerBase, model: HFCausalLM) -> frozenset[int]:
-    ids: set[int] = set()
-    if tokenizer.eos_token_id is not None:
-        ids.add(int(tokenizer.eos_token_id))
-    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if isinstance(gen_eos, int):
-        ids.add(gen_eos)
-    elif gen_eos:
-        ids.update(int(i) for i in gen_eos)
-    return frozenset(ids)
