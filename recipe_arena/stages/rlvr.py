@@ -17,6 +17,7 @@ import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -31,7 +32,8 @@ from recipe_arena.core.checkpoint import (
     save_training_state,
     set_rng_state,
 )
-from recipe_arena.core.loop import InFlight, StepRecord, train
+from recipe_arena.core.learner import Learner
+from recipe_arena.core.loop import InFlight, LoopSettings, StepHook, StepRecord, train
 from recipe_arena.core.placement import role_gpus
 from recipe_arena.core.prompts import PromptSource
 from recipe_arena.data.schema import PromptRow
@@ -42,6 +44,7 @@ from recipe_arena.models.factory import load_checkpoint, save_checkpoint
 from recipe_arena.progress import StageBar, heldout_text, rl_postfix
 from recipe_arena.rundir import RunDir
 from recipe_arena.wiring import (
+    ActorSpec,
     actor_spec,
     learner_settings,
     loop_settings,
@@ -66,7 +69,9 @@ def run_rlvr(
 ) -> Path:
     """Train with OlmoRL from ``init``; return the final checkpoint directory. ``stage``
     names the metrics, ledger and checkpoint folder (a specialist, a distillation
-    stage); ``teachers`` (route -> checkpoint) has the actors attach teacher logprobs."""
+    stage); ``teachers`` (route -> checkpoint) has the actors attach teacher logprobs.
+    Longer than most functions because its step hook (log, evaluate, checkpoint) is a
+    closure over the stage's learner, held-out start and progress bar."""
     from recipe_arena.rewards import build_scorer
 
     root = run.checkpoints / stage
@@ -79,24 +84,7 @@ def run_rlvr(
     ref = load_checkpoint(init)[0] if cfg.loss.kl_beta > 0 else None
     learner = make_learner(model, learner_settings(cfg), ref_model=ref)
     source = prompt_source(cfg, train_rows)
-    start_step = 0
-    schedule_state = None
-    if resumed is not None:
-        state = load_training_state(resumed)
-        learner.load_state_dict(state["learner"])
-        source.load_state_dict(state["source"])
-        set_rng_state(state["rng"])
-        start_step = int(state["step"])
-        schedule_state = state.get("schedule")
-        ledger.truncate_after(start_step)
-        run.truncate_logs(stage, start_step)  # steps after the checkpoint run again
-        print(
-            f"{stage}: resumed from {resumed.name} (step {start_step}, version {learner.version})",
-            file=sys.stderr,
-        )
-    else:
-        ledger.reset()
-        run.truncate_logs(stage, -1)
+    start_step, schedule_state = _restore(resumed, learner, source, ledger, run, stage)
     settings = loop_settings(cfg, int(tok.pad_token_id))
     held = list(heldout_rows)
     final = root / "final"
@@ -161,37 +149,83 @@ def run_rlvr(
             bar.update(1, rl_postfix(rec.metrics, latest[0]))
 
         spec = actor_spec(cfg, start_model, learner.version, teachers)
-        backend = make_backend(
-            cfg.cluster.backend,
-            spec,
-            cfg.rl.num_actors,
-            cfg.cluster.address,
-            cfg.cluster.num_cpus,
-            overlap=cfg.rl.pipeline_depth > 1 and cfg.rl.schedule == "wall_clock",
-            gpus=role_gpus(cfg.cluster, cfg.rl.num_actors),
-        )
-        if cfg.rl.schedule == "deterministic":  # one local actor, stepped on this thread
-            assert isinstance(backend, LocalBackend)
-            try:
-                lockstep.train(
-                    learner,
-                    backend.actors[0],
-                    source,
-                    settings,
-                    start_step,
-                    on_step=on_step,
-                    state=schedule_state,
-                )
-            finally:
-                backend.shutdown()
-        else:
-            train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
+        _train(cfg, spec, learner, source, settings, start_step, on_step, schedule_state)
     finally:
         bar.close()
         scorer.close()
     if not final.exists():  # no step ran (rl.steps reached before a resume)
         save_checkpoint(model, tok, final)
     return final
+
+
+def _restore(
+    resumed: Path | None,
+    learner: Learner,
+    source: PromptSource,
+    ledger: Ledger,
+    run: RunDir,
+    stage: str,
+) -> tuple[int, dict[str, Any] | None]:
+    """Load the training state saved at ``resumed`` (learner, prompt source, RNGs) and
+    drop the ledger and log lines of the steps after it, which run again; without one,
+    start the ledger and the stage's logs afresh. Returns (the step to start after, the
+    deterministic schedule's saved state or None)."""
+    if resumed is None:
+        ledger.reset()
+        run.truncate_logs(stage, -1)
+        return 0, None
+    state = load_training_state(resumed)
+    learner.load_state_dict(state["learner"])
+    source.load_state_dict(state["source"])
+    set_rng_state(state["rng"])
+    start_step = int(state["step"])
+    ledger.truncate_after(start_step)
+    run.truncate_logs(stage, start_step)  # steps after the checkpoint run again
+    print(
+        f"{stage}: resumed from {resumed.name} (step {start_step}, version {learner.version})",
+        file=sys.stderr,
+    )
+    return start_step, state.get("schedule")
+
+
+def _train(
+    cfg: RunConfig,
+    spec: ActorSpec,
+    learner: Learner,
+    source: PromptSource,
+    settings: LoopSettings,
+    start_step: int,
+    on_step: StepHook,
+    schedule_state: dict[str, Any] | None,
+) -> None:
+    """Start the actors (``cluster.backend``) and train from ``start_step`` on the
+    configured schedule: the wall-clock loop (``core.loop``), or one local actor
+    stepped on this thread by the logical clock (``core.lockstep``)."""
+    backend = make_backend(
+        cfg.cluster.backend,
+        spec,
+        cfg.rl.num_actors,
+        cfg.cluster.address,
+        cfg.cluster.num_cpus,
+        overlap=cfg.rl.pipeline_depth > 1 and cfg.rl.schedule == "wall_clock",
+        gpus=role_gpus(cfg.cluster, cfg.rl.num_actors),
+    )
+    if cfg.rl.schedule != "deterministic":
+        train(learner, backend, source, settings, start_step=start_step, on_step=on_step)
+        return
+    assert isinstance(backend, LocalBackend)  # one local actor, stepped on this thread
+    try:
+        lockstep.train(
+            learner,
+            backend.actors[0],
+            source,
+            settings,
+            start_step,
+            on_step=on_step,
+            state=schedule_state,
+        )
+    finally:
+        backend.shutdown()
 
 
 def _sample_rollouts(rec: StepRecord, stage: str, per_step: int = 2) -> list[dict[str, object]]:
