@@ -340,6 +340,69 @@ def _raised(rep: dict[str, Any]) -> BaseException:
     return ProbeError("test raised " + str(rep.get("err")))
 
 
+class _Channel:
+    """The check side's end of the pipes to the program side: sends requests, decodes
+    answers (the program's objects become ``Remote`` handles, one per object), and
+    remembers why the program can no longer answer (``dead``), after which every
+    request fails with that reason."""
+
+    def __init__(self, to_p: IO[bytes], from_p: IO[bytes]) -> None:
+        self.to_p, self.from_p = to_p, from_p
+        self.dead: str | None = None
+        self.remotes: dict[int, Remote] = {}
+
+    def start(self, code: str) -> None:
+        """Hand the program side the candidate program and read whether it loaded."""
+        try:
+            _send(self.to_p, {"code": code})
+            first = self.answer()
+            if "load_error" in first:
+                self.dead = "program failed: " + str(first["load_error"])
+            elif "ok" not in first:
+                self.dead = "program did not start"
+        except (OSError, ProbeError):
+            self.dead = self.dead or "program did not start"
+
+    def handle(self, e: dict[str, Any]) -> Remote:
+        k = e["ref"]
+        if not isinstance(k, int):
+            raise ValueError("bad handle")
+        if k not in self.remotes:
+            r = object.__new__(Remote)
+            object.__setattr__(r, "_ra_k", k)
+            object.__setattr__(r, "_ra_t", str(e.get("t"))[:60])
+            self.remotes[k] = r
+        return self.remotes[k]
+
+    def answer(self) -> Any:
+        try:
+            rep = _line(self.from_p)
+            if not isinstance(rep, dict):
+                raise ValueError("not an answer")
+        except (EOFError, OSError, ValueError, RecursionError):
+            self.dead = self.dead or "program exited"
+            raise ProbeError(self.dead) from None
+        return rep
+
+    def request(self, msg: dict[str, Any]) -> Any:
+        if self.dead:
+            raise ProbeError(self.dead)
+        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
+            _send(self.to_p, msg)
+        except OSError:  # exited: its last words may still be in the pipe
+            pass
+        rep = self.answer()
+        if "err" in rep:
+            raise _raised(rep)
+        if "stop" in rep and msg["op"] == "next":  # never from a call: it would end a map()
+            raise StopIteration
+        try:
+            return dec(rep["v"], self.handle)
+        except Exception:
+            self.dead = "program answered with something that is not a value"
+            raise ProbeError(self.dead) from None
+
+
 def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     req = json.loads(sys.stdin.buffer.read())
     report = os.fdopen(os.dup(1), "w")
@@ -358,72 +421,23 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         say("E " + _clean(f"{_type(e).__name__}: {e}"))
         return
     say(f"T {plan['n_asserts']}")
-    notes: list[str] = []
-    state: dict[str, str | None] = {"dead": None}
-    remotes: dict[int, Remote] = {}
-
-    def handle(e: dict[str, Any]) -> Remote:
-        k = e["ref"]
-        if not isinstance(k, int):
-            raise ValueError("bad handle")
-        if k not in remotes:
-            r = object.__new__(Remote)
-            object.__setattr__(r, "_ra_k", k)
-            object.__setattr__(r, "_ra_t", str(e.get("t"))[:60])
-            remotes[k] = r
-        return remotes[k]
-
-    def answer() -> Any:
-        try:
-            rep = _line(from_p)
-            if not isinstance(rep, dict):
-                raise ValueError("not an answer")
-        except (EOFError, OSError, ValueError, RecursionError):
-            state["dead"] = state["dead"] or "program exited"
-            raise ProbeError(state["dead"]) from None
-        return rep
-
-    def request(msg: dict[str, Any]) -> Any:
-        if state["dead"]:
-            raise ProbeError(state["dead"])
-        try:
-            _send(to_p, msg)
-        except OSError:  # exited: its last words may still be in the pipe
-            state["sent"] = "no"
-        rep = answer()
-        if "err" in rep:
-            raise _raised(rep)
-        if "stop" in rep and msg["op"] == "next":  # never from a call: it would end a map()
-            raise StopIteration
-        try:
-            return dec(rep["v"], handle)
-        except Exception:
-            state["dead"] = "program answered with something that is not a value"
-            raise ProbeError(state["dead"]) from None
-
-    _REQUEST[:] = [request]
-    try:
-        _send(to_p, {"code": req["code"]})
-        del req
-        first = answer()
-        if "load_error" in first:
-            state["dead"] = "program failed: " + str(first["load_error"])
-        elif "ok" not in first:
-            state["dead"] = "program did not start"
-    except (OSError, ProbeError):
-        state["dead"] = state["dead"] or "program did not start"
+    channel = _Channel(to_p, from_p)
+    _REQUEST[:] = [channel.request]
+    channel.start(req["code"])
+    del req
     cache: dict[str, Any] = {}
 
     def program_name(name: str) -> Any:
         if name in cache:
             return cache[name]
-        v = request({"op": "g", "n": name})
+        v = channel.request({"op": "g", "n": name})
         if _type(v) is Remote:  # functions and classes: one request per name
             cache[name] = v
         return v
 
     outcome: dict[int, bool] = {}
     touched: set[int] = set()  # asserts run by the current top-level statement
+    notes: list[str] = []
 
     def check(i: int, value: Any) -> None:
         touched.add(i)
