@@ -332,3 +332,58 @@ def test_listing_finder_sees_a_repeated_list() -> None:
         ["a", "b"],
         ["a", "b", "c"],
     ]
+
+
+MAX_FILE_LINES = 520
+"""Most lines a Python file of the project may hold: CONTRIBUTING's ~500, with room for a
+few lines before a split is due (a reader holds one module at a time)."""
+MAX_FUNCTION_LINES = 100
+"""Most lines of one function, decorators and docstring included: CONTRIBUTING's ~80,
+with room for a function whose docstring says why it is longer."""
+
+
+def _project_sources() -> list[Path]:
+    root = PACKAGE.parent
+    return sorted(
+        p
+        for d in ("recipe_arena", "tests", "benchmarks", "scripts")
+        for p in (root / d).rglob("*.py")
+    )
+
+
+def _oversized(paths: list[Path]) -> list[str]:
+    """``path: N lines`` for each file past MAX_FILE_LINES and ``path:line name: N
+    lines`` for each function past MAX_FUNCTION_LINES."""
+    out = []
+    for path in paths:
+        src = path.read_text()
+        if (n := len(src.splitlines())) > MAX_FILE_LINES:
+            out.append(f"{path.name}: {n} lines")
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if (n := (node.end_lineno or node.lineno) - first + 1) > MAX_FUNCTION_LINES:
+                    out.append(f"{path.name}:{node.lineno} {node.name}: {n} lines")
+    return out
+
+
+def test_oversized_finds_a_long_file_and_a_long_function(tmp_path: Path) -> None:
+    """A file of MAX_FILE_LINES + 1 one-line statements is reported, one of
+    MAX_FILE_LINES is not; a function of its ``def`` and MAX_FUNCTION_LINES body lines
+    (MAX_FUNCTION_LINES + 1 in all) is, one a line shorter is not."""
+    long_file, short_file = tmp_path / "long.py", tmp_path / "short.py"
+    long_file.write_text("x = 1\n" * (MAX_FILE_LINES + 1))
+    short_file.write_text("x = 1\n" * MAX_FILE_LINES)
+    long_fn, short_fn = tmp_path / "f.py", tmp_path / "g.py"
+    long_fn.write_text("def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES)
+    short_fn.write_text("def g():\n" + "    x = 1\n" * (MAX_FUNCTION_LINES - 1))
+    assert _oversized([long_file, short_file, long_fn, short_fn]) == [
+        f"long.py: {MAX_FILE_LINES + 1} lines",
+        f"f.py:1 f: {MAX_FUNCTION_LINES + 1} lines",
+    ]
+
+
+def test_files_and_functions_stay_readable() -> None:
+    """CONTRIBUTING: a file past ~500 lines or a function past ~80 splits or says why;
+    past MAX_FILE_LINES and MAX_FUNCTION_LINES, it splits."""
+    assert _oversized(_project_sources()) == []
