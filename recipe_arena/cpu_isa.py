@@ -80,7 +80,8 @@ MEASURED_TO_DIFFER: dict[str, str] = {
     "amx_tile": "an Intel Xeon with AVX-512 and AMX",
 }
 """Flag -> the processor that has it on which capped kernels were measured to compute
-other numbers than the committed studies' (docs/results.md, "On another processor"):
+other numbers than the studies committed from other processors (docs/results.md, "On
+another processor"; the one made on it, ``table_9_2_96_seeds_8-11``, it reproduces):
 on an Intel Xeon of family 6, model 207 (AVX-512, AMX), under ``isa: avx2``, the RL start
 of the stale-data row scored held-out code 0.72 against the committed 0.90. The base
 model already differs there: MKL's matrix products at AVX2 give other bits by the

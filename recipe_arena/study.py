@@ -305,8 +305,9 @@ def pin_kernels(isa: Isa, flags_file: Path = CPU_FLAGS) -> None:
     if differs is not None:
         say(
             f"warning: CPU kernels capped at {isa}, but on {differs}, as this one is, the "
-            "capped kernels were measured to give other numbers than the committed "
-            "studies' (docs/results.md): its runs will not reproduce theirs, and capped "
+            "capped kernels were measured to give other numbers than the studies made on "
+            "other processors (docs/results.md): its runs will not reproduce theirs, only "
+            "those made on a machine like it (docs/studies/table_9_2_96_seeds_8-11); capped "
             "they take 1.2 to 1.3 times as long there; isa=none drops the cap"
         )
     elif has is None:
