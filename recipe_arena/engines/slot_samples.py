@@ -39,6 +39,20 @@ class SlotSample:
         """Positions whose KV is in the cache: the prompt and all but the last token."""
         return len(self.request.prompt_tokens) + len(self.tokens) - 1
 
+    def add(self, token: int, logprob: float, version: int) -> None:
+        """Append one sampled token, its behaviour logprob and the weights' version."""
+        self.tokens.append(token)
+        self.logprobs.append(logprob)
+        self.versions.append(version)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """'stop' when the last token is a stop token, 'length' at ``max_new`` tokens,
+        None while the sample goes on."""
+        if self.tokens[-1] in self.stop_ids:
+            return "stop"
+        return "length" if len(self.tokens) >= self.max_new else None
+
     def completion(self, reason: str) -> Completion:
         """What the engine hands back for this sample, finished for ``reason``."""
         return Completion(

@@ -417,12 +417,9 @@ class TorchEngine:
         added = 0
         for b, s in enumerate(running):
             for j in range(steps):
-                t = toks_SB[j][b]
-                s.tokens.append(t)
-                s.logprobs.append(lps_SB[j][b])
-                s.versions.append(self.version)
+                s.add(int(toks_SB[j][b]), lps_SB[j][b], self.version)
                 added += 1
-                if t in s.stop_ids or len(s.tokens) >= s.max_new:
+                if s.finish_reason is not None:
                     break
         with self._cv:
             self._generated += added
@@ -438,9 +435,7 @@ class TorchEngine:
             [s.uniforms.next() if s.request.sampling.temperature > 0 else 0.0 for s in samples],
         )
         for s, t, lp in zip(samples, toks, lps, strict=True):
-            s.tokens.append(t)
-            s.logprobs.append(lp)
-            s.versions.append(self.version)
+            s.add(t, lp, self.version)
         with self._cv:
             self._generated += len(samples)
             self._window.append((time.perf_counter(), len(samples)))
@@ -450,11 +445,8 @@ class TorchEngine:
         i = 0
         while i < len(self._running):
             s = self._running[i]
-            if s.tokens[-1] in s.stop_ids:
-                reason = "stop"
-            elif len(s.tokens) >= s.max_new:
-                reason = "length"
-            else:
+            reason = s.finish_reason
+            if reason is None:
                 i += 1
                 continue
             self._emit(s, reason)

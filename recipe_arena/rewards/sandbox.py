@@ -55,11 +55,12 @@ from pathlib import Path
 from recipe_arena.rewards.seccomp import seccomp_filter
 
 _HERE = Path(__file__).parent
-HARNESS = "".join(
-    (_HERE / name)
-    .read_text()
-    .replace("from __future__ import annotations\n", "", 1 if i else 0)  # allowed once, at the top
-    for i, name in enumerate(("sandbox_split.py", "sandbox_wire.py", "sandbox_harness.py"))
+_FIRST, *_REST = (
+    (_HERE / name).read_text()
+    for name in ("sandbox_split.py", "sandbox_wire.py", "sandbox_harness.py")
+)
+HARNESS = _FIRST + "".join(  # a __future__ import is allowed once, at the top
+    part.replace("from __future__ import annotations\n", "", 1) for part in _REST
 )
 """The script the sandbox runs: the test splitter, the wire format and the two sides."""
 HARNESS_INSIDE = "/harness.pyc"
