@@ -452,17 +452,23 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "_ra_g": program_name,
         "_ra_assert": check,
     }
+    for name in plan["modules"]:  # imports the tests left out (sandbox_split)
+        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
+            scope[name] = __import__(name)
+        except Exception:  # not in this sandbox: the program could not import it either
+            pass
     # An assert is reported when the statement that ran it ends (an assert in a test
     # helper, ``def check(candidate)``, runs in the statement that calls the helper);
-    # one never reported counts as failed.
+    # one never reported counts as failed. A statement that does not finish fails every
+    # assert it holds or ran: a loop's assert that passed its first cases would otherwise
+    # pass when the program raises or exits on a later one.
     for src, ids in plan["stmts"]:
         try:
             exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
-            for i in ids:
-                if i not in outcome:
-                    outcome[i] = False
-                    touched.add(i)
+            touched.update(ids)
+            for i in touched:
+                outcome[i] = False
             if not notes and not isinstance(e, AssertionError):
                 notes.append(
                     str(e) if isinstance(e, ProbeError) else f"test raised {_type(e).__name__}: {e}"

@@ -2,8 +2,9 @@
 side, which runs them whole (sandbox_harness.py).
 
 The tests never reach the program. Every name the tests read but never bind, and that
-is not a builtin (``add``, ``Solution``), is the program's: each read of it becomes
-``_ra_g('add')``, which the check side answers with a *handle* to the program's object
+is not a builtin or a standard-library module they only read attributes of (``math``,
+imported by the check side), is the program's (``add``, ``Solution``): each read of it
+becomes ``_ra_g('add')``, which the check side answers with a *handle* to the program's object
 (or its value, when that is a plain builtin value). Calling a handle, reading an
 attribute or an item of it, iterating it, taking its ``len``, ``str`` or truth value
 sends one request to the program side holding only what that operation needs: the
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 
 TYPE_CHECKING = False  # not `typing`: its import is ~10% of a sandbox start
 if TYPE_CHECKING:
@@ -70,6 +72,26 @@ def used_names(node: ast.AST) -> set[str]:
     return loads - bound_names(node)
 
 
+def stdlib_modules_read(node: ast.AST) -> set[str]:
+    """Names of standard-library modules whose every read in ``node`` is an attribute
+    (``math.isclose``): tests that rely on an import left to the program. The check
+    side imports them itself, so they never go to the program (which could hand back a
+    patched ``math``, or a class of that name, and would receive ``expected`` in
+    ``math.isclose(f(x), expected)``)."""
+    reads: dict[str, int] = {}
+    bases: dict[str, int] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            reads[n.id] = reads.get(n.id, 0) + 1
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            bases[n.value.id] = bases.get(n.value.id, 0) + 1
+    return {
+        name
+        for name, k in reads.items()
+        if bases.get(name) == k and name in sys.stdlib_module_names
+    }
+
+
 class _Rewriter(ast.NodeTransformer):
     """Program names -> ``_ra_g(name)``; ``assert t`` -> ``_ra_assert(i, t)``."""
 
@@ -94,7 +116,9 @@ class _Rewriter(ast.NodeTransformer):
 
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
-    rewritten), ``n_asserts`` and ``program_names`` (the names read from the program).
+    rewritten), ``n_asserts``, ``program_names`` (the names read from the program) and
+    ``modules`` (standard-library modules the check side imports for the tests,
+    ``stdlib_modules_read``).
     Raises ValueError on tests that do not parse."""
     mods: list[ast.Module] = []
     for t in tests:
@@ -106,8 +130,14 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     loads = {
         n.id for n in ast.walk(every) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
-    program = loads - bound_names(every) - BUILTIN_NAMES
-    plan: dict[str, Any] = {"stmts": [], "n_asserts": 0, "program_names": sorted(program)}
+    modules = stdlib_modules_read(every)
+    program = loads - bound_names(every) - BUILTIN_NAMES - modules
+    plan: dict[str, Any] = {
+        "stmts": [],
+        "n_asserts": 0,
+        "program_names": sorted(program),
+        "modules": sorted(modules - bound_names(every)),
+    }
     rw = _Rewriter(program, plan)
     for st in every.body:
         plan["ids"] = []
