@@ -326,7 +326,9 @@ class WorkerPool:
             w.started(payload)
             self._ever_ready, self._start_deaths = True, 0
         elif w.job is not None:
-            ok = kind == "ok"
+            ok = kind in ("ok", "ok-last")
+            if kind.endswith("-last"):  # it grew too large and exits (zygote.RETIRE_GROWTH_MB)
+                self._replace(i)
             self._finish(w, Outcome(ok, payload if ok else None, "" if ok else payload))
 
     def _shrink(self, batches: list[_Batch]) -> None:

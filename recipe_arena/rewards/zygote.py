@@ -100,10 +100,30 @@ def load_tasks(preload: tuple[str, ...]) -> dict[str, Any]:
     return funcs
 
 
+RETIRE_GROWTH_MB = 256
+"""A worker whose address space grew by more than this (MiB) since it started answers
+its call with a ``-last`` kind (``ok-last``, ``err-last``) and exits; the pool puts a
+fresh one in its place. A hostile answer leaves hundreds of MB in SymPy's and
+math-verify's caches (``2^{2^{29}}``: about 280 MB), which ``TASK_MEMORY_MB`` would
+count against every later call of that worker: a few such answers made a correct one
+fail."""
+
+
+def _address_space_mb() -> int:
+    """This process's address space (what RLIMIT_AS counts), MiB; 0 when unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") >> 20
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _serve(inbox: Connection, outbox: Connection, funcs: dict[str, Any]) -> None:
-    """Worker loop: say ready (with the pid), then answer calls until EOF or None. A call
-    that cannot be read (nested too deeply to unpickle) is answered with an error."""
+    """Worker loop: say ready (with the pid), then answer calls until EOF or None (or a
+    call leaves it ``RETIRE_GROWTH_MB`` larger: that answer is its last). A call that
+    cannot be read (nested too deeply to unpickle) is answered with an error."""
     outbox.send(("ready", os.getpid()))
+    start_mb = _address_space_mb()
     while True:
         try:
             raw = inbox.recv_bytes()
@@ -125,11 +145,16 @@ def _serve(inbox: Connection, outbox: Connection, funcs: dict[str, Any]) -> None
                 funcs[name] = getattr(importlib.import_module(mod), fn)
             value = _limited(name, funcs[name], args)
             del args, msg
-            outbox.send(("ok", value))
+            last = _address_space_mb() > start_mb + RETIRE_GROWTH_MB
+            outbox.send(("ok-last" if last else "ok", value))
         except Exception as e:  # the verifier's own failure is a result, not a crash
             args = msg = None
             tb = traceback.format_exc(limit=3)
-            outbox.send(("err", f"exception: {type(e).__name__}: {e}"[:500] + "\n" + tb[-800:]))
+            last = _address_space_mb() > start_mb + RETIRE_GROWTH_MB
+            text = f"exception: {type(e).__name__}: {e}"[:500] + "\n" + tb[-800:]
+            outbox.send(("err-last" if last else "err", text))
+        if last:
+            return
 
 
 _FORK, _KILL = b"f", b"k"
