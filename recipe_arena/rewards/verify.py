@@ -38,6 +38,10 @@ from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import DOMAINS, PromptRow
 
 CHUNK = 256
+CHUNK_BYTES = 16 << 20
+"""A chunk is scored once it holds ``CHUNK`` rows or this many bytes of input lines: a
+parsed line holds up to about 25 times its size in objects (4 MiB of ``[{}, {}, ...]``
+is 100 MB), so 256 lines near ``MAX_LINE_BYTES`` held at once would need 25 GB."""
 MAX_LINE_BYTES = 4 << 20
 """Longer input lines (bytes) are skipped as errors without being parsed: parsing and
 scoring a line costs a few times its size (a 20 MB chat prompt cost GBs in the judge's
@@ -123,7 +127,8 @@ def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
     return row, ""
 
 
-def _records(path: Path) -> Iterator[tuple[int, Any, str]]:
+def _records(path: Path) -> Iterator[tuple[int, Any, str, int]]:
+    """(line number, record, error, bytes read) for each line that is not blank."""
     with open(path, "rb") as f:
         lineno = 0
         while True:
@@ -142,18 +147,20 @@ def _records(path: Path) -> Iterator[tuple[int, Any, str]]:
                             {"line": lineno},
                             f"error: line {lineno} has no end within {MAX_SKIP_BYTES} bytes; "
                             "input not read further",
+                            0,
                         )
                         return
                 yield (
                     lineno,
                     {"line": lineno},
                     f"error: line {lineno} is longer than {MAX_LINE_BYTES} bytes",
+                    0,
                 )
                 continue
             if not raw.strip():
                 continue
             rec, err = parse_line(raw, lineno)
-            yield lineno, {"line": lineno} if err else rec, err
+            yield lineno, {"line": lineno} if err else rec, err, len(raw)
 
 
 def check_paths(in_path: Path, out_path: Path | None) -> None:
@@ -257,12 +264,14 @@ def verify_jsonl(
     tally = _Tally()
     with _atomic_output(out) as f, build_scorer(cfg or RewardsConfig()) as scorer:
         chunk: list[tuple[Any, PromptRow | None, str]] = []
-        for lineno, rec, err in _records(in_path):
+        held = 0  # bytes of input lines in the chunk
+        for lineno, rec, err, size in _records(in_path):
             row, why = (None, err) if err else row_from_record(rec, lineno)
             chunk.append((rec, row, why))
-            if len(chunk) >= CHUNK:
+            held += size
+            if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
                 tally.flush(scorer, chunk, f)
-                chunk = []
+                chunk, held = [], 0
         tally.flush(scorer, chunk, f)
     return tally.summary()
 
