@@ -183,3 +183,26 @@ def test_a_newline_inside_a_boxed_answer_is_judged_and_shown_on_one_line() -> No
     score, reason = check_math("4", "\\boxed{\\begin{pmatrix}1\\\\\n2\\end{pmatrix}}")
     assert reason.startswith(("wrong", "correct")) and "\n" not in reason, reason
     assert "pmatrix}1\\\\ 2" in reason
+
+
+HEDGES = [
+    r"\boxed{4 = 3}",  # an equation: its last side is the value
+    r"\boxed{3 \\ 4}",  # two lines
+    r"\boxed{4 \text{ (or } 3)}",
+    r"\boxed{3 \approx 4}",
+    r"\boxed{4 \Rightarrow 3}",
+    r"\boxed{3, 4}",
+    r"\boxed{3 \text{ or } 4}",
+    "3 (or maybe 4)",  # the short-answer extractor
+    "The answer is 3. The answer is 4.",
+]
+
+
+@pytest.mark.parametrize("response", HEDGES)
+def test_two_values_in_one_answer_score_for_one_gold_at_most(response: str) -> None:
+    """A hedge that puts 3 and 4 in one answer (one box, or one short line) is scored
+    against gold 3 and against gold 4: math-verify keeps one value (or none), so it
+    scores 1 for at most one of them, never for both."""
+    both = check_math("3", response)[0] + check_math("4", response)[0]
+    record("math verifier: two values in one answer", 1, int(both <= 1.0))
+    assert both <= 1.0, response
