@@ -165,6 +165,7 @@ ESCAPES: dict[str, Attack] = {
         (
             "import math",
             f"assert math.__loader__.__init__.__globals__['_os'].mkdir('/tmp/m_{MARK}') is None",
+            "assert add(1, 2) == 3",  # a row must read the program to judge one
         ),
         want=1.0,
         host_ok=lambda: not Path(f"/tmp/m_{MARK}").exists(),
@@ -172,7 +173,11 @@ ESCAPES: dict[str, Attack] = {
     "test_code_sees_no_host_files": Attack(
         "escape",
         "def add(a, b): return a + b",
-        ("import os", "assert not os.path.exists('/etc/passwd') and not os.path.exists('/work')"),
+        (
+            "import os",
+            "assert not os.path.exists('/etc/passwd') and not os.path.exists('/work')",
+            "assert add(1, 2) == 3",  # a row must read the program to judge one
+        ),
         want=1.0,
     ),
     "nested_namespaces_refused": Attack(

@@ -197,3 +197,22 @@ def test_stdin_stdout_pairs_do_not_share_tmp() -> None:
     )
     pairs = [{"stdin": f"{k}\n", "stdout": "0\n"} for k in range(3)]
     assert check_code(pairs, fenced(prog)) == (1.0, "passed 3/3")
+
+
+@needs_full
+def test_tests_that_read_nothing_of_the_program_are_refused() -> None:
+    """A row whose function is named like a builtin (``max``): the check side resolves
+    the name to the builtin, so ``assert max([1, 5, 2]) == 5`` held for any program,
+    the empty one included (score 1). Asserts that read no name of the program cannot
+    judge one: the row gets an ``error:`` reason and 0, whatever the program. The same
+    row with the function renamed judges as usual (right 1, empty 0)."""
+    builtin_named = ["assert max([1, 5, 2]) == 5", "assert max([-3]) == -3"]
+    empty = check_code(builtin_named, fenced("pass"))
+    right = check_code(builtin_named, fenced("def max(xs):\n    return sorted(xs)[-1]"))
+    refused = [r for s, r in (empty, right) if s == 0.0 and r.startswith("error: ")]
+    record("code sandbox: tests that read nothing of the program", 2, len(refused))
+    assert len(refused) == 2, (empty, right)
+    assert "read no name of the program" in empty[1]
+    renamed = [t.replace("max(", "top(") for t in builtin_named]
+    assert check_code(renamed, fenced("def top(xs):\n    return sorted(xs)[-1]"))[0] == 1.0
+    assert check_code(renamed, fenced("pass"))[0] == 0.0

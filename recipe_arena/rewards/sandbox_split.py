@@ -119,7 +119,9 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     rewritten), ``n_asserts``, ``program_names`` (the names read from the program) and
     ``modules`` (standard-library modules the check side imports for the tests,
     ``stdlib_modules_read``).
-    Raises ValueError on tests that do not parse."""
+    Raises ValueError on tests that do not parse, and on asserts that read no name of
+    the program: they would pass any program (a function named like a builtin, ``max``,
+    is the builtin here), so the row cannot judge one."""
     mods: list[ast.Module] = []
     for t in tests:
         try:
@@ -145,4 +147,9 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         assert isinstance(new, ast.AST)
         plan["stmts"].append([ast.unparse(new), plan["ids"]])
     plan.pop("ids", None)
+    if plan["n_asserts"] and not program:
+        raise ValueError(
+            "the tests read no name of the program, so any program would pass them "
+            "(a function named like a builtin is the builtin: rename it in the row)"
+        )
     return plan
