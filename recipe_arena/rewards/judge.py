@@ -71,11 +71,10 @@ class EngineGenerator:
 
         cap = max_new_tokens or self.max_new_tokens
         sp = SamplingParams(max_new_tokens=cap, temperature=0.0)
-        context = getattr(self.engine, "context", None)
         reqs, where = [], []
         for k, p in enumerate(prompts):
             ids = encode_messages(self.tok, p)
-            if context is not None and len(ids) + 1 > context:
+            if not self._fits(ids):
                 continue  # longer than the judge's context: a failed verdict, not a crash
             self._n += 1
             reqs.append(GenerationRequest(f"judge-{self._n}", ids, sp))
@@ -84,6 +83,16 @@ class EngineGenerator:
         for k, c in zip(where, self.engine.generate(reqs) if reqs else [], strict=True):
             out[k] = self.tok.decode(list(c.tokens), skip_special_tokens=True)
         return out
+
+    def _fits(self, ids: Sequence[int]) -> bool:
+        context = getattr(self.engine, "context", None)
+        return context is None or len(ids) + 1 <= context
+
+    def fits(self, prompt: Chat) -> bool:
+        """Whether ``prompt`` and one reply token fit the judge's context (tokens)."""
+        from recipe_arena.data.templates import encode_messages
+
+        return self._fits(encode_messages(self.tok, prompt))
 
     def close(self) -> None:
         self.engine.close()
@@ -218,6 +227,10 @@ class Judge:
         out = [RewardResult(0.0, "empty answer") for _ in responses]
         for i, reply in zip(todo, replies, strict=True):
             self.counts["chat/judged"] += 1
+            if reply is None and self._answer_too_long(rows[i], responses[i]):
+                self.counts["chat/judge_answer_too_long"] += 1
+                out[i] = RewardResult(0.0, "answer too long for the judge's context")
+                continue
             if reply is None:
                 self.counts["chat/judge_failed"] += 1
                 out[i] = RewardResult(0.0, "judge failed (timeout, error or a prompt too long)")
@@ -229,6 +242,17 @@ class Judge:
             else:
                 out[i] = RewardResult(s, f"judge score {s * 10:g}/10")
         return out
+
+    def _answer_too_long(self, row: PromptRow, response: str) -> bool:
+        """Whether the judge could not read ``response`` because of its own length: the
+        row's prompt fits the judge's context with an empty answer and not with this
+        one. Such an answer scores 0 as judged, where a failure of the judge is no
+        verdict (``verify`` leaves those out of its averages, so an answer made long
+        enough would otherwise drop out of them)."""
+        fits = getattr(self.gen, "fits", None)
+        if fits is None:  # a generator that does not know its context (an endpoint)
+            return False
+        return not fits(self.prompt_for(row, response)) and bool(fits(self.prompt_for(row, "")))
 
     def take_counts(self) -> Counter[str]:
         """Counts since the last call (the scorer accumulates them)."""
