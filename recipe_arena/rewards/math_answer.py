@@ -11,7 +11,11 @@ Deviations from OLMo 3's math verifier (open-instruct): several *different*
 reward hack; the reference takes the last one), and an extracted answer longer
 than ``MAX_ANSWER_CHARS``, or holding control characters (other than tab and
 newline) or bidirectional overrides, scores 0 without being parsed, and without being
-shown in the reason.
+shown in the reason. An answer that leaves a residue, a floor or ceiling, a sum,
+product, integral, limit or derivative for SymPy to compute scores 0 unless the
+reference holds the same kind (``_COMPUTING``): copied from the question, such an
+expression is the answer without the work (``(38+7 \\cdot 3) \\mod 10`` for the last
+digit of 38+7*3).
 """
 
 from __future__ import annotations
@@ -45,6 +49,19 @@ _UNIT_RE = re.compile(r"^([-+]?[\d.,/]+)\s*([a-zA-Z][a-zA-Z ]*)$")
 _THOUSANDS_RE = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """Characters no answer holds: C0/C1 controls but tab and newline, bidi overrides."""
+_COMPUTING = {
+    "a residue": re.compile(r"(?<![a-zA-Z])[bp]?mod(?![a-zA-Z])", re.IGNORECASE),
+    "a floor or ceiling": re.compile(
+        r"(?<![a-zA-Z])[lr]?(?:floor|ceil)(?![a-zA-Z])", re.IGNORECASE
+    ),
+    "a sum, product, integral or limit": re.compile(
+        r"\\(?:sum|prod|o?i{1,3}nt|lim(?:inf|sup)?)(?![a-zA-Z])"
+    ),
+    "a derivative": re.compile(r"\\partial|\\[dt]?frac\s*\{\s*d[^}]*\}\s*\{\s*d\s*[a-zA-Z]"),
+}
+"""Operations SymPy carries out for the answer: ``\\boxed{(38+7 \\cdot 3) \\mod 10}`` is 9,
+the last digit asked for, without the answer having worked it out. An answer holding
+one scores 0 unless the reference holds the same kind."""
 
 
 def boxed_all(text: str) -> list[str]:
@@ -162,6 +179,9 @@ def check_math(
     bad = _CONTROL_RE.search(pred)
     if bad:
         return 0.0, f"answer holds a control character (U+{ord(bad.group()):04X}, {how})"
+    left = [kind for kind, rx in _COMPUTING.items() if rx.search(pred) and not rx.search(gold)]
+    if left:
+        return 0.0, f"answer leaves {left[0]} for the verifier to compute ({how})"
     ok = equivalent(gold, pred)
     short = " ".join(pred.split())
     short = short if len(short) <= 40 else short[:37] + "..."
