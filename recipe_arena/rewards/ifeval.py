@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from recipe_arena import hidden_modules
-from recipe_arena.rewards.text import answer_text
+from recipe_arena.rewards.text import answer_text, is_blank
 
 
 def cache_root() -> Path:
@@ -138,6 +138,7 @@ def check_ifeval(
     if len(kwargs_list) != len(ids) or not ids:
         return 0.0, f"error: {len(ids)} instruction ids but {len(kwargs_list)} kwargs"
     text = answer_text(response)
+    blank = is_blank(text)
     failed: list[str] = []
     for iid, kw in zip(ids, kwargs_list, strict=True):
         if iid not in reg.INSTRUCTION_DICT:
@@ -148,7 +149,7 @@ def check_ifeval(
         args = checker.get_instruction_args()
         if args and "prompt" in args:
             checker.build_description(prompt=prompt)
-        if not (text.strip() and checker.check_following(text)):
+        if blank or not checker.check_following(text):
             failed.append(iid)
     held = len(ids) - len(failed)
     score = held / len(ids) if partial else float(not failed)

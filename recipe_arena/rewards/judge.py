@@ -24,13 +24,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.text import RewardResult, answer_text
+from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_JUDGED_CHARS = 4000
 """Answers are cut to this many characters before judging (keeps prompts bounded)."""
 SHORT_REPLY_CHARS = 40
 """A label-less verdict is accepted only from a reply this short (see parse_score)."""
+CUT_MARK = "\n[cut at the token cap]"
+"""Ends a reply the judge did not finish (it reached its token cap). Such a reply is
+read only by its labels: a bare number in it can be the start of a copy of the answer
+("0000000009 / 7 x." when a long answer word pushed the verdict past the cap)."""
 _SCORE_RE = re.compile(r"(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 Chat = list[dict[str, str]]
@@ -81,7 +85,8 @@ class EngineGenerator:
             where.append(k)
         out: list[str | None] = [None] * len(prompts)
         for k, c in zip(where, self.engine.generate(reqs) if reqs else [], strict=True):
-            out[k] = self.tok.decode(list(c.tokens), skip_special_tokens=True)
+            text = self.tok.decode(list(c.tokens), skip_special_tokens=True)
+            out[k] = text if c.finish_reason == "stop" else text + CUT_MARK
         return out
 
     def _fits(self, ids: Sequence[int]) -> bool:
@@ -131,7 +136,9 @@ class HTTPGenerator:
             try:
                 req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    return str(json.loads(resp.read())["choices"][0]["message"]["content"])
+                    choice = json.loads(resp.read())["choices"][0]
+                    text = str(choice["message"]["content"])
+                    return text + CUT_MARK if choice.get("finish_reason") == "length" else text
             except (urllib.error.URLError, TimeoutError, OSError, KeyError, ValueError, IndexError):
                 if attempt < self.retries:
                     time.sleep(min(8.0, 0.5 * 2**attempt))
@@ -152,12 +159,14 @@ class HTTPGenerator:
 
 def parse_score(text: str | None) -> float | None:
     """'Score: 7' -> 0.7 (the last such mention). Small judges often drop the label:
-    then a reply of at most ``SHORT_REPLY_CHARS`` holding exactly one number counts
-    ('The answer is 8.' -> 0.8). None when nothing in 0..10 is found."""
+    then a finished reply (not ending in ``CUT_MARK``) of at most ``SHORT_REPLY_CHARS``
+    holding exactly one number counts ('The answer is 8.' -> 0.8). None when nothing in
+    0..10 is found."""
     if text is None:
         return None
     found = _SCORE_RE.findall(text) or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
-    if not found and len(text.strip()) <= SHORT_REPLY_CHARS:
+    finished = not text.endswith(CUT_MARK)
+    if not found and finished and len(text.strip()) <= SHORT_REPLY_CHARS:
         nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)", text)
         found = nums if len(nums) == 1 else []
     if not found:
@@ -221,7 +230,7 @@ class Judge:
         return out
 
     def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
-        empty = [not answer_text(r).strip() for r in responses]
+        empty = [is_blank(answer_text(r)) for r in responses]
         todo = [i for i, e in enumerate(empty) if not e]
         replies = self.replies([self.prompt_for(rows[i], responses[i]) for i in todo])
         out = [RewardResult(0.0, "empty answer") for _ in responses]

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.judge import MAX_JUDGED_CHARS, Chat, Judge, template
-from recipe_arena.rewards.text import RewardResult, answer_text
+from recipe_arena.rewards.judge import CUT_MARK, MAX_JUDGED_CHARS, Chat, Judge, template
+from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
 
 FALLBACK_RUBRIC = (
     "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
@@ -110,6 +110,7 @@ def tournament(
         [rubric_prompt(row, judge.mode)],
         max_new_tokens=cfg.rubric_max_new_tokens,
     )[0]
+    rubric = rubric.removesuffix(CUT_MARK) if rubric else rubric  # a rubric may run to its cap
     if not rubric or not rubric.strip():
         counts["chat/rubric_failed"] += 1
         rubric = FALLBACK_RUBRIC
@@ -137,7 +138,7 @@ def tournament(
         counts["chat/tournament_varied"] += 1  # a group RL can learn from
     out = []
     for i, rate in enumerate(rates):
-        if not answers[i].strip():
+        if is_blank(answers[i]):
             out.append(RewardResult(0.0, "empty answer"))
         else:
             out.append(

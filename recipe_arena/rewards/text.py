@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 THINK_CLOSE = "</think>"
+_BLANK_SIGNS = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+"""Characters drawn as nothing that Unicode files under letters or symbols: the braille
+blank and the Hangul fillers."""
 
 
 @dataclass(frozen=True)
@@ -31,3 +35,13 @@ def answer_text(response: str) -> str:
     if "<think>" in response:
         return ""
     return response
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` shows nothing: only whitespace, format characters (zero-width
+    spaces and joiners, the byte-order mark, soft hyphens), combining marks without a
+    base, and blank signs. Such an answer is empty to every verifier."""
+    return all(
+        c.isspace() or c in _BLANK_SIGNS or unicodedata.category(c) in ("Cf", "Mn", "Me")
+        for c in text
+    )
