@@ -17,8 +17,6 @@ from tests.hostile_tally import record
 COMPUTED = [
     # The micro world asks for the last digit of 38+7*3 = 59: 9. Each answer copies the
     # question and lets SymPy finish it.
-    ("9", r"\boxed{(38+7\cdot 3) \mod 10}"),
-    ("9", r"\boxed{(38+7 \cdot 3) \bmod 10}"),
     ("9", r"\boxed{38+7\cdot 3-10\left\lfloor\frac{38+7\cdot 3}{10}\right\rfloor}"),
     ("9", r"\boxed{59 - 10 \lfloor 5.9 \rfloor}"),
     ("9", r"\boxed{\operatorname{floor}(9.5)}"),
@@ -39,6 +37,24 @@ def test_an_answer_that_leaves_the_computation_to_sympy_scores_0(gold: str, resp
     score, reason = check_math(gold, response)
     record("math verifier: answers SymPy computes", 1, int(score == 0.0))
     assert score == 0.0 and "for the verifier to compute" in reason, reason
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        r"\boxed{(38+7\cdot 3) \mod 10}",
+        r"\boxed{(38+7 \cdot 3) \bmod 10}",
+        r"\boxed{x \equiv 38+7 \cdot 3 \pmod{10}}",
+    ],
+)
+def test_a_modulus_that_computes_the_answer_scores_0(response: str) -> None:
+    r"""SymPy reduces 59 mod 10 to 9, the gold; without its modulus clause the answer is
+    59, so it scores 0. A modulus that only qualifies a right answer
+    (``x \equiv 9 \pmod{10}``, 9 either way) still scores 1."""
+    score, reason = check_math("9", response)
+    record("math verifier: answers SymPy computes", 1, int(score == 0.0))
+    assert score == 0.0, reason
+    assert check_math("9", r"\boxed{x \equiv 9 \pmod{10}}")[0] == 1.0
 
 
 def test_an_operation_the_reference_holds_is_allowed() -> None:

@@ -11,11 +11,11 @@ Deviations from OLMo 3's math verifier (open-instruct): several *different*
 reward hack; the reference takes the last one), and an extracted answer longer
 than ``MAX_ANSWER_CHARS``, or holding control characters (other than tab and
 newline) or bidirectional overrides, scores 0 without being parsed, and without being
-shown in the reason. An answer that leaves a residue, a floor or ceiling, a sum,
-product, integral, limit or derivative for SymPy to compute scores 0 unless the
-reference holds the same kind (``_COMPUTING``): copied from the question, such an
-expression is the answer without the work (``(38+7 \\cdot 3) \\mod 10`` for the last
-digit of 38+7*3).
+shown in the reason. An answer that leaves a floor or ceiling, a sum, product,
+integral, limit or derivative for SymPy to compute scores 0 unless the reference holds
+the same kind (``_COMPUTING``), and one right only with its modulus clause scores 0:
+copied from the question, such an expression is the answer without the work
+(``(38+7 \\cdot 3) \\bmod 10`` for the last digit of 38+7*3).
 """
 
 from __future__ import annotations
@@ -49,8 +49,10 @@ _UNIT_RE = re.compile(r"^([-+]?[\d.,/]+)\s*([a-zA-Z][a-zA-Z ]*)$")
 _THOUSANDS_RE = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """Characters no answer holds: C0/C1 controls but tab and newline, bidi overrides."""
+_MODULUS_RE = re.compile(r"(?<![a-zA-Z])[bp]?mod(?![a-zA-Z])", re.IGNORECASE)
+_MODULUS_LEAD_RE = re.compile(r"[\s\\(]*(?:\\(?:text|mathrm|operatorname)\s*\{\s*\(?\s*)?$")
+"""What opens a modulus clause before its ``mod``: ``\\``, ``(``, ``\\text{ (``."""
 _COMPUTING = {
-    "a residue": re.compile(r"(?<![a-zA-Z])[bp]?mod(?![a-zA-Z])", re.IGNORECASE),
     "a floor or ceiling": re.compile(
         r"(?<![a-zA-Z])[lr]?(?:floor|ceil)(?![a-zA-Z])", re.IGNORECASE
     ),
@@ -59,9 +61,18 @@ _COMPUTING = {
     ),
     "a derivative": re.compile(r"\\partial|\\[dt]?frac\s*\{\s*d[^}]*\}\s*\{\s*d\s*[a-zA-Z]"),
 }
-"""Operations SymPy carries out for the answer: ``\\boxed{(38+7 \\cdot 3) \\mod 10}`` is 9,
-the last digit asked for, without the answer having worked it out. An answer holding
-one scores 0 unless the reference holds the same kind."""
+"""Operations SymPy carries out for the answer: ``\\boxed{59 - 10\\lfloor 5.9 \\rfloor}`` is
+9, the last digit of 59, without the answer having worked it out. An answer holding one
+scores 0 unless the reference holds the same kind. A modulus (``\\mod``, ``\\bmod``,
+``\\pmod``) may qualify an answer but not compute it: the answer must also be right
+with the modulus and what follows it dropped (``x \\equiv 3 \\pmod 7`` as
+``x \\equiv 3``), so ``(38+7 \\cdot 3) \\bmod 10``, which is 59 without it, scores 0."""
+
+
+def drop_modulus(pred: str) -> str:
+    """``pred`` cut before its first modulus clause, and the clause's opening."""
+    m = _MODULUS_RE.search(pred)
+    return _MODULUS_LEAD_RE.sub("", pred[: m.start()]) if m else pred
 
 
 def boxed_all(text: str) -> list[str]:
@@ -183,6 +194,10 @@ def check_math(
     if left:
         return 0.0, f"answer leaves {left[0]} for the verifier to compute ({how})"
     ok = equivalent(gold, pred)
+    if ok and _MODULUS_RE.search(pred) and not _MODULUS_RE.search(gold):
+        bare = drop_modulus(pred)  # a modulus may qualify the answer, never compute it
+        ok = bool(bare.strip()) and equivalent(gold, bare)
+        how = how if ok else f"{how}, wrong without its modulus"
     short = " ".join(pred.split())
     short = short if len(short) <= 40 else short[:37] + "..."
     return (1.0, f"correct ({how}: {short})") if ok else (0.0, f"wrong ({how}: {short})")
