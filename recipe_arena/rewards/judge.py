@@ -34,7 +34,8 @@ SHORT_REPLY_CHARS = 40
 CUT_MARK = "\n[cut at the token cap]"
 """Ends a reply the judge did not finish (it reached its token cap). Such a reply is
 read only by its labels: a bare number in it can be the start of a copy of the answer
-("0000000009 / 7 x." when a long answer word pushed the verdict past the cap)."""
+("aaaaaaaaaaaaaaaaaaaaaaaaa / 7 x.", the answer's last word and the reference, when a long
+answer word pushed the verdict past the cap)."""
 _SCORE_RE = re.compile(r"(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 Chat = list[dict[str, str]]
