@@ -8,13 +8,12 @@ import pytest
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.engines import build_engine
-from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.rewards.ifeval import check_ifeval
-from recipe_arena.rewards.judge import EngineGenerator, Judge
+from recipe_arena.rewards.judge import Judge
 from recipe_arena.rewards.rubric import tournament
 from recipe_arena.rewards.text import is_blank
 from tests.hostile_tally import record
+from tests.untrained_judge import untrained_judge
 
 BLANK = [
     "\u200b",  # zero-width space
@@ -51,10 +50,7 @@ def test_visible_answers_are_not_blank() -> None:
 
 @pytest.fixture(scope="module")
 def micro_gen():
-    model, tok = build_micro(TinyModelSpec(max_position_embeddings=1024), seed=0)
-    gen = EngineGenerator(build_engine("hf", model, tok), tok, max_new_tokens=4)
-    yield gen
-    gen.close()
+    yield from untrained_judge(max_new_tokens=4)
 
 
 def test_the_judge_and_the_tournament_give_an_invisible_answer_0(micro_gen) -> None:

@@ -14,8 +14,6 @@ import pytest
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.engines import build_engine
-from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.rewards.judge import (
     CUT_MARK,
     EngineGenerator,
@@ -26,6 +24,7 @@ from recipe_arena.rewards.judge import (
 )
 from recipe_arena.rewards.rubric import game_prompt, tournament
 from tests.hostile_tally import record
+from tests.untrained_judge import untrained_judge
 
 
 def _row(ref: str | None = "seven") -> PromptRow:
@@ -39,10 +38,7 @@ def _row(ref: str | None = "seven") -> PromptRow:
 
 @pytest.fixture(scope="module")
 def micro_gen():
-    model, tok = build_micro(TinyModelSpec(max_position_embeddings=1024), seed=0)
-    gen = EngineGenerator(build_engine("hf", model, tok), tok, max_new_tokens=6)
-    yield gen
-    gen.close()
+    yield from untrained_judge(max_new_tokens=6)
 
 
 def test_template_fields_in_an_answer_stay_literal() -> None:

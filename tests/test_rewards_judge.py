@@ -20,11 +20,10 @@ import pytest
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.engines import build_engine
-from recipe_arena.models.factory import TinyModelSpec, build_micro
 from recipe_arena.rewards import build_scorer
-from recipe_arena.rewards.judge import EngineGenerator, HTTPGenerator, Judge, parse_score
+from recipe_arena.rewards.judge import HTTPGenerator, Judge, parse_score
 from recipe_arena.rewards.rubric import pair_schedule, parse_winner, tournament, win_rates
+from tests.untrained_judge import untrained_judge
 
 
 def chat_row(ref: str | None = "roads") -> PromptRow:
@@ -38,10 +37,7 @@ def chat_row(ref: str | None = "roads") -> PromptRow:
 
 @pytest.fixture(scope="module")
 def micro_gen():
-    model, tok = build_micro(TinyModelSpec(max_position_embeddings=1024), seed=0)
-    gen = EngineGenerator(build_engine("hf", model, tok), tok, max_new_tokens=8)
-    yield gen
-    gen.close()
+    yield from untrained_judge(max_new_tokens=8)
 
 
 def test_parse_score_cases() -> None:

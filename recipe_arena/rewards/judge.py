@@ -36,6 +36,13 @@ CUT_MARK = "\n[cut at the token cap]"
 read only by its labels: a bare number in it can be the start of a copy of the answer
 ("aaaaaaaaaaaaaaaaaaaaaaaaa / 7 x.", the answer's last word and the reference, when a long
 answer word pushed the verdict past the cap)."""
+
+
+def uncut(reply: str | None) -> str | None:
+    """``reply`` without ``CUT_MARK``: text used as it is (a rubric), not read for a score."""
+    return reply.removesuffix(CUT_MARK) if reply else reply
+
+
 _SCORE_RE = re.compile(r"(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 Chat = list[dict[str, str]]

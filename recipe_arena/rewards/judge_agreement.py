@@ -83,7 +83,7 @@ def game_agreement(judge: Any, games: Sequence[Game], cfg: Any) -> dict[str, flo
     ``tournament``: of the problems with a right and a wrong answer, the share where
     ``rewards.rubric.tournament`` of the two (both orders) pays the right one more.
     ``cfg``: the ``RewardsConfig`` whose caps the tournament uses."""
-    from recipe_arena.rewards.judge import CUT_MARK
+    from recipe_arena.rewards.judge import uncut
     from recipe_arena.rewards.rubric import (
         GAME_TOKENS_FACTOR,
         game_prompt,
@@ -98,10 +98,7 @@ def game_agreement(judge: Any, games: Sequence[Game], cfg: Any) -> dict[str, flo
         [rubric_prompt(g.row, "reference") for g in problems.values()],
         max_new_tokens=cfg.rubric_max_new_tokens,
     )
-    rubric_of = {
-        k: r.removesuffix(CUT_MARK) if r else r
-        for k, r in zip(problems, rubric_replies, strict=True)
-    }
+    rubric_of = {k: uncut(r) for k, r in zip(problems, rubric_replies, strict=True)}
     prompts = [
         game_prompt(
             g.row, rubric_of[_problem(g)] or "", answer_text(g.first), answer_text(g.second)

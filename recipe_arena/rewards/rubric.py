@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.judge import CUT_MARK, MAX_JUDGED_CHARS, Chat, Judge, template
+from recipe_arena.rewards.judge import MAX_JUDGED_CHARS, Chat, Judge, template, uncut
 from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
 
 FALLBACK_RUBRIC = (
@@ -106,11 +106,12 @@ def tournament(
     counts: Counter[str] = Counter({"chat/tournaments": 1})
     g = len(responses)
     answers = [answer_text(r)[:MAX_JUDGED_CHARS] for r in responses]
-    rubric = judge.gen.generate(
-        [rubric_prompt(row, judge.mode)],
-        max_new_tokens=cfg.rubric_max_new_tokens,
-    )[0]
-    rubric = rubric.removesuffix(CUT_MARK) if rubric else rubric  # a rubric may run to its cap
+    rubric = uncut(  # a rubric may run to its cap
+        judge.gen.generate(
+            [rubric_prompt(row, judge.mode)],
+            max_new_tokens=cfg.rubric_max_new_tokens,
+        )[0]
+    )
     if not rubric or not rubric.strip():
         counts["chat/rubric_failed"] += 1
         rubric = FALLBACK_RUBRIC
