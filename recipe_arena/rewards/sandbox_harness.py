@@ -265,8 +265,10 @@ def _arg(v: Any) -> dict[str, Any]:
 class Remote:
     """The check side's handle to one object of the program side. What it can do is
     forwarded (call, attribute, item, iteration, len, truth, str, repr) with the
-    evaluated arguments only; it never equals anything but itself, so a program object
-    with its own ``__eq__`` never decides a comparison."""
+    evaluated arguments only. ``==`` and ``!=`` on it raise, itself included: a program
+    object with its own ``__eq__`` never decides a comparison, and a test that builds
+    its expected value from the program's class (``expected = ListNode(3, ...)``)
+    cannot be passed by returning that very object (``is`` still compares identity)."""
 
     __slots__ = ("_ra_k", "_ra_t")
 
@@ -311,8 +313,6 @@ class Remote:
         return _op("repr", self)  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
         raise ProbeError(
             f"the program returned a {_plain_type(self)}, not a plain value, where the test "
             "compares it"
