@@ -390,6 +390,9 @@ def run_study(items: list[str]) -> int:
         raise ConfigError(f"jobs={jobs_n}: expected a positive integer")
     rows = [r for r in opts["rows"].split(",") if r] if "rows" in opts else None
     regimes = [r for r in opts["regimes"].split(",") if r] if "regimes" in opts else None
+    for key, names in (("rows", rows), ("regimes", regimes)):
+        if names == []:  # "rows=" would run nothing and report an empty study
+            raise ConfigError(f"{key}={opts[key]!r}: name at least one, e.g. {key}=a,b")
     root = Path(opts.get("out_dir", "runs/studies")) / spec.name
     check_same_cap(root, spec.isa)
     root.mkdir(parents=True, exist_ok=True)

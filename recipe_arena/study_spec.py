@@ -6,11 +6,12 @@ any run starts (``load_spec``). ``recipe-arena study`` (``study``) runs what it 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from recipe_arena.compose import ConfigError
 from recipe_arena.config import DEFAULT_RECIPE
@@ -59,6 +60,14 @@ class RowSpec(_Strict):
             raise ValueError(f"row {self.name}: with axis={self.axis}, arms is a list of values")
         if self.budget == "design" and not self.design:
             raise ValueError(f"row {self.name}: budget: design needs the design that matches it")
+        names = [n for n, _ in arm_overrides(self)]
+        if self.aa:
+            names.append(f"{names[0]}_aa")  # the A/A control's name (study.row_plan)
+        if dup := next((n for n in names if names.count(n) > 1), None):
+            raise ValueError(
+                f"row {self.name}: two arms are named {dup!r}"
+                + (" (the A/A control takes <first arm>_aa)" if self.aa else "")
+            )
         return self
 
 
@@ -97,7 +106,9 @@ class StudySpec(_Strict):
     name: Name
     title: str | None = None
     recipe: str = DEFAULT_RECIPE
-    seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    seeds: list[Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
+    """The seeds every comparison runs on: distinct integers (a quoted "1" is refused,
+    not read as 1, and a seed listed twice would count one run as two paired draws)."""
     threads: int | None = Field(None, ge=1)
     """torch threads of every run, 1 or more, whatever ``jobs=N`` and the machine's cores;
     None: the cores shared among the jobs. The thread count changes floating-point sums,
@@ -129,6 +140,8 @@ class StudySpec(_Strict):
         names = [r.name for r in self.rows]
         if len(set(names)) != len(names):
             raise ValueError(f"row names must be distinct, got {names}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct, got {self.seeds}")
         for r in self.rows:
             for g in r.regimes:
                 if g not in self.regimes:
@@ -174,20 +187,46 @@ def seeds_of(seeds: list[int], regime_seeds: dict[str, int], regime: str) -> lis
     return [*seeds, *range(max(seeds) + 1, max(seeds) + 1 + more)]
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping: plain YAML keeps
+    the last silently, so a second ``seeds:`` or an arm named twice in a row's ``arms``
+    would replace the first without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if not isinstance(key, Hashable):
+                continue  # refused by the base loader below, with its own message
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_spec(path: Path) -> StudySpec:
     """The study file, validated; ConfigError (one line) if it is not a valid study."""
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        raw = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as e:
         raise ConfigError(f"study file {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"study file {path}: not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"study file {path}: not valid YAML ({e})") from None
+        raise ConfigError(f"study file {path}: not valid YAML ({_one_line(e)})") from None
     try:
         return StudySpec.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "(top level)"
         raise ConfigError(f"study file {path}: {where}: {err['msg']}") from None
+
+
+def _one_line(err: yaml.YAMLError) -> str:
+    """A YAML error's message on one line, with the line and column it points at."""
+    return " ".join(str(err).split())
 
 
 def _label(value: str) -> str:
