@@ -1,6 +1,7 @@
 """How the check side reaches a verdict, attacked through the real sandbox
 (``check_code``, as a verifier worker calls it): a program that returns the test's own
-expected object."""
+expected object, and a test helper called once per case whose later cases the program
+ends."""
 
 from __future__ import annotations
 
@@ -73,3 +74,42 @@ def test_returning_the_tests_own_object_does_not_make_it_equal() -> None:
     )
     pushed = ["s = Stack()", "n = ListNode(7)", "s.push(n)", "assert s.pop() is n"]
     assert check_code(pushed, fenced(NODE + stack)) == (1.0, "passed 1/1")
+
+
+FIRST_ONLY = {  # dbl(1) == 2 is right; every later case ends the call another way
+    "raises": "def dbl(x):\n    if x == 1:\n        return 2\n    raise ValueError('no')",
+    "exits": "import os\ndef dbl(x):\n    if x == 1:\n        return 2\n    os._exit(0)",
+    "non_plain": "def dbl(x):\n    if x == 1:\n        return 2\n    return object()",
+}
+CALLS = ("t(1, 2)", "t(2, 4)", "t(3, 6)")
+HELPERS = {  # a helper whose assert is where the program stops, or after it
+    "assert_calls": ("def t(a, b):\n    assert dbl(a) == b", *CALLS),
+    "call_then_assert": ("def t(a, b):\n    r = dbl(a)\n    assert r == b", *CALLS),
+    "documented_helper": (
+        "def t(a, b):\n    '''One case.'''\n    r = dbl(a)\n    assert r + 0 == b",
+        *CALLS,
+    ),
+}
+
+
+@needs_full
+def test_a_helper_called_once_per_case_fails_when_a_later_case_ends_the_program() -> None:
+    """Issue example: ``def t(a, b): assert dbl(a) == b`` then ``t(1, 2)``, ``t(2, 4)``,
+    ``t(3, 6)``, each call its own top-level statement. A program right on the first
+    case that raised (or exited, or returned an object) on the second scored 1.0 under
+    both rewards: ``t(1, 2)`` reported the assert passed, and the statements that did
+    not finish had run no assert to fail (the program stopped before ``_ra_assert`` was
+    reached). A statement that does not finish now also fails the asserts of the test
+    functions it called: every such program scores 0, with ``all_pass`` and with
+    ``pass_fraction``; the right ``dbl`` scores 1 in every form."""
+    got = {
+        (form, how, all_pass): check_code(list(tests), fenced(FIRST_ONLY[how]), all_pass)[0]
+        for form, tests in HELPERS.items()
+        for how in FIRST_ONLY
+        for all_pass in (True, False)
+    }
+    held = [k for k, score in got.items() if score == 0.0]
+    record("code sandbox: a helper's later cases ended by the program", len(got), len(held))
+    assert len(held) == len(got), got
+    right = fenced("def dbl(x):\n    return 2 * x")
+    assert all(check_code(list(t), right) == (1.0, "passed 1/1") for t in HELPERS.values())

@@ -437,6 +437,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
 
     outcome: dict[int, bool] = {}
     touched: set[int] = set()  # asserts run by the current top-level statement
+    entered: set[int] = set()  # asserts of the test functions it called
     notes: list[str] = []
 
     def check(i: int, value: Any) -> None:
@@ -451,6 +452,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "__builtins__": builtins,
         "_ra_g": program_name,
         "_ra_assert": check,
+        "_ra_enter": lambda first, last: entered.update(range(first, last)),
     }
     for name in plan["modules"]:  # imports the tests left out (sandbox_split)
         try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
@@ -460,13 +462,14 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # An assert is reported when the statement that ran it ends (an assert in a test
     # helper, ``def check(candidate)``, runs in the statement that calls the helper);
     # one never reported counts as failed. A statement that does not finish fails every
-    # assert it holds or ran: a loop's assert that passed its first cases would otherwise
-    # pass when the program raises or exits on a later one.
+    # assert it holds or ran, and every assert of the test functions it called: a loop's
+    # assert (or a helper's, called once per case) that passed its first cases would
+    # otherwise pass when the program raises or exits on a later one.
     for src, ids in plan["stmts"]:
         try:
             exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
-            touched.update(ids)
+            touched.update(ids, entered)
             for i in touched:
                 outcome[i] = False
             if not notes and not isinstance(e, AssertionError):
@@ -479,6 +482,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         for i in sorted(touched):
             say(f"R {i} {int(outcome[i])}")
         touched.clear()
+        entered.clear()
     if notes:
         say("N " + _clean(notes[0]))
 

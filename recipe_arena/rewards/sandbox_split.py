@@ -93,7 +93,11 @@ def stdlib_modules_read(node: ast.AST) -> set[str]:
 
 
 class _Rewriter(ast.NodeTransformer):
-    """Program names -> ``_ra_g(name)``; ``assert t`` -> ``_ra_assert(i, t)``."""
+    """Program names -> ``_ra_g(name)``; ``assert t`` -> ``_ra_assert(i, t)``; a test
+    function holding asserts ``a..b-1`` starts with ``_ra_enter(a, b)``, so a top-level
+    statement that calls it and does not finish fails those asserts too (a helper called
+    once per case, ``t(1, 2)`` then ``t(2, 4)``, passed when the program was right on the
+    first case and raised on the next: that statement ran no assert to fail)."""
 
     def __init__(self, program: set[str], plan: dict[str, Any]) -> None:
         self.program = program
@@ -106,6 +110,21 @@ class _Rewriter(ast.NodeTransformer):
         test = self.visit(node.test)
         call = ast.Call(ast.Name("_ra_assert", ast.Load()), [ast.Constant(i), test], [])
         return ast.copy_location(ast.Expr(call), node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+        first = self.plan["n_asserts"]
+        self.generic_visit(node)
+        last = self.plan["n_asserts"]
+        if last > first:
+            args: list[ast.expr] = [ast.Constant(first), ast.Constant(last)]
+            enter = ast.Expr(ast.Call(ast.Name("_ra_enter", ast.Load()), args, []))
+            first_stmt = node.body[0]
+            doc = isinstance(first_stmt, ast.Expr) and isinstance(first_stmt.value, ast.Constant)
+            at = int(doc and isinstance(first_stmt.value.value, str))  # type: ignore[attr-defined]
+            node.body.insert(at, ast.copy_location(enter, node))  # after a docstring
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if isinstance(node.ctx, ast.Load) and node.id in self.program:
