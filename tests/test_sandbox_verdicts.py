@@ -113,3 +113,42 @@ def test_a_helper_called_once_per_case_fails_when_a_later_case_ends_the_program(
     assert len(held) == len(got), got
     right = fenced("def dbl(x):\n    return 2 * x")
     assert all(check_code(list(t), right) == (1.0, "passed 1/1") for t in HELPERS.values())
+
+
+AREA = "assert isclose(area(2), 4 * pi, rel_tol=1e-9)"
+LEANING = {  # programs that decide a test leaning on their ``from math import isclose, pi``
+    "true_isclose": (
+        "from math import pi\ndef isclose(*a, **k):\n    return True\ndef area(r):\n    return 0"
+    ),
+    "zero_pi": "from math import isclose\npi = 0\ndef area(r):\n    return 0",
+    "spy": (
+        "import math\nSEEN = []\ndef isclose(*a, **k):\n    SEEN.append(a)\n"
+        "    return math.isclose(*a, **k)\npi = math.pi\ndef area(r):\n    return pi * r * r\n"
+        "def seen():\n    return SEEN"
+    ),
+}
+
+
+@needs_full
+def test_isclose_and_pi_left_to_the_programs_import_are_the_standard_librarys() -> None:
+    """The open item of earlier rounds: ``assert isclose(area(2), 4 * pi)``, where the
+    row left ``from math import isclose, pi`` to the program, let the program decide:
+    an ``isclose`` that returns True, or ``pi = 0`` with ``area`` returning 0, scored 1,
+    and a spying ``isclose`` received the expected value. The check side now binds
+    ``isclose``, ``pi``, ``e``, ``tau``, ``inf`` and ``nan`` itself when the tests read
+    another name of the program: both hacks score 0 and the spy sees nothing (its
+    ``seen() == []`` holds: 2/2). An honest program scores 1, and a row testing
+    ``isclose`` itself (its only program name) still judges the program's: math's
+    passes, a wrong one fails."""
+    got = {
+        n: check_code([AREA, "assert seen() == []"] if n == "spy" else [AREA], fenced(p), False)
+        for n, p in LEANING.items()
+    }
+    held = sum(got[n][0] == 0.0 for n in ("true_isclose", "zero_pi")) + int(got["spy"][0] == 1.0)
+    record("code sandbox: isclose and pi left to the program", len(got), held)
+    assert held == len(got), got
+    honest = "from math import isclose, pi\ndef area(r):\n    return pi * r * r"
+    assert check_code([AREA], fenced(honest)) == (1.0, "passed 1/1")
+    own = ["assert isclose(1.0, 1.0 + 1e-12)", "assert not isclose(1.0, 2.0)"]
+    assert check_code(own, fenced("from math import isclose")) == (1.0, "passed 2/2")
+    assert check_code(own, fenced("def isclose(a, b):\n    return True"))[0] == 0.0

@@ -37,6 +37,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+CHECK_NAMES = {"isclose": "math", "pi": "math", "e": "math", "tau": "math", "inf": "math",
+               "nan": "math"}  # fmt: skip
+"""Names a test reads bare, never binding them, to compare or to write an expected value
+(``isclose(area(2), 4 * pi)``, left to the program's ``from math import isclose, pi``):
+the check side binds them to the standard library's (module named here) whenever the
+tests read another name of the program, so the program's ``isclose`` or ``pi`` never
+decides a comparison nor receives an expected value. A row whose only program name is
+one of these (``implement isclose``) keeps it the program's."""
 
 
 def bound_names(node: ast.AST) -> set[str]:
@@ -135,9 +143,10 @@ class _Rewriter(ast.NodeTransformer):
 
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
-    rewritten), ``n_asserts``, ``program_names`` (the names read from the program) and
+    rewritten), ``n_asserts``, ``program_names`` (the names read from the program),
     ``modules`` (standard-library modules the check side imports for the tests,
-    ``stdlib_modules_read``).
+    ``stdlib_modules_read``) and ``check_names`` ([name, module] pairs the check side
+    binds itself, ``CHECK_NAMES``).
     Raises ValueError on tests that do not parse, and on asserts that read no name of
     the program: they would pass any program (a function named like a builtin, ``max``,
     is the builtin here), so the row cannot judge one."""
@@ -153,11 +162,17 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     }
     modules = stdlib_modules_read(every)
     program = loads - bound_names(every) - BUILTIN_NAMES - modules
+    checker = program & CHECK_NAMES.keys()
+    if program - checker:
+        program -= checker
+    else:
+        checker = set()
     plan: dict[str, Any] = {
         "stmts": [],
         "n_asserts": 0,
         "program_names": sorted(program),
         "modules": sorted(modules - bound_names(every)),
+        "check_names": [[n, CHECK_NAMES[n]] for n in sorted(checker)],
     }
     rw = _Rewriter(program, plan)
     for st in every.body:
