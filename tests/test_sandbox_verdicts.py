@@ -1,11 +1,14 @@
 """How the check side reaches a verdict, attacked through the real sandbox
 (``check_code``, as a verifier worker calls it): a program that returns the test's own
-expected object, and a test helper called once per case whose later cases the program
-ends."""
+expected object, a test helper called once per case whose later cases the program
+ends, and ``isclose``/``pi`` left to the program's import; and the micro world's code
+references, which must still pass."""
 
 from __future__ import annotations
 
+from recipe_arena.data.micro import generate_examples
 from recipe_arena.rewards.code import check_code
+from recipe_arena.rewards.sandbox_split import split_tests
 from tests.hostile_tally import record
 from tests.sandbox_attack_base import fenced
 from tests.test_sandbox import needs_full
@@ -152,3 +155,20 @@ def test_isclose_and_pi_left_to_the_programs_import_are_the_standard_librarys() 
     own = ["assert isclose(1.0, 1.0 + 1e-12)", "assert not isclose(1.0, 2.0)"]
     assert check_code(own, fenced("from math import isclose")) == (1.0, "passed 2/2")
     assert check_code(own, fenced("def isclose(a, b):\n    return True"))[0] == 0.0
+
+
+@needs_full
+def test_micro_world_code_references_still_split_and_pass() -> None:
+    """What the check side's rules must not cost: each of 60 micro-world code rows
+    (train and heldout) splits with its function as the one program name and no
+    check-side name, its reference answer scores 1 through the sandbox, and a body
+    returning None scores 0."""
+    for split in ("train", "heldout"):
+        for ex in generate_examples("code", split, 30, seed=3):
+            tests = list(ex.row.ground_truth)
+            name = tests[0].removeprefix("assert ").split("(")[0]
+            plan = split_tests(tests)
+            assert plan["program_names"] == [name] and plan["check_names"] == [], plan
+            assert check_code(tests, ex.response) == (1.0, f"passed {len(tests)}/{len(tests)}")
+            wrong = fenced(f"def {name}(*a):\n    return None")
+            assert check_code(tests, wrong)[0] == 0.0
