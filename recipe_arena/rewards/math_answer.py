@@ -15,12 +15,15 @@ shown in the reason. An answer that leaves a floor or ceiling, a sum, product,
 integral, limit or derivative for SymPy to compute scores 0 unless the reference holds
 the same kind (``_COMPUTING``), and one right only with its modulus clause scores 0:
 copied from the question, such an expression is the answer without the work
-(``(38+7 \\cdot 3) \\bmod 10`` for the last digit of 38+7*3).
+(``(38+7 \\cdot 3) \\bmod 10`` for the last digit of 38+7*3). For the same reason an
+answer that is arithmetic on numbers copied from the question scores 0 unless it is
+written as the reference is (``copies_question``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -67,6 +70,46 @@ scores 0 unless the reference holds the same kind. A modulus (``\\mod``, ``\\bmo
 ``\\pmod``) may qualify an answer but not compute it: the answer must also be right
 with the modulus and what follows it dropped (``x \\equiv 3 \\pmod 7`` as
 ``x \\equiv 3``), so ``(38+7 \\cdot 3) \\bmod 10``, which is 59 without it, scores 0."""
+
+
+_CANON_OPS = re.compile(r"\\(?:cdot|times|ast)(?![a-zA-Z])")
+_CANON_DROP = re.compile(
+    r"\\(?:left|right|displaystyle)(?![a-zA-Z])|\\[\[\](),;:! $%]|(?<=\\)[dt](?=frac|binom)"
+    r"|[\s$()\[\]]"
+)
+_ARITH_WORDS = re.compile(r"\\(?:frac|binom|choose|over|div|gcd|lcm|min|max)(?![a-zA-Z])")
+_POWER_OF_TEN_RE = re.compile(r"(?:[-+]?\d+(?:\.\d+)?\*)?10\^\{?[-+]?\d+\}?")
+_LOWEST_FRACTION_RE = re.compile(r"[-+]?\\frac\{(\d+)\}\{(\d+)\}|[-+]?(\d+)/(\d+)")
+
+
+def canonical(text: str) -> str:
+    """``text`` spelt one way for comparing what was written: no spaces, ``$``, brackets,
+    ``\\left``/``\\right`` or display sizes, ``\\cdot``/``\\times`` as ``*`` and
+    ``\\dfrac``/``\\tfrac`` as ``\\frac``."""
+    return _CANON_DROP.sub("", _CANON_OPS.sub("*", text))
+
+
+def copies_question(pred: str, prompt: str, gold: str) -> bool:
+    """Whether ``pred`` is arithmetic on numbers (``15-2*3``, ``\\binom{5}{2}``,
+    ``\\gcd(8, 12)``) written in the question (``prompt``) and not as the reference
+    (``gold``). Its value is the question's own, which SymPy works out: "What is the last
+    digit of 15-2*3?" answered ``15-2 \\cdot 3`` is 9 without any work. Plain numbers,
+    lists of them, fractions in lowest terms, powers of ten and anything holding a
+    symbol, root or constant are forms of a value, not arithmetic; an expression
+    reordered or partly worked (``15-6``) is not a copy and is judged by its value."""
+    shown = canonical(pred.replace("\\operatorname{lcm}", "\\lcm"))
+    if not prompt or shown == canonical(gold) or shown not in canonical(prompt):
+        return False
+    bare = re.sub(r"[{}]", " ", _ARITH_WORDS.sub(" ", shown)).strip()
+    if not re.fullmatch(r"[\d.,+\-*/^!\s]+", bare) or _POWER_OF_TEN_RE.fullmatch(shown):
+        return False
+    if bare == shown and not re.search(r"[-+*/^!]", bare.lstrip("+-")):
+        return False  # plain numbers
+    frac = _LOWEST_FRACTION_RE.fullmatch(shown)
+    if frac:
+        num, den = (int(x) for x in (frac.group(1, 2) if frac.group(1) else frac.group(3, 4)))
+        return den == 1 or math.gcd(num, den) != 1
+    return True
 
 
 def drop_modulus(pred: str) -> str:
@@ -137,10 +180,9 @@ def normalise(ans: str) -> list[str]:
     s = re.sub(r"\\[dt]frac", r"\\frac", s)
     s = s.replace("^\\circ", "").replace("^{\\circ}", "").replace("°", "").replace("\\!", "")
     s = re.sub(r"\\text\{\s*(degrees?|units?)\s*\}", "", s).strip()
-    out = [s]
     m = _SCI_RE.match(s)
-    if m:
-        out.append(f"{m.group(1)}\\times 10^{{{m.group(2)}}}")
+    # 2e3 is 2000 only: read as written, SymPy takes it for 2*e*3 (6e), a second value
+    out = [f"{m.group(1)}\\times 10^{{{m.group(2)}}}"] if m else [s]
     if _THOUSANDS_RE.match(s):
         out.append(s.replace(",", ""))
     m = _UNIT_RE.match(s)
@@ -177,9 +219,10 @@ def warm() -> None:
 
 
 def check_math(
-    gold: str, response: str, extractors: Sequence[str] = DEFAULT_EXTRACTORS
+    gold: str, response: str, extractors: Sequence[str] = DEFAULT_EXTRACTORS, prompt: str = ""
 ) -> tuple[float, str]:
-    """Worker entry point: (1.0 or 0.0, reason). Runs without any timeout of its own."""
+    """Worker entry point: (1.0 or 0.0, reason). Runs without any timeout of its own.
+    ``prompt`` is the question, read only to refuse an answer that copies its arithmetic."""
     if not isinstance(gold, str) or not gold.strip():
         return 0.0, "error: math ground_truth must be a non-empty string"
     pred, how = extract_answer(response, extractors)
@@ -198,6 +241,8 @@ def check_math(
         bare = drop_modulus(pred)  # a modulus may qualify the answer, never compute it
         ok = bool(bare.strip()) and equivalent(gold, bare)
         how = how if ok else f"{how}, wrong without its modulus"
+    if ok and copies_question(pred, prompt, gold):
+        ok, how = False, f"{how}, the question's arithmetic copied"
     short = " ".join(pred.split())
     short = short if len(short) <= 40 else short[:37] + "..."
     return (1.0, f"correct ({how}: {short})") if ok else (0.0, f"wrong ({how}: {short})")
@@ -206,4 +251,7 @@ def check_math(
 def math_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float]:
     """``check_math``'s arguments for ``response`` to ``row`` (a PromptRow) under ``cfg``
     (RewardsConfig), and its deadline: ``rewards.timeout_s``."""
-    return (row.ground_truth, response, tuple(cfg.math_extractors)), cfg.timeout_s
+    return (
+        (row.ground_truth, response, tuple(cfg.math_extractors), row.prompt_text),
+        cfg.timeout_s,
+    )
