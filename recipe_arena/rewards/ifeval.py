@@ -17,7 +17,10 @@ verdict, and a run with it, could not be reproduced. The registry seeds it
 
 Checks apply to the text after ``</think>``. Reward is 1 when every instruction
 holds (the IFEval "strict" prompt-level metric); with partial credit it is the
-fraction that hold (instruction-level). An empty answer follows nothing.
+fraction that hold (instruction-level). An empty answer follows nothing. The checkers
+read the answer as it is shown (``text.shown_text``: look-alike and invisible characters
+folded), so a forbidden word split by a zero-width space, a fullwidth comma or words
+joined by a blank sign are what they look like.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from recipe_arena import hidden_modules
-from recipe_arena.rewards.text import answer_text, is_blank
+from recipe_arena.rewards.text import answer_text, is_blank, shown_text
 
 
 def cache_root() -> Path:
@@ -139,13 +142,14 @@ def check_ifeval(
         return 0.0, f"error: {len(ids)} instruction ids but {len(kwargs_list)} kwargs"
     text = answer_text(response)
     blank = is_blank(text)
+    text, prompt = shown_text(text), shown_text(prompt)
     failed: list[str] = []
     for iid, kw in zip(ids, kwargs_list, strict=True):
         if iid not in reg.INSTRUCTION_DICT:
             return 0.0, f"error: unknown IFEval instruction id {iid!r}"
         checker = reg.INSTRUCTION_DICT[iid](iid)
         # As IFEval's reference: falsy kwargs are dropped (they mean "not set").
-        checker.build_description(**{k: v for k, v in (kw or {}).items() if v})
+        checker.build_description(**{k: _shown(v) for k, v in (kw or {}).items() if v})
         args = checker.get_instruction_args()
         if args and "prompt" in args:
             checker.build_description(prompt=prompt)
@@ -157,6 +161,16 @@ def check_ifeval(
         f"; failed: {', '.join(failed)}" if failed else ""
     )
     return score, reason
+
+
+def _shown(value: Any) -> Any:
+    """An instruction's argument read as the answer is (``shown_text``): a string, or a
+    list of strings (keywords), folded alike, so a keyword matches its own spelling."""
+    if isinstance(value, str):
+        return shown_text(value)
+    if isinstance(value, list):
+        return [shown_text(v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def ifeval_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float]:

@@ -45,3 +45,23 @@ def is_blank(text: str) -> bool:
         c.isspace() or c in _BLANK_SIGNS or unicodedata.category(c) in ("Cf", "Mn", "Me")
         for c in text
     )
+
+
+_SHOWN_AS = str.maketrans({"\u201a": ",", **{c: " " for c in _BLANK_SIGNS}})
+"""What a character that compatibility folding leaves alone is read as: the low single
+quotation mark is drawn as a comma, and the blank signs as a space (the Hangul fillers
+are letters to a regex's ``\\w``, so they would join the words they part)."""
+
+
+def shown_text(text: str) -> str:
+    """``text`` as a reader sees it, for checks that look for characters or count words:
+    compatibility forms folded to their plain letters and signs (NFKC: fullwidth ``ｌｏｖｅ``
+    and ``，``, the one-dot leader ``․`` as ``.``), a low quotation mark ``‚`` as a comma,
+    the blank signs as spaces, and format characters (zero-width spaces and joiners, soft
+    hyphens) dropped. Without it ``lo\\u200bve`` passes a check that forbids "love",
+    ``big‚ blue`` one that forbids commas, and words joined by a Hangul filler count as
+    one. The ellipsis ``…`` is kept: folded to ``...``, prose that uses it would count as
+    more sentences."""
+    folded = "\u2026".join(unicodedata.normalize("NFKC", p) for p in text.split("\u2026"))
+    folded = folded.translate(_SHOWN_AS)
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
