@@ -43,7 +43,10 @@ def uncut(reply: str | None) -> str | None:
     return reply.removesuffix(CUT_MARK) if reply else reply
 
 
-_SCORE_RE = re.compile(r"(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_SCORE_RE = re.compile(r"(?<![a-z])(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+"""A verdict's label: "Score: 7", "rating = 7". The label is a word of its own: a word
+that ends in it ("generating 10", "underscore 9", in a reply's account of the answer
+after its verdict) would otherwise be read as the last verdict."""
 
 Chat = list[dict[str, str]]
 
