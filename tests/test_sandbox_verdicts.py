@@ -88,6 +88,12 @@ CALLS = ("t(1, 2)", "t(2, 4)", "t(3, 6)")
 HELPERS = {  # a helper whose assert is where the program stops, or after it
     "assert_calls": ("def t(a, b):\n    assert dbl(a) == b", *CALLS),
     "call_then_assert": ("def t(a, b):\n    r = dbl(a)\n    assert r == b", *CALLS),
+    "value_in_the_call": ("def t(r, b):\n    assert r == b", "t(dbl(1), 2)", "t(dbl(2), 4)"),
+    "method_of_a_test_class": (
+        "class C:\n    def eq(self, r, b):\n        assert r == b",
+        "C().eq(dbl(1), 2)",
+        "C().eq(dbl(2), 4)",
+    ),
     "documented_helper": (
         "def t(a, b):\n    '''One case.'''\n    r = dbl(a)\n    assert r + 0 == b",
         *CALLS,
@@ -102,9 +108,10 @@ def test_a_helper_called_once_per_case_fails_when_a_later_case_ends_the_program(
     case that raised (or exited, or returned an object) on the second scored 1.0 under
     both rewards: ``t(1, 2)`` reported the assert passed, and the statements that did
     not finish had run no assert to fail (the program stopped before ``_ra_assert`` was
-    reached). A statement that does not finish now also fails the asserts of the test
-    functions it called: every such program scores 0, with ``all_pass`` and with
-    ``pass_fraction``; the right ``dbl`` scores 1 in every form."""
+    reached; in ``t(dbl(2), 4)`` it stops before ``t`` is even entered). A statement
+    that does not finish now also fails the asserts of the test functions it called or
+    names (a test class's methods too): every such program scores 0, with ``all_pass``
+    and with ``pass_fraction``; the right ``dbl`` scores 1 in every form."""
     got = {
         (form, how, all_pass): check_code(list(tests), fenced(FIRST_ONLY[how]), all_pass)[0]
         for form, tests in HELPERS.items()

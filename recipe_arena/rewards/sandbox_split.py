@@ -141,9 +141,38 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
 
+def test_defs(stmts: list[Any], body: list[ast.stmt]) -> dict[str, tuple[set[int], set[str]]]:
+    """Each top-level test function or class of ``body`` (``stmts``: its statements with
+    their assert ids): name -> (ids of the asserts inside it, names it reads)."""
+    defs: dict[str, tuple[set[int], set[str]]] = {}
+    for (_, ids), node in zip(stmts, body, strict=True):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            defs[node.name] = (set(ids), reads)
+    return defs
+
+
+def helper_asserts(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> set[int]:
+    """Ids of the asserts of the test functions and classes (``test_defs``) ``st``
+    names, and of those they name in turn: ``t(dbl(2), 4)`` fails ``t``'s assert when
+    ``dbl`` raises before ``t`` is entered."""
+    out: set[int] = set()
+    todo = [n.id for n in ast.walk(st) if isinstance(n, ast.Name) and n.id in defs]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            ids, reads = defs[name]
+            out |= ids
+            todo.extend(r for r in reads if r in defs)
+    return out
+
+
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
-    rewritten), ``n_asserts``, ``program_names`` (the names read from the program),
+    rewritten; the ids are those it holds and those of the test functions it names,
+    ``helper_asserts``: all fail when it does not finish), ``n_asserts``, ``program_names`` (the names read from the program),
     ``modules`` (standard-library modules the check side imports for the tests,
     ``stdlib_modules_read``) and ``check_names`` ([name, module] pairs the check side
     binds itself, ``CHECK_NAMES``).
@@ -181,6 +210,9 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         assert isinstance(new, ast.AST)
         plan["stmts"].append([ast.unparse(new), plan["ids"]])
     plan.pop("ids", None)
+    defs = test_defs(plan["stmts"], every.body)
+    for entry, st in zip(plan["stmts"], every.body, strict=True):
+        entry[1] = sorted(set(entry[1]) | helper_asserts(st, defs))
     if plan["n_asserts"] and not program:
         raise ValueError(
             "the tests read no name of the program, so any program would pass them "
