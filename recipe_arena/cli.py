@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from recipe_arena import hidden_modules, offline_env
+from recipe_arena.comparison_plan import ArtifactError
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.domains import POOLED_DOMAINS
 from recipe_arena.helptext import RUN_DESCRIPTION, add_run_help
@@ -291,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.fn(args))
     except ConfigError as e:
         print(f"recipe-arena: config error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    except ArtifactError as e:  # a report's input damaged: no figure from part of it
+        print(f"recipe-arena: damaged artifact: {e}", file=sys.stderr)
         return EXIT_CONFIG
 
 

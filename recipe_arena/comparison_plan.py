@@ -74,16 +74,40 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 a study report reads each of a few hundred run configs twice), else the Python one."""
 
 
+class ArtifactError(ValueError):
+    """An artifact a report reads (a run's config.yaml, stages.json or logs, a
+    comparison.json, a study.json) that is there but cannot be read as written: cut
+    short, not JSON or YAML, or a record lacking a field. The message names the file.
+    A report stops on it rather than compute its figures without the damaged part."""
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document at ``path``; ArtifactError naming it when it is not one."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{path}: not a JSON document ({e})") from None
+
+
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """The run's resolved config.yaml as a plain mapping (yaml's safe loading)."""
-    return yaml.load((run_dir / "config.yaml").read_text(), Loader=_YAML_LOADER)
+    """The run's resolved config.yaml as a plain mapping (yaml's safe loading);
+    ArtifactError when it is not one with the run's pipeline."""
+    path = run_dir / "config.yaml"
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{path}: not a YAML config ({' '.join(str(e).split())})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("pipeline"), dict):
+        raise ArtifactError(f"{path}: not a run's config (no pipeline section)")
+    return raw
 
 
 def run_finished(run_dir: Path) -> bool:
-    """Every stage of the run's pipeline is recorded as done in stages.json."""
+    """Every stage of the run's pipeline is recorded as done in stages.json; False while
+    either file is absent or being written (a run in progress)."""
     try:
         done = json.loads((run_dir / "stages.json").read_text()).get("done", {})
         cfg = read_run_config(run_dir)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return False
-    return bool(set(cfg["pipeline"]["stages"]) <= set(done))
+    return bool(set(cfg["pipeline"].get("stages") or ()) <= set(done))

@@ -17,6 +17,7 @@ fraction of the baseline's gain (``tokens_to_reach``).
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,10 @@ import numpy as np
 from recipe_arena.comparison_plan import (
     PLAN_FILE,
     RUN_KEYS,
+    ArtifactError,
     Plan,
     flatten,
+    read_json,
     read_run_config,
     run_finished,
     without_later_defaults,
@@ -158,16 +161,21 @@ class ArmData:
 def load_run(path: Path) -> RunData | None:
     """A finished run's data; None when it is not finished or has no per-question
     scores (runs from before eval_scores.jsonl existed)."""
+    _check_written(path)
     if not run_finished(path):
         return None
-    records = read_eval_scores(path)
+    records = read_eval_scores(path, finished=True)
     final = final_scores(records)
     if final is None:
         return None
     raw = read_run_config(path)
-    stages = json.loads((path / "stages.json").read_text())
+    stages = read_json(path / "stages.json")
     trained: dict[str, list[dict[str, Any]]] = {}
-    for r in read_metrics(path):
+    try:
+        metrics = read_metrics(path)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ArtifactError(f"{path / 'metrics.jsonl'}[.gz]: cannot be read whole ({e})") from None
+    for r in metrics:
         if trains_policy(str(r.get("stage"))):
             trained.setdefault(str(r["stage"]), []).append(r)
     for recs in trained.values():
@@ -189,8 +197,27 @@ def load_run(path: Path) -> RunData | None:
     )
 
 
+def _check_written(path: Path) -> None:
+    """ArtifactError when the run's config.yaml or stages.json is there but is not what a
+    run writes (each is written whole, by a rename): a damaged run is not taken for one
+    that has not finished yet."""
+    if (path / "config.yaml").exists():
+        read_run_config(path)
+    if (path / "stages.json").exists():
+        stages = read_json(path / "stages.json")
+        if not isinstance(stages, dict) or not isinstance(stages.get("done", {}), dict):
+            raise ArtifactError(f"{path / 'stages.json'}: not a run's record of its stages")
+
+
 def load_comparison(root: Path) -> tuple[Plan, list[ArmData]]:
-    plan = Plan.from_json(json.loads((root / PLAN_FILE).read_text()))
+    """The comparison's plan (``comparison.json``) and its arms' finished runs, the
+    baseline first; ArtifactError when the plan is not one ``compare`` writes."""
+    try:
+        plan = Plan.from_json(read_json(root / PLAN_FILE))
+        if plan.baseline not in [a.name for a in plan.arms]:
+            raise KeyError(f"baseline {plan.baseline!r} is not an arm")
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ArtifactError(f"{root / PLAN_FILE}: not a comparison plan ({e})") from None
     arms = []
     for arm in plan.arms:
         data = ArmData(arm.name, [], control=arm.control)

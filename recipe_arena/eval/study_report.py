@@ -29,11 +29,13 @@ Read only from the study directory: ``study.json`` and each comparison directory
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from recipe_arena.comparison_plan import ArtifactError, read_json
 from recipe_arena.eval import stats
 from recipe_arena.eval.behaviour import behaviour_table
 from recipe_arena.eval.comparison import (
@@ -56,7 +58,7 @@ from recipe_arena.eval.comparison_report import (
 from recipe_arena.eval.html import write_pages
 from recipe_arena.eval.speed import Speed, speed_comparisons
 from recipe_arena.eval.study_tables import contrasts_section, power_section, time_section
-from recipe_arena.study_spec import seeds_of
+from recipe_arena.study_spec import StudySpec, seeds_of
 
 MDE_DOMAIN = "math"
 """The domain whose MDE the summary prints (the mean over domains when absent)."""
@@ -109,10 +111,25 @@ there is no noise to measure, not because the design is precise. What such an ar
 changes never reached the held-out scores on this world, so it tests nothing there."""
 
 
+def read_study(root: Path) -> dict:
+    """The study's ``study.json`` as stored; ArtifactError naming it when it is not a
+    valid study (``study_spec.StudySpec``), since the report's rows, seeds and findings
+    are read from it."""
+    path = root / "study.json"
+    spec = read_json(path)
+    try:
+        StudySpec.model_validate(spec)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise ArtifactError(f"{path}: not a study ({where}: {err['msg']})") from None
+    return dict(spec)
+
+
 def load_rows(root: Path, render: bool = True) -> tuple[dict, list[RowResult]]:
     """The study file as stored and each of its comparisons (re-rendering each row's
     own report on the way when ``render``; without it nothing is written)."""
-    spec = json.loads((root / "study.json").read_text())
+    spec = read_study(root)
     out: list[RowResult] = []
     for row in spec["rows"]:
         for regime in row["regimes"]:

@@ -1,0 +1,151 @@
+"""``recipe-arena report`` on a study folder handed over damaged or hand-edited: one of
+its committed artifacts cut short, edited, or no longer what a run writes. The report
+stops with one line naming the file (exit status 2), never a traceback, and never
+renders figures from the part of a run's evaluations it could read. The folder is a
+copy of one row of the committed Table 9.2 export (docs/studies/table_9_2), which is
+never edited in place."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXPORT = Path(__file__).resolve().parent.parent / "docs" / "studies" / "table_9_2"
+ROW = "advantage"
+
+
+def _one_row(dest: Path) -> Path:
+    """A study folder holding the committed study's ``ROW`` alone (8 runs): the same
+    report code, seconds instead of minutes."""
+    spec = json.loads((EXPORT / "study.json").read_text())
+    spec["rows"] = [r for r in spec["rows"] if r["name"] == ROW]
+    spec["findings"] = [f for f in spec["findings"] if f["row"] == ROW]
+    spec["contrasts"] = []
+    dest.mkdir()
+    (dest / "study.json").write_text(json.dumps(spec))
+    row = EXPORT / "rows" / f"{ROW}.default"
+    shutil.copytree(row, dest / "rows" / row.name, symlinks=True)
+    for link in (row / "runs").iterdir():
+        key = Path(os.readlink(link)).name
+        shutil.copytree(EXPORT / "runs" / key, dest / "runs" / key, dirs_exist_ok=True)
+    return dest
+
+
+def _report(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "recipe_arena.cli", "report", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _run(root: Path) -> Path:
+    """The run the row's alternative made on seed 1."""
+    return (root / "rows" / f"{ROW}.default" / "runs" / "standard-s1").resolve()
+
+
+def _edit_scores(run: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    """eval_scores.jsonl.gz of ``run`` rewritten as ``edit`` makes its lines (a list of
+    the file's lines, each ending in a newline)."""
+    packed = run / "eval_scores.jsonl.gz"
+    lines = gzip.decompress(packed.read_bytes()).decode().splitlines(keepends=True)
+    packed.write_bytes(gzip.compress("".join(edit(lines)).encode()))
+
+
+def _last_record(change) -> object:  # type: ignore[no-untyped-def]
+    """An ``_edit_scores`` edit that applies ``change`` to the last record's JSON object."""
+
+    def edit(lines: list[str]) -> list[str]:
+        rec = json.loads(lines[-1])
+        change(rec)
+        return [*lines[:-1], json.dumps(rec) + "\n"]
+
+    return edit
+
+
+def _cut(run: Path, name: str) -> None:
+    data = (run / name).read_bytes()
+    (run / name).write_bytes(data[: len(data) // 2])
+
+
+DAMAGE = {
+    # a line torn in the middle: reading stopped there, and the run's final evaluation
+    # came from an earlier record (the summary changed with every seed still counted)
+    "torn line before the end": (
+        lambda run: _edit_scores(run, lambda ls: [*ls[:-3], ls[-3][:40] + "\n", *ls[-2:]]),
+        ("eval_scores.jsonl.gz line", "not an evaluation record"),
+    ),
+    # a finished run wrote its last record whole: a cut one is damage, not a crash
+    "last line cut": (
+        lambda run: _edit_scores(run, lambda ls: [*ls[:-1], ls[-1][:200]]),
+        ("eval_scores.jsonl.gz line", "not an evaluation record"),
+    ),
+    "scores file cut short": (
+        lambda run: _cut(run, "eval_scores.jsonl.gz"),
+        ("eval_scores.jsonl.gz", "cannot be read whole"),
+    ),
+    "a score of 7": (
+        lambda run: _edit_scores(run, _last_record(lambda r: r["scores"].__setitem__(0, 7.0))),
+        ("score 7.0 is not a pass@1",),
+    ),
+    "one score dropped": (
+        lambda run: _edit_scores(run, _last_record(lambda r: r["scores"].pop())),
+        ("ids but",),
+    ),
+    "scores field renamed": (
+        lambda run: _edit_scores(run, _last_record(lambda r: r.update(x=r.pop("scores")))),
+        ("not an evaluation record ('scores')",),
+    ),
+    "metrics cut short": (
+        lambda run: _cut(run, "metrics.jsonl.gz"),
+        ("metrics.jsonl", "cannot be read whole"),
+    ),
+    "metrics missing": (
+        lambda run: (run / "metrics.jsonl.gz").unlink(),
+        ("metrics.jsonl", "cannot be read whole"),
+    ),
+    "config not YAML": (
+        lambda run: (run / "config.yaml").write_text("pipeline: [\n"),
+        ("config.yaml: not a YAML config",),
+    ),
+    "stages.json a list": (
+        lambda run: (run / "stages.json").write_text("[]\n"),
+        ("stages.json: not a run's record",),
+    ),
+    "comparison.json without arms": (
+        lambda run: (run.parent.parent / "rows" / f"{ROW}.default" / "comparison.json").write_text(
+            "{}"
+        ),
+        ("comparison.json: not a comparison plan",),
+    ),
+    "study.json cut short": (
+        lambda run: _cut(run.parent.parent, "study.json"),
+        ("study.json: not a JSON document",),
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_artifact_stops_the_report_in_one_line(tmp_path: Path, damage: str) -> None:
+    root = _one_row(tmp_path / "study")
+    before = (root / "report.md").read_bytes() if (root / "report.md").exists() else None
+    harm, needles = DAMAGE[damage]
+    harm(_run(root))
+    done = _report(root)
+    err = done.stderr.strip()
+    assert done.returncode == 2, err
+    assert "Traceback" not in err and "\n" not in err, err
+    assert err.startswith("recipe-arena: damaged artifact: "), err
+    for needle in needles:
+        assert needle in err, err
+    # no report rendered from the damaged folder
+    after = (root / "report.md").read_bytes() if (root / "report.md").exists() else None
+    assert after == before
