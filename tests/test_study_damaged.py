@@ -149,3 +149,15 @@ def test_a_damaged_artifact_stops_the_report_in_one_line(tmp_path: Path, damage:
     # no report rendered from the damaged folder
     after = (root / "report.md").read_bytes() if (root / "report.md").exists() else None
     assert after == before
+
+
+def test_a_run_without_its_scores_is_named_where_its_row_is_reported(tmp_path: Path) -> None:
+    """A run whose per-question scores are gone is left out of its row, and the study
+    report says so in that row's section: before, only the row's own report named it,
+    and the study's figures came from 3 seeds of 4 with nothing to tell."""
+    root = _one_row(tmp_path / "study")
+    (_run(root) / "eval_scores.jsonl.gz").unlink()
+    done = _report(root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (root / "report.md").read_text()
+    assert "Not counted (not finished, or without per-question scores): standard-s1;" in report

@@ -272,6 +272,13 @@ def _row_section(r: RowResult, root: Path) -> list[str]:
         md += [r.design, ""]
     if r.arms:
         md += [f"Full comparison report: [{rel}/report.md]({rel}/report.md).", ""]
+    if r.comps and (missing := [m for a in r.arms for m in a.missing]):
+        # a run without its scores (unfinished, or its artifacts gone): say what is left out
+        md += [
+            f"Not counted (not finished, or without per-question scores): {', '.join(missing)}; "
+            "the figures of this row are from the other runs.",
+            "",
+        ]
     if not r.comps:
         return md + [r.note.capitalize() + ".", ""]
     ready = [a for a in r.arms if a.runs]
