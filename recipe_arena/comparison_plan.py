@@ -6,6 +6,7 @@ comparison report (``eval.comparison``) without importing the runner.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from typing import Any
 import yaml
 
 PLAN_FILE = "comparison.json"
+NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}"
+"""What a run's ``name`` (and so an arm's, which prefixes its runs' names) may be: one
+folder name, never a path, so a run directory is always inside its output folder."""
 RUN_KEYS = ("seed", "name", "out_dir", "resume")
 """Settings that differ between runs by construction and never between arms."""
 LATER_DEFAULTS: dict[str, Any] = {"eval.dtype": None, "dpo.select": "validation"}
@@ -45,7 +49,18 @@ class Plan:
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Plan:
+        """The plan as ``to_json`` wrote it; ValueError for an arm whose name is not a
+        run name or whose seeds are not integers: a hand-edited ``../x`` would send the
+        report to read runs outside the comparison's folder."""
         arms = [Arm(**a) for a in raw["arms"]]
+        for arm in arms:
+            if not isinstance(arm.name, str) or not re.fullmatch(NAME_PATTERN, arm.name):
+                raise ValueError(f"arm name {arm.name!r} is not a run name")
+            ints = isinstance(arm.seeds, list) and all(
+                isinstance(s, int) and not isinstance(s, bool) for s in arm.seeds
+            )
+            if not ints:
+                raise ValueError(f"arm {arm.name!r}: seeds {arm.seeds!r} are not integers")
         return cls(raw["recipe"], raw["axis"], arms, raw["baseline"], list(raw["common"]))
 
     def runs(self) -> list[tuple[Arm, int]]:

@@ -17,6 +17,7 @@ from recipe_arena.axes import (
     PolicyLossConfig,
     StalenessConfig,
 )
+from recipe_arena.comparison_plan import NAME_PATTERN
 from recipe_arena.config_distill import DistillConfig, SpecialistsConfig
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.config_train import SEED_MAX, BaseTrainConfig, DPOConfig, SFTConfig, Strict
@@ -357,7 +358,7 @@ class RunConfig(Strict):
     @field_validator("name", "recipe")
     @classmethod
     def _a_name_not_a_path(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}", v):
+        if v is not None and not re.fullmatch(NAME_PATTERN, v):
             raise ValueError(
                 "must be a name, not a path: up to 128 letters, digits and _.=+-, "
                 "not starting with a dot"

@@ -71,6 +71,14 @@ def _last_record(change) -> object:  # type: ignore[no-untyped-def]
     return edit
 
 
+def _edit_plan(run: Path, change) -> None:  # type: ignore[no-untyped-def]
+    """The row's comparison.json with ``change`` applied to its second arm."""
+    path = run.parent.parent / "rows" / f"{ROW}.default" / "comparison.json"
+    plan = json.loads(path.read_text())
+    change(plan["arms"][1])
+    path.write_text(json.dumps(plan))
+
+
 def _cut(run: Path, name: str) -> None:
     data = (run / name).read_bytes()
     (run / name).write_bytes(data[: len(data) // 2])
@@ -125,6 +133,15 @@ DAMAGE = {
             "{}"
         ),
         ("comparison.json: not a comparison plan",),
+    ),
+    # an arm named as a path would send the report to read runs outside the folder
+    "arm named ../x": (
+        lambda run: _edit_plan(run, lambda arm: arm.update(name="../../runs/x")),
+        ("comparison.json: not a comparison plan", "is not a run name"),
+    ),
+    "seeds as strings": (
+        lambda run: _edit_plan(run, lambda arm: arm.update(seeds=["0", "1"])),
+        ("comparison.json: not a comparison plan", "are not integers"),
     ),
     "study.json cut short": (
         lambda run: _cut(run.parent.parent, "study.json"),

@@ -212,11 +212,12 @@ def _check_written(path: Path) -> None:
 def load_comparison(root: Path) -> tuple[Plan, list[ArmData]]:
     """The comparison's plan (``comparison.json``) and its arms' finished runs, the
     baseline first; ArtifactError when the plan is not one ``compare`` writes."""
+    raw = read_json(root / PLAN_FILE)
     try:
-        plan = Plan.from_json(read_json(root / PLAN_FILE))
+        plan = Plan.from_json(raw)
         if plan.baseline not in [a.name for a in plan.arms]:
             raise KeyError(f"baseline {plan.baseline!r} is not an arm")
-    except (KeyError, TypeError, AttributeError) as e:
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise ArtifactError(f"{root / PLAN_FILE}: not a comparison plan ({e})") from None
     arms = []
     for arm in plan.arms:
