@@ -38,7 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from recipe_arena.cache import entry_ready
-from recipe_arena.comparison_plan import PLAN_FILE, RUN_KEYS, Arm, Plan, flatten, run_finished
+from recipe_arena.comparison_plan import (
+    PLAN_FILE,
+    RUN_KEYS,
+    Arm,
+    Plan,
+    flatten,
+    run_finished,
+    scores_gone,
+)
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import DEFAULT_RECIPE, RunConfig
 
@@ -361,7 +369,12 @@ def prepare(plan: Plan, opts: Options) -> tuple[Path, list[_Job], bool]:
         name = f"{arm.name}-s{seed}"
         run_dir = runs_dir / name
         if run_finished(run_dir):
-            _say(f"{name}: finished earlier, not run again")
+            _say(
+                f"{name}: finished earlier, but its per-question scores are gone; the report "
+                f"will not count it (remove {run_dir} to run it again)"
+                if scores_gone(run_dir)
+                else f"{name}: finished earlier, not run again"
+            )
             continue
         args = run_overrides(plan, arm, seed, runs_dir)
         if run_dir.exists():

@@ -126,3 +126,12 @@ def run_finished(run_dir: Path) -> bool:
     except (OSError, ValueError, AttributeError):
         return False
     return bool(set(cfg["pipeline"].get("stages") or ()) <= set(done))
+
+
+def scores_gone(run_dir: Path) -> bool:
+    """The run finished but its per-question scores (``eval_scores.jsonl``, or the
+    ``.gz`` an export keeps) are not there: a report cannot count it, and resuming does
+    not bring them back, every stage being done. Deleted by hand, or a partial copy."""
+    return run_finished(run_dir) and not any(
+        (run_dir / name).exists() for name in ("eval_scores.jsonl", "eval_scores.jsonl.gz")
+    )

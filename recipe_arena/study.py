@@ -98,7 +98,14 @@ from pydantic import ValidationError
 
 from recipe_arena.cache import AUDIT_VERSION, CODE_VERSION, VERDICTS_VERSION
 from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold_cache
-from recipe_arena.comparison_plan import PLAN_FILE, Arm, Plan, run_finished, without_later_defaults
+from recipe_arena.comparison_plan import (
+    PLAN_FILE,
+    Arm,
+    Plan,
+    run_finished,
+    scores_gone,
+    without_later_defaults,
+)
 from recipe_arena.compose import ConfigError, load_config
 from recipe_arena.config import RunConfig
 from recipe_arena.cpu_isa import CPU_FLAGS, Isa, cpu_has, measured_to_differ, pin
@@ -208,6 +215,11 @@ def prepare(
     jobs = []
     for key, args in args_of.items():
         if run_finished(runs_dir / key):
+            if scores_gone(runs_dir / key):  # kept, but the report cannot count it
+                say(
+                    f"{key}: finished, but its per-question scores are gone; the report will "
+                    f"not count it (remove {runs_dir / key} to run it again)"
+                )
             continue
         if (runs_dir / key).exists():
             args = [*args, "resume=true"]

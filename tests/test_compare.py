@@ -107,12 +107,14 @@ def test_arms_that_would_see_other_eval_prompts_are_refused(
 
 
 def test_resume_skips_finished_runs_and_resumes_interrupted_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A new option file of recipes/staleness/ works as an arm. tis-s0 finished (every
     stage in stages.json): not run again; tis_cap3-s0 interrupted after two stages:
-    resumed (resume=true); the seed-1 runs never started: run fresh. A second call with
-    other arms is refused: the directory holds another comparison."""
+    resumed (resume=true); the seed-1 runs never started: run fresh. tis_cap3-s1 finished
+    but its per-question scores were deleted: not run again (resuming would bring them
+    not back), and said so, naming its folder. A second call with other arms is refused:
+    the directory holds another comparison."""
     _recipes_copy(tmp_path, monkeypatch)
     items = [
         "axis=staleness",
@@ -126,13 +128,20 @@ def test_resume_skips_finished_runs_and_resumes_interrupted_ones(
     common = ["budget=smoke"]
     _write_run(root / "runs", [*common, "staleness=tis"], "tis-s0", 0, [0.0] * len(ROWS))
     _write_run(root / "runs", [*common, "staleness=tis_cap3"], "tis_cap3-s0", 0, [], done=False)
+    lost = _write_run(
+        root / "runs", [*common, "staleness=tis_cap3"], "tis_cap3-s1", 1, [0.0] * len(ROWS)
+    )
+    (lost / "eval_scores.jsonl").unlink()
     got_root, jobs, _ = prepare(plan, opts)
     assert got_root == root
     assert [(j.name, "resume=true" in j.args) for j in jobs] == [
         ("tis_cap3-s0", True),
         ("tis-s1", False),
-        ("tis_cap3-s1", False),
     ]
+    said = capsys.readouterr().err
+    assert "tis-s0: finished earlier, not run again" in said
+    assert "tis_cap3-s1: finished earlier, but its per-question scores are gone" in said
+    assert f"(remove {lost} to run it again)" in said
     assert "staleness=tis_cap3" in jobs[0].args and "seed=0" in jobs[0].args
     other, _ = parse(
         ["axis=staleness", "arms=[tis,none]", "seeds=2", "budget=smoke", f"out_dir={tmp_path}"]
