@@ -1,6 +1,6 @@
 """The note a code check gives when the program side stops answering, through the real
 sandbox (``check_code``, as a verifier worker calls it). The check side's channel
-(``sandbox_harness._Channel``) remembers why the program can no longer answer, and
+(``sandbox_remote._Channel``) remembers why the program can no longer answer, and
 every later request of the row fails with that reason: one note, every assert failed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Runs inside the sandbox (standard library only, after sandbox_split.py's and
-sandbox_wire.py's source).
+"""Runs inside the sandbox (standard library only, after the source of sandbox_split.py,
+sandbox_wire.py and sandbox_remote.py).
 
 ``argv[1]`` is a JSON spec: ``mode`` ("asserts" or "io"), the uids of the two sides
 (null: stay as started), and the limits. The launcher starts as root of the sandbox
@@ -33,10 +33,11 @@ import resource
 import sys
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # defined by sandbox_wire.py's source, which runs first
+if TYPE_CHECKING:  # defined by the sources that run first
     from typing import IO, Any
 
-    from recipe_arena.rewards.sandbox_wire import MAX_LINE, _line, _repr, _send, _type, dec, enc
+    from recipe_arena.rewards.sandbox_remote import _REFUSED, _REQUEST, ProbeError, Remote, _Channel
+    from recipe_arena.rewards.sandbox_wire import MAX_LINE, _line, _repr, _type, dec, enc
 
 _UNARY: dict[str, Any] = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": _repr}
 """The one-argument operations a proxy may ask of a value, bound before any test runs."""
@@ -216,191 +217,6 @@ def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
             line = dumps({"err": f"{t}: {e}"[:300], "x": t, "m": str(e)[:300]})
         write(line.encode() + b"\n")
         flush()
-
-
-# ----------------------------------------------------------------------------- check side
-class ProbeError(Exception):
-    """A request to the program side failed (it exited, could not load, or answered
-    with something that is not an answer)."""
-
-
-class Unsupported(ProbeError):
-    """The test hands the program a value that is not plain: the row is refused."""
-
-
-_REQUEST: list[Any] = []  # the check side's request function (set by _check_side)
-_REFUSED: list[str] = []  # why a value was not sent (the row's verdict: an error)
-
-
-def _op(op: str, target: Remote | None, **fields: Any) -> Any:
-    if target is not None:
-        fields["r"] = object.__getattribute__(target, "_ra_k")
-    fields["op"] = op
-    return _REQUEST[0](fields)
-
-
-def _plain_type(o: Any) -> str:
-    return str(object.__getattribute__(o, "_ra_t"))
-
-
-def _arg(v: Any) -> dict[str, Any]:
-    """A value the test hands the program: plain, or a handle it got from the program."""
-
-    def handle(o: Any) -> dict[str, Any]:
-        if _type(o) is Remote:
-            return {"ref": object.__getattribute__(o, "_ra_k")}
-        why = (
-            f"unsupported test form: the test hands the program a {_type(o).__name__}; only "
-            "plain builtin values and the program's own objects cross into the sandbox"
-        )
-        _REFUSED.append(why)  # even if the test catches the exception
-        raise Unsupported(why)
-
-    try:
-        return enc(v, 0, handle)
-    except ValueError as e:
-        raise ProbeError(f"test value not sent: {e}") from None
-
-
-class Remote:
-    """The check side's handle to one object of the program side. What it can do is
-    forwarded (call, attribute, item, iteration, len, truth, str, repr) with the
-    evaluated arguments only. ``==`` and ``!=`` on it raise, itself included: a program
-    object with its own ``__eq__`` never decides a comparison, and a test that builds
-    its expected value from the program's class (``expected = ListNode(3, ...)``)
-    cannot be passed by returning that very object (``is`` still compares identity)."""
-
-    __slots__ = ("_ra_k", "_ra_t")
-
-    def __call__(self, *args: Any, **kw: Any) -> Any:
-        return _op("call", self, a=[_arg(x) for x in args], kw={k: _arg(x) for k, x in kw.items()})
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return _op("attr", self, n=name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        _op("setattr", self, n=name, v=_arg(value))
-
-    def __getitem__(self, key: Any) -> Any:
-        return _op("item", self, k=_arg(key))
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        _op("setitem", self, k=_arg(key), v=_arg(value))
-
-    def __delitem__(self, key: Any) -> None:
-        _op("delitem", self, k=_arg(key))
-
-    def __len__(self) -> int:
-        return _op("len", self)  # type: ignore[no-any-return]
-
-    def __bool__(self) -> bool:
-        return _op("bool", self)  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Any:
-        it = _op("iter", self)
-        while True:
-            try:
-                yield _op("next", it)
-            except StopIteration:
-                return
-
-    def __str__(self) -> str:
-        return _op("str", self)  # type: ignore[no-any-return]
-
-    def __repr__(self) -> str:
-        return _op("repr", self)  # type: ignore[no-any-return]
-
-    def __eq__(self, other: object) -> bool:
-        raise ProbeError(
-            f"the program returned a {_plain_type(self)}, not a plain value, where the test "
-            "compares it"
-        )
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = object.__hash__
-
-
-def _raised(rep: dict[str, Any]) -> BaseException:
-    """What the program raised, as the same builtin exception when there is one (so a
-    test's ``except ValueError`` works), else ProbeError."""
-    cls = getattr(builtins, str(rep.get("x")), None)
-    if (
-        isinstance(cls, type)
-        and issubclass(cls, Exception)
-        and not issubclass(cls, (StopIteration, StopAsyncIteration, Warning))
-    ):
-        try:
-            return cls(str(rep.get("m", "")))
-        except Exception:
-            pass
-    return ProbeError("test raised " + str(rep.get("err")))
-
-
-class _Channel:
-    """The check side's end of the pipes to the program side: sends requests, decodes
-    answers (the program's objects become ``Remote`` handles, one per object), and
-    remembers why the program can no longer answer (``dead``), after which every
-    request fails with that reason."""
-
-    def __init__(self, to_p: IO[bytes], from_p: IO[bytes]) -> None:
-        self.to_p, self.from_p = to_p, from_p
-        self.dead: str | None = None
-        self.remotes: dict[int, Remote] = {}
-
-    def start(self, code: str) -> None:
-        """Hand the program side the candidate program and read whether it loaded."""
-        try:
-            _send(self.to_p, {"code": code})
-            first = self.answer()
-            if "load_error" in first:
-                self.dead = "program failed: " + str(first["load_error"])
-            elif "ok" not in first:
-                self.dead = "program did not start"
-        except (OSError, ProbeError):
-            self.dead = self.dead or "program did not start"
-
-    def handle(self, e: dict[str, Any]) -> Remote:
-        k = e["ref"]
-        if not isinstance(k, int):
-            raise ValueError("bad handle")
-        if k not in self.remotes:
-            r = object.__new__(Remote)
-            object.__setattr__(r, "_ra_k", k)
-            object.__setattr__(r, "_ra_t", str(e.get("t"))[:60])
-            self.remotes[k] = r
-        return self.remotes[k]
-
-    def answer(self) -> Any:
-        try:
-            rep = _line(self.from_p)
-            if not isinstance(rep, dict):
-                raise ValueError("not an answer")
-        except (EOFError, OSError, ValueError, RecursionError):
-            self.dead = self.dead or "program exited"
-            raise ProbeError(self.dead) from None
-        return rep
-
-    def request(self, msg: dict[str, Any]) -> Any:
-        if self.dead:
-            raise ProbeError(self.dead)
-        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
-            _send(self.to_p, msg)
-        except OSError:  # exited: its last words may still be in the pipe
-            pass
-        rep = self.answer()
-        if "err" in rep:
-            raise _raised(rep)
-        if "stop" in rep and msg["op"] == "next":  # never from a call: it would end a map()
-            raise StopIteration
-        try:
-            return dec(rep["v"], self.handle)
-        except Exception:
-            self.dead = "program answered with something that is not a value"
-            raise ProbeError(self.dead) from None
 
 
 def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:

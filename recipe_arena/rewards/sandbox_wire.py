@@ -1,5 +1,5 @@
 """Runs inside the sandbox (standard library only, between sandbox_split.py's source and
-sandbox_harness.py's): the wire format of the two sides' messages. A message is one
+sandbox_remote.py's): the wire format of the two sides' messages. A message is one
 line of JSON; a value crosses as a tree of plain builtin values (``enc``, ``dec``), any
 other object as a handle the side that holds it hands out."""
 
