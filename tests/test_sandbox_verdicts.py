@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from recipe_arena.data.micro import generate_examples
 from recipe_arena.rewards.code import check_code
+from recipe_arena.rewards.sandbox import Limits
 from recipe_arena.rewards.sandbox_split import split_tests
 from tests.hostile_tally import record
 from tests.sandbox_attack_base import fenced
@@ -179,3 +180,35 @@ def test_micro_world_code_references_still_split_and_pass() -> None:
             assert check_code(tests, ex.response) == (1.0, f"passed {len(tests)}/{len(tests)}")
             wrong = fenced(f"def {name}(*a):\n    return None")
             assert check_code(tests, wrong)[0] == 0.0
+
+
+HANGS = "import time\ndef dbl(x):\n    if x == 1:\n        return 2\n    time.sleep(60)"
+"""Right on dbl(1) == 2; every later case never returns (the time limit ends the run)."""
+
+
+@needs_full
+def test_a_helper_whose_later_case_runs_out_of_time_fails() -> None:
+    """``def t(a, b): assert dbl(a) == b`` then ``t(1, 2)``, ``t(2, 4)``, ``t(3, 6)``: a
+    program right on the first case that sleeps on the second scored 1.0 under both
+    rewards ("passed 1/1"), as the one that raised on it did before: ``t(1, 2)``
+    reported the helper's assert passed, and the time limit killed the check side
+    while ``t(2, 4)`` ran, so nothing failed it. The check side now names the asserts
+    a statement may run before it starts, and the verifier fails those of a statement
+    that never finished: 0 in every helper form, with ``all_pass`` and with
+    ``pass_fraction``. A statement that finished keeps its credit (``check(dbl)`` then
+    a plain assert that times out: 1 of 2), and the right ``dbl`` scores 1."""
+    lim = Limits(wall_s=2.0)
+    got = {
+        (form, all_pass): check_code(list(tests), fenced(HANGS), all_pass, lim)[0]
+        for form, tests in HELPERS.items()
+        for all_pass in (True, False)
+    }
+    held = [k for k, score in got.items() if score == 0.0]
+    record("code sandbox: a helper's later case out of time", len(got), len(held))
+    assert len(held) == len(got), got
+    finished_first = ["def check(c):\n    assert c(1) == 2", "check(dbl)", "assert dbl(2) == 4"]
+    assert check_code(finished_first, fenced(HANGS), False, lim)[0] == 0.5
+    right = fenced("def dbl(x):\n    return 2 * x")
+    assert all(
+        check_code(list(t), right, True, lim) == (1.0, "passed 1/1") for t in HELPERS.values()
+    )

@@ -38,7 +38,7 @@ _FENCE_RE = re.compile(
 )
 MAX_TESTS_CHARS = 1 << 20
 """Longest ground truth (all tests together) that is run at all."""
-_REPORT_RE = re.compile(r"^(T|R|N|E) ?(.*)$")
+_REPORT_RE = re.compile(r"^(T|R|S|F|N|E) ?(.*)$")
 
 
 def extract_code(response: str) -> str | None:
@@ -49,10 +49,13 @@ def extract_code(response: str) -> str | None:
 
 def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
     """(number of asserts or None, indices that passed, note) from the check side's
-    report lines; an assert passes only on an ``R i 1`` and no ``R i 0``."""
+    report lines; an assert passes only on an ``R i 1``, no ``R i 0``, and no ``S``
+    naming it that no ``F`` followed (a statement cut short by the time limit or the
+    check side's end, which may have run it again: ``sandbox_harness._Report``)."""
     total: int | None = None
     passed: set[int] = set()
     failed: set[int] = set()
+    running: set[int] = set()  # named by the statement that has not finished
     note = ""
     for raw in stdout.decode("utf-8", "replace").splitlines():
         m = _REPORT_RE.match(raw)
@@ -65,11 +68,15 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
             parts = rest.split()
             if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) < 9:
                 (passed if parts[1] == "1" else failed).add(int(parts[0]))
+        elif kind == "S":
+            running.update(int(p) for p in rest.split() if p.isdigit() and len(p) < 9)
+        elif kind == "F":
+            running.clear()
         elif kind == "E" and not note.startswith("error:"):
             note = "error: " + rest[:300]  # the row could not be judged: wins over a note
         elif kind == "N" and not note:
             note = rest[:300]
-    return total, passed - failed, note
+    return total, passed - failed - running, note
 
 
 def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int, str]:

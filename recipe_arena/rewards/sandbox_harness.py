@@ -13,9 +13,11 @@ sandbox_wire.py and sandbox_remote.py).
 - the *check side* (uid ``uid_c``, one process, its own RLIMIT_AS): reads the row's
   tests from stdin, rewrites them (sandbox_split), runs them whole, holding the
   program's objects as ``Remote`` handles, and reports to the verifier on a private
-  copy of stdout: ``T n`` (asserts), ``R i 0|1`` per assert when the top-level
-  statement that ran it ends, ``N text`` (first error note), ``E text`` (the row
-  cannot be judged: tests that do not parse, or an unsupported test form).
+  copy of stdout: ``T n`` (asserts), ``S i j ...`` (asserts the top-level statement
+  now starting may run), ``R i 0|1`` per assert when the statement that ran it ends,
+  then ``F`` (it finished: an ``S`` without ``F`` fails its asserts, ``_Report``),
+  ``N text`` (first error note), ``E text`` (the row cannot be judged: tests that do
+  not parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
@@ -221,15 +223,12 @@ def _program_side(inp: IO[bytes], out: IO[bytes]) -> None:
 
 def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     req = json.loads(sys.stdin.buffer.read())
-    report = os.fdopen(os.dup(1), "w")
+    report = _Report(os.fdopen(os.dup(1), "w"))
+    say = report.say
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):
         os.dup2(null, fd)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-
-    def say(text: str) -> None:
-        report.write(text + "\n")
-        report.flush()
 
     try:
         plan = split_tests(req["tests"])  # type: ignore[name-defined]  # noqa: F821 - from sandbox_split.py's source
@@ -268,7 +267,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "__builtins__": builtins,
         "_ra_g": program_name,
         "_ra_assert": check,
-        "_ra_enter": lambda first, last: entered.update(range(first, last)),
+        "_ra_enter": lambda first, last: entered.update(report.open_range(first, last)),
     }
     for name in plan["modules"]:  # imports the tests left out (sandbox_split)
         try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
@@ -284,6 +283,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # assert (or a helper's, called once per case) that passed its first cases would
     # otherwise pass when the program raises or exits on a later one.
     for src, ids in plan["stmts"]:
+        report.open(ids)
         try:
             exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
@@ -299,10 +299,51 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
             return
         for i in sorted(touched):
             say(f"R {i} {int(outcome[i])}")
+        report.close()
         touched.clear()
         entered.clear()
     if notes:
         say("N " + _clean(notes[0]))
+
+
+class _Report:
+    """The check side's report to the verifier (a private copy of stdout). Before a
+    top-level statement runs, ``S`` lines name the asserts it may run (those it holds
+    and those of the test functions it names or enters); ``F`` after its ``R`` lines
+    says it finished. The verifier fails the asserts of a statement that never got its
+    ``F``: one cut short by the time limit, or by the end of the check side, would
+    otherwise leave standing an ``R i 1`` that an earlier statement reported for the
+    same helper's assert (``t(1, 2)`` passed, ``t(2, 4)`` never returned)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.named: set[int] = set()  # asserts the running statement has named
+        self.ranges: set[tuple[int, int]] = set()  # test functions it entered
+
+    def say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def open(self, ids: Any) -> None:
+        """Name ``ids`` as asserts the running statement may run (new ones only)."""
+        new = sorted(set(ids) - self.named)
+        self.named.update(new)
+        for k in range(0, len(new), 300):  # lines short enough to be written whole
+            self.say("S " + " ".join(map(str, new[k : k + 300])))
+
+    def open_range(self, first: int, last: int) -> range:
+        """A test function holding asserts ``first..last-1`` was entered: name them."""
+        if (first, last) not in self.ranges:
+            self.ranges.add((first, last))
+            self.open(range(first, last))
+        return range(first, last)
+
+    def close(self) -> None:
+        """The running statement finished (its ``R`` lines are written)."""
+        if self.named:
+            self.say("F")
+        self.named.clear()
+        self.ranges.clear()
 
 
 def _clean(text: str) -> str:
