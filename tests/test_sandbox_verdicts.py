@@ -212,3 +212,50 @@ def test_a_helper_whose_later_case_runs_out_of_time_fails() -> None:
     assert all(
         check_code(list(t), right, True, lim) == (1.0, "passed 1/1") for t in HELPERS.values()
     )
+
+
+IN_CONTAINERS = (  # the expected node inside a container: Python tries identity first
+    "assert [reverse_list(head)] == [expected]",
+    "assert reverse_list(head) in [expected]",
+    "assert (reverse_list(head), 1) == (expected, 1)",
+    "assert {'r': reverse_list(head)} == {'r': expected}",
+    "assert [expected].count(reverse_list(head)) == 1",
+)
+
+
+@needs_full
+def test_the_tests_own_object_inside_a_container_is_not_equal() -> None:
+    """The open item of the earlier round: ``[reverse_list(head)] == [expected]`` (or
+    ``in [expected]``, a tuple, a dict value, ``.count``) passed the program that
+    handed back the test's own ``expected`` node: the check side held one handle per
+    program object, and a list compares its items by identity before ``==``. Each
+    answer now brings a new handle, so every such form scores 0, and ``is`` asks
+    whether two handles name one object: a stack that gives back the node pushed
+    scores 1 under ``is`` and ``is not``, and the right ``reverse_list`` scores 1 where
+    the test reads the values."""
+    got = {
+        form: check_code([*BUILT_EXPECTED[:2], form], fenced(RETURN_EXPECTED))[0]
+        for form in IN_CONTAINERS
+    }
+    held = [f for f, score in got.items() if score == 0.0]
+    record("code sandbox: the test's own object inside a container", len(got), len(held))
+    assert len(held) == len(got), got
+    stack = (
+        "class Stack:\n    def __init__(self): self.xs = []\n"
+        "    def push(self, x): self.xs.append(x)\n    def pop(self): return self.xs.pop()\n"
+        "    def top(self): return self.xs[-1]\n"
+    )
+    pushed = [
+        "s = Stack()",
+        "n, m = ListNode(7), ListNode(8)",
+        "s.push(n)",
+        "assert s.top() is n and s.top() is not m",
+        "assert s.pop() is n",
+    ]
+    assert check_code(pushed, fenced(NODE + stack)) == (1.0, "passed 2/2")
+    read = [
+        BUILT_EXPECTED[1],
+        "r = reverse_list(head)",
+        "assert [r.val, r.next.val, r.next.next.val] == [3, 2, 1]",
+    ]
+    assert check_code(read, fenced(REVERSE)) == (1.0, "passed 1/1")

@@ -38,7 +38,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # defined by the sources that run first
     from typing import IO, Any
 
-    from recipe_arena.rewards.sandbox_remote import _REFUSED, _REQUEST, ProbeError, Remote, _Channel
+    from recipe_arena.rewards.sandbox_remote import (
+        _REFUSED,
+        _REQUEST,
+        ProbeError,
+        Remote,
+        _Channel,
+        same,
+    )
     from recipe_arena.rewards.sandbox_wire import MAX_LINE, _line, _repr, _type, dec, enc
 
 _UNARY: dict[str, Any] = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": _repr}
@@ -267,6 +274,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "__builtins__": builtins,
         "_ra_g": program_name,
         "_ra_assert": check,
+        "_ra_is": same,
         "_ra_enter": lambda first, last: entered.update(report.open_range(first, last)),
     }
     for name in plan["modules"]:  # imports the tests left out (sandbox_split)

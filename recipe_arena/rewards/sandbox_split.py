@@ -134,6 +134,21 @@ class _Rewriter(ast.NodeTransformer):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        """``a is b`` -> ``_ra_is(a, b)`` (``a is not b`` -> ``not _ra_is(a, b)``): the
+        check side holds a new handle for each answer of the program, so identity of
+        the program's objects is asked of their handles' names. A chain (``a is b is
+        c``) stays as written."""
+        self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            return node
+        call: ast.expr = ast.Call(
+            ast.Name("_ra_is", ast.Load()), [node.left, node.comparators[0]], []
+        )
+        if isinstance(node.ops[0], ast.IsNot):
+            call = ast.UnaryOp(ast.Not(), call)
+        return ast.copy_location(call, node)
+
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if isinstance(node.ctx, ast.Load) and node.id in self.program:
             call = ast.Call(ast.Name("_ra_g", ast.Load()), [ast.Constant(node.id)], [])
