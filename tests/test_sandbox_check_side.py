@@ -216,3 +216,19 @@ def test_tests_that_read_nothing_of_the_program_are_refused() -> None:
     renamed = [t.replace("max(", "top(") for t in builtin_named]
     assert check_code(renamed, fenced("def top(xs):\n    return sorted(xs)[-1]"))[0] == 1.0
     assert check_code(renamed, fenced("pass"))[0] == 0.0
+
+
+@needs_full
+def test_frozensets_inside_sets_and_dict_keys_cross_as_values() -> None:
+    """A right program returning a set of frozensets (the pairs of a list) or a dict
+    keyed by one scored 0 ("program answered with something that is not a value"):
+    a frozenset crossed as a set, which is not hashable inside a set or as a key. It
+    crosses as a frozenset now: both score 1, a wrong answer still 0."""
+    pairs = "assert pairs([1, 2, 3]) == {frozenset({1, 2}), frozenset({2, 3}), frozenset({1, 3})}"
+    right = "from itertools import combinations\ndef pairs(xs):\n    return {frozenset(c) for c in combinations(xs, 2)}"
+    assert check_code([pairs], fenced(right)) == (1.0, "passed 1/1")
+    wrong = "def pairs(xs):\n    return {frozenset({1, 2})}"
+    assert check_code([pairs], fenced(wrong))[0] == 0.0
+    keyed = ["assert degree([[1, 2]]) == {frozenset({1, 2}): 1}"]
+    counts = "def degree(es):\n    return {frozenset(e): 1 for e in es}"
+    assert check_code(keyed, fenced(counts)) == (1.0, "passed 1/1")

@@ -17,7 +17,7 @@ dict-driven, index-loop and generator forms, test helper functions (HumanEval's
 
 Supported test forms: any Python whose values handed to the program are plain builtin
 values (int, float, complex, bool, str, bytes, None, range, and lists, tuples, sets,
-dicts of them) or the program's own objects. Refused with an ``error:`` verdict
+frozensets, dicts of them) or the program's own objects. Refused with an ``error:`` verdict
 (never sent): a test that hands the program anything else (a lambda, a test-defined
 class instance, a generator, a ``deque``). Not seen: in-place changes the program
 makes to a list it was given (the check side keeps its own copy).

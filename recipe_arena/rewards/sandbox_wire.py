@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 _type, _repr = type, repr
 """Builtins bound before any test runs, so a test that rebinds ``type`` changes nothing."""
 _ATOMS = (int, float, bool, str, type(None))
-_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "set", dict: "dict"}
+_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "fset", dict: "dict"}
+"""A frozenset stays one: a set of them, or a dict keyed by them, is a value too."""
 MAX_LINE = 8 << 20
 """Longest probe request or answer (bytes); a longer one fails the probe."""
 
@@ -65,7 +66,7 @@ def dec(e: dict[str, Any], ref: Any = None) -> Any:
         return range(*(dec(x) for x in e["range"]))
     if "dict" in e:
         return {dec(k, ref): dec(x, ref) for k, x in e["dict"]}
-    for kind, ctor in (("list", list), ("tuple", tuple), ("set", set)):
+    for kind, ctor in (("list", list), ("tuple", tuple), ("set", set), ("fset", frozenset)):
         if kind in e:
             return ctor(dec(x, ref) for x in e[kind])
     if "ref" in e and ref is not None:
