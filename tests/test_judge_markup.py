@@ -1,10 +1,16 @@
 """What a chat answer can do to the judge's request beyond its words: write the judge's
 chat markers (``<|im_end|>``, ``<|im_start|>``, ``<think>``), which a tokenizer reads as
-its special tokens. A real engine (the untrained micro judge) throughout."""
+its special tokens, and be too long for an endpoint's model, which the endpoint refuses
+(HTTP 400) instead of judging. A real engine (the untrained micro judge) and a real
+OpenAI-compatible endpoint throughout."""
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +21,7 @@ from recipe_arena.data.templates import encode_messages, prompt_text
 from recipe_arena.rewards.judge import Judge, judge_prompt, special_strings
 from recipe_arena.rewards.rubric import tournament
 from recipe_arena.rewards.text import answer_text
+from recipe_arena.rewards.verify import verify_jsonl
 from tests.hostile_tally import record
 from tests.untrained_judge import untrained_judge
 
@@ -101,3 +108,78 @@ def test_the_judge_tokenizer_knows_its_markers(micro_gen) -> None:
     is left for an answer to write."""
     got = set(special_strings(micro_gen.tok))
     assert {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|bos|>"} <= got
+
+
+class _ContextServer:
+    """A real OpenAI-compatible endpoint with a model context of ``limit`` characters of
+    prompt: a longer request is refused with HTTP 400 and vLLM's error body, as vLLM and
+    OpenAI refuse a prompt longer than the model's context; any other is judged
+    'Score: 6'."""
+
+    def __init__(self, limit: int) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                size = sum(len(m["content"]) for m in body["messages"])
+                if size > limit:
+                    status, out = (
+                        400,
+                        {
+                            "object": "error",
+                            "message": f"This model's maximum context length is {limit} tokens. "
+                            f"However, you requested {size} tokens.",
+                            "type": "BadRequestError",
+                            "code": 400,
+                        },
+                    )
+                else:
+                    choice = {"message": {"role": "assistant", "content": "Score: 6"}}
+                    status, out = 200, {"choices": [dict(choice, finish_reason="stop")]}
+                data = json.dumps(out).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_an_answer_an_endpoint_refuses_is_a_judged_0(tmp_path: Path) -> None:
+    """``verify`` with an endpoint judge whose model takes 1,500 characters: a short
+    answer is judged (0.6); an answer of 4,000 characters (the most the judge is shown)
+    is refused with HTTP 400. Before, that refusal was "judge failed", which ``verify``
+    leaves out of its averages, so a file's wrong answers made long enough dropped out
+    of its mean (an engine judge already scored them 0). Now it scores 0.0 as judged
+    and counts (count/chat 2); a row whose own prompt the endpoint refuses stays an
+    error (errors 1), as with an engine judge."""
+    srv = _ContextServer(limit=1500)
+    rows = [
+        {"domain": "chat", "prompt": "Plural of road?", "response": "roads"},
+        {"domain": "chat", "prompt": "Plural of road?", "response": "roads " * 667},
+        {"domain": "chat", "prompt": "why? " * 400, "response": "roads"},
+    ]
+    inp, out = tmp_path / "rows.jsonl", tmp_path / "scored.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = RewardsConfig(judge_model=srv.url, judge_retries=0, workers=1, allow_weak_sandbox=True)
+    try:
+        summary = verify_jsonl(inp, out, cfg)
+    finally:
+        srv.close()
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    ok = got[1]["score"] == 0.0 and summary["count/chat"] == 2.0
+    record("chat judge: answers an endpoint refuses", 1, int(ok))
+    assert got[0]["score"] == 0.6
+    assert got[1]["score"] == 0.0, got[1]
+    assert got[1]["reason"] == "answer too long for the judge's context"
+    assert got[2]["score"] is None and got[2]["reason"].startswith("error:")
+    assert summary["count/chat"] == 2.0 and summary["errors"] == 1.0

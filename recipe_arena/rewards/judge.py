@@ -160,6 +160,12 @@ class EngineGenerator:
         self.engine.close()
 
 
+REFUSED_STATUS = frozenset({400, 413, 422})
+"""HTTP statuses by which an endpoint refuses a request for what it holds: vLLM and
+OpenAI answer 400 to a prompt that leaves no room for ``max_tokens`` in the model's
+context. Such a request is not retried."""
+
+
 class HTTPGenerator:
     """An OpenAI-compatible chat endpoint; per-request timeout, retries with back-off."""
 
@@ -176,8 +182,13 @@ class HTTPGenerator:
         self.url += "/chat/completions"
         self.model, self.max_new_tokens = model, max_new_tokens
         self.timeout_s, self.retries, self.api_key = timeout_s, retries, api_key
+        self.failed: OrderedDict[str, bool] = OrderedDict()
+        """Request (prompt and cap) -> whether the endpoint refused it (``REFUSED_STATUS``),
+        for the latest 1,024 requests that got no reply: ``fits`` reads it instead of
+        asking again."""
+        self._failed_lock = threading.Lock()
 
-    def _one(self, chat: Chat, max_new_tokens: int) -> str | None:
+    def _one(self, chat: Chat, max_new_tokens: int, retries: int | None = None) -> str | None:
         body = json.dumps(
             {
                 "model": self.model,
@@ -189,17 +200,45 @@ class HTTPGenerator:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        for attempt in range(self.retries + 1):
+        tries = (self.retries if retries is None else retries) + 1
+        refused = False
+        for attempt in range(tries):
             try:
                 req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     choice = json.loads(resp.read())["choices"][0]
                     text = str(choice["message"]["content"])
                     return text + CUT_MARK if choice.get("finish_reason") == "length" else text
-            except (urllib.error.URLError, TimeoutError, OSError, KeyError, ValueError, IndexError):
-                if attempt < self.retries:
+            except urllib.error.HTTPError as e:
+                e.close()
+                if e.code in REFUSED_STATUS:
+                    refused = True
+                    break
+                if attempt + 1 < tries:
                     time.sleep(min(8.0, 0.5 * 2**attempt))
+            except (urllib.error.URLError, TimeoutError, OSError, KeyError, ValueError, IndexError):
+                if attempt + 1 < tries:
+                    time.sleep(min(8.0, 0.5 * 2**attempt))
+        with self._failed_lock:
+            self.failed[_request_key(chat, max_new_tokens)] = refused
+            while len(self.failed) > 1024:
+                self.failed.popitem(last=False)
         return None
+
+    def fits(self, prompt: Chat) -> bool:
+        """Whether the endpoint takes ``prompt`` with the judge's token cap: False only
+        when it refused it (``REFUSED_STATUS``), as it does a prompt longer than its
+        model's context. A prompt that got no reply otherwise (a timeout, a server
+        error) is not known to be refused: True. Asks once unless ``failed`` knows."""
+        key = _request_key(prompt, self.max_new_tokens)
+        with self._failed_lock:
+            known = self.failed.get(key)
+        if known is None:
+            if self._one(prompt, self.max_new_tokens, retries=0) is not None:
+                return True
+            with self._failed_lock:
+                known = self.failed.get(key, False)
+        return not known
 
     def generate(
         self, prompts: Sequence[Chat], max_new_tokens: int | None = None
@@ -212,6 +251,10 @@ class HTTPGenerator:
 
     def close(self) -> None:
         pass
+
+
+def _request_key(chat: Chat, max_new_tokens: int) -> str:
+    return json.dumps([chat, max_new_tokens], sort_keys=True)
 
 
 def parse_score(text: str | None) -> float | None:
@@ -312,11 +355,12 @@ class Judge:
     def _answer_too_long(self, row: PromptRow, response: str) -> bool:
         """Whether the judge could not read ``response`` because of its own length: the
         row's prompt fits the judge's context with an empty answer and not with this
-        one. Such an answer scores 0 as judged, where a failure of the judge is no
-        verdict (``verify`` leaves those out of its averages, so an answer made long
-        enough would otherwise drop out of them)."""
+        one (an engine counts its tokens; an endpoint refuses the longer request,
+        ``HTTPGenerator.fits``). Such an answer scores 0 as judged, where a failure of
+        the judge is no verdict (``verify`` leaves those out of its averages, so an
+        answer made long enough would otherwise drop out of them)."""
         fits = getattr(self.gen, "fits", None)
-        if fits is None:  # a generator that does not know its context (an endpoint)
+        if fits is None:  # a generator that cannot tell
             return False
         return not fits(self.prompt_for(row, response)) and bool(fits(self.prompt_for(row, "")))
 
