@@ -259,3 +259,24 @@ def test_the_tests_own_object_inside_a_container_is_not_equal() -> None:
         "assert [r.val, r.next.val, r.next.next.val] == [3, 2, 1]",
     ]
     assert check_code(read, fenced(REVERSE)) == (1.0, "passed 1/1")
+
+
+MANY = "def t(a, r):\n" + "    assert r == r\n" * 2000 + "    assert r == 2 * a"
+"""A test helper of 2001 asserts: each statement that calls it reports 2001 lines."""
+
+
+@needs_full
+def test_a_report_cut_at_its_size_limit_fails_every_assert() -> None:
+    """``t(i, dbl(i))`` for i = 1..200 with a 2001-assert helper: the check side's
+    report passed the verifier's 1 MB cap around the 60th statement, so the
+    ``R i 0`` lines of the last one, where the program is wrong, were cut and the
+    ``R i 1`` lines of the first ones stood: 1.0. The cap is now 4 MB and a report
+    that reaches it fails every assert (the right program too, on a row this large);
+    the right program scores 1 where its report fits."""
+    tests = [MANY, *(f"t({i}, dbl({i}))" for i in range(1, 201))]
+    wrong = fenced("def dbl(x):\n    return 0 if x == 200 else 2 * x")
+    got = check_code(tests, wrong, True, Limits(wall_s=30.0))
+    record("code sandbox: a report cut at its size limit", 1, int(got[0] == 0.0))
+    assert got[0] == 0.0 and "report longer than" in got[1], got
+    right = fenced("def dbl(x):\n    return 2 * x")
+    assert check_code(tests[:21], right, True, Limits(wall_s=30.0)) == (1.0, "passed 2001/2001")

@@ -38,6 +38,11 @@ _FENCE_RE = re.compile(
 )
 MAX_TESTS_CHARS = 1 << 20
 """Longest ground truth (all tests together) that is run at all."""
+MAX_REPORT_BYTES = 4 << 20
+"""Most of the check side's report kept: a few lines per top-level statement (``S``,
+``R``, ``F``), so tests of ``MAX_TESTS_CHARS`` in short statements fit. A report cut
+here fails every assert: an ``R i 0`` past the cut would leave an earlier ``R i 1``
+of the same helper's assert standing."""
 _REPORT_RE = re.compile(r"^(T|R|S|F|N|E) ?(.*)$")
 
 
@@ -83,7 +88,7 @@ def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int,
     """(passed, total, note) for assert-style tests; total 0 with an ``error:`` note
     when the tests do not parse."""
     req = json.dumps({"code": code, "tests": list(tests)})  # ASCII: lone surrogates escaped
-    run = run_harness("asserts", req.encode(), lim)
+    run = run_harness("asserts", req.encode(), lim, MAX_REPORT_BYTES)
     total, passed, note = parse_report(run.stdout)
     if note.startswith("error:"):  # refused test form: a verdict on the row, not a score
         return 0, 0, note
@@ -93,6 +98,8 @@ def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int,
         why = f"timed out after {lim.wall_s:g}s" if run.timed_out else "sandbox failed"
         tail = run.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
         return 0, 0, f"error: {why}" + (f" ({tail[0][:200]})" if tail else "")
+    if len(run.stdout) >= MAX_REPORT_BYTES:  # an R i 0 past the cut would be lost
+        return 0, total, f"report longer than {MAX_REPORT_BYTES} bytes"
     if run.timed_out:
         note = f"timed out after {lim.wall_s:g}s"
     return len({i for i in passed if 0 <= i < total}), total, note
