@@ -29,7 +29,10 @@ from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
 FALLBACK_RUBRIC = (
     "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
 )
-_WINNER_RE = re.compile(r"winner\s*[:=]?\s*\**\s*(A|B|tie)\b", re.IGNORECASE)
+_WINNER_RE = re.compile(r"(?<![a-z])winner\s*[:=]?\s*\**\s*(A|B|tie)\b", re.IGNORECASE)
+"""A game's verdict label: "Winner: B". The label is a word of its own: a word that ends
+in it ("breadwinner a", "prizewinner B", in a reply's account of an answer after its
+verdict) would otherwise be read as the last verdict."""
 
 
 GAME_TOKENS_FACTOR = 2
