@@ -46,12 +46,12 @@ and a study run. Bump it when a verifier's verdict on some response changes, so 
 nothing computed under the old verdicts is reused (v2: IFEval's language check made a
 function of the text, ``rewards.ifeval.LANGDETECT_SEED``)."""
 
-AUDIT_VERSION = "audit-v2"
+AUDIT_VERSION = "audit-v3"
 """Part of the key of every study run and stored prefix whose pipeline runs the audit
 (``study.settings_digest``, ``prefix_cache.prefix_entry``): bump it when a change to the
 audit's probes (``rewards.audit.HACKS``) can change what it accepts, so no run
 quarantined under the old probes is reused (v2: ``numbers_listed``, the probe the
-``last_number`` extractor accepts)."""
+``last_number`` extractor accepts; v3: chat probes under a rubric tournament play it)."""
 
 STALE_TMP_S = 6 * 3600
 """A temporary build directory untouched this long was left by a killed process."""

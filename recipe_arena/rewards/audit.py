@@ -7,6 +7,14 @@ score). The report lists, per dataset and hack, how many tasks accepted it; with
 ``rewards.audit_quarantine`` the ids of tasks that accepted a quarantining hack are
 dropped from training (``apply_quarantine``).
 
+Under ``chat: rubric_tournament`` a chat probe is played the way training scores it: in
+a tournament against the row's reference answer, accepted when its win rate is 0.5 or
+more (it ties or beats the reference). The judge's verdict alone measured another
+verifier than the one training uses: an older micro judge gave the ``judge_injection``
+probe 0.5 or more on 4 of 60 held-out rows alone, and tied or beat the reference on 19
+of them in games. A chat row without a reference is judged alone, as under ``chat:
+judge``.
+
 Hacks marked ``quarantine=False`` are reported but do not quarantine a task: they
 measure known weaknesses of a whole verifier family (a minimal answer that meets an
 IFEval constraint without doing the task), which quarantining would not fix.
@@ -28,6 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
@@ -227,7 +236,7 @@ def run_audit(
             jobs = [
                 (row, HACKS[h]) for row in rows for h in names if row.domain in HACKS[h].domains
             ]
-            results = sc.score([r for r, _ in jobs], [h.make(r) for r, h in jobs])  # type: ignore[attr-defined]
+            results = _probe(sc, [r for r, _ in jobs], [h.make(r) for r, h in jobs])
             for (row, hack), res in zip(jobs, results, strict=True):
                 report.probes.append(
                     Probe(
@@ -245,6 +254,32 @@ def run_audit(
         if own:
             sc.close()  # type: ignore[attr-defined]
     return report
+
+
+def _reference(row: PromptRow) -> str | None:
+    """The row's reference answer, or None (a chat row asked open-ended)."""
+    gold = row.ground_truth
+    return gold if isinstance(gold, str) and gold.strip() else None
+
+
+def _probe(sc: Any, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[Any]:
+    """``sc``'s result for each probe response. A chat probe whose row has a reference
+    answer, under a scorer whose chat reward is the rubric tournament, is played in a
+    tournament against that reference (``Scorer.score_groups``): its own result in that
+    group of two. Every other probe is scored alone (``Scorer.score``)."""
+    played = getattr(getattr(sc, "cfg", None), "chat", None) == "rubric_tournament"
+    games = [k for k, row in enumerate(rows) if played and row.domain == "chat" and _reference(row)]
+    alone = sorted(set(range(len(rows))) - set(games))
+    out: list[Any] = [None] * len(rows)
+    for k, res in zip(
+        alone, sc.score([rows[k] for k in alone], [responses[k] for k in alone]), strict=True
+    ):
+        out[k] = res
+    if games:
+        groups = [(rows[k], [str(_reference(rows[k])), responses[k]]) for k in games]
+        for k, group in zip(games, sc.score_groups(groups), strict=True):
+            out[k] = group[1]
+    return out
 
 
 REPORT_FILE = "audit.json"
