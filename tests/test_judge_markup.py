@@ -183,3 +183,23 @@ def test_an_answer_an_endpoint_refuses_is_a_judged_0(tmp_path: Path) -> None:
     assert got[1]["reason"] == "answer too long for the judge's context"
     assert got[2]["score"] is None and got[2]["reason"].startswith("error:")
     assert summary["count/chat"] == 2.0 and summary["errors"] == 1.0
+
+
+def test_an_answer_too_long_for_the_judge_forfeits_its_games(micro_gen) -> None:
+    """A tournament of a short answer and one of 4,000 characters (the most the judge is
+    shown; a game holding it is longer than the judge's 1,024-token context): the judge
+    reads neither game. Before, both answers lost both (0.0 and 0.0), so the long
+    answer cost its opponent what a short wrong one would have lost to it; now the
+    short answer wins both by forfeit (1.0, 0.0). Two answers that each fit alone but
+    not together forfeit nothing: neither is too long, and their games stay unread."""
+    cfg = RewardsConfig(chat="rubric_tournament", rubric_max_new_tokens=6)
+    long_answer = " ".join(f"w{k}" for k in range(1000))[:4000]
+    results, counts = tournament(Judge(micro_gen), ROW, ["seven", long_answer], cfg)
+    scores = [r.score for r in results]
+    record("rubric tournament: answers too long for the judge", 1, int(scores == [1.0, 0.0]))
+    assert scores == [1.0, 0.0], [r.reason for r in results]
+    assert counts["chat/judge_answer_too_long"] == 2
+    half = ("seven " * 90).strip()  # about 540 characters: fits alone, not beside another
+    results, counts = tournament(Judge(micro_gen), ROW, [half, half + " eight"], cfg)
+    assert [r.score for r in results] == [0.0, 0.0]
+    assert counts["chat/judge_answer_too_long"] == 0 and counts["chat/judge_failed"] == 2

@@ -5,7 +5,9 @@ when the row has one and the judge's mode allows it, as ``judge_prompt`` chooses
 template: ``rubric_prompt``), then compares the group's responses pairwise under that
 rubric (``game_prompt``). Every pair is judged in both orders (A/B and B/A) to
 cancel position bias. Reward of response i = points_i / games_i with win = 1,
-tie = 1/2, loss or unparsable verdict = 0: a win rate in [0, 1].
+tie = 1/2, loss or unparsable verdict = 0: a win rate in [0, 1]. A game the judge
+could not read because one answer alone is too long for its context is won by the
+other (``_too_long``), as a verdict on such an answer is a judged 0.
 
 Cost: 'all_pairs' judges G(G-1) ordered pairs (quadratic in G); 'round_robin' lets
 each response meet ``k`` neighbours (i+1..i+k mod G), about G*k ordered pairs.
@@ -100,6 +102,25 @@ def win_rates(g: int, games: Sequence[tuple[int, int, str | None]]) -> list[floa
     return [p / n if n else 0.0 for p, n in zip(points, played, strict=True)]
 
 
+def _too_long(judge: Judge, row: PromptRow, rubric: str, first: str, second: str) -> str | None:
+    """The winner of a game the judge could not read because one answer is too long
+    for its context: the game fits with that answer left empty and not with the other
+    left empty ('B' when ``first`` is too long, 'A' when ``second`` is); None when
+    neither or both alone overflow it, or the judge cannot tell (``Judge._answer_too_long``
+    for one answer). Why: a game with no verdict is lost by both answers, so an answer
+    made too long to read cost its opponent the games it played against it while
+    scoring 0 itself, as a short wrong answer does; under mean-centred advantages the
+    long one was then pushed down less."""
+    fits = getattr(judge.gen, "fits", None)
+    if fits is None:
+        return None
+    first_fits = bool(fits(game_prompt(row, rubric, first, "")))
+    second_fits = bool(fits(game_prompt(row, rubric, "", second)))
+    if first_fits == second_fits:
+        return None
+    return "A" if first_fits else "B"
+
+
 def tournament(
     judge: Judge, row: PromptRow, responses: Sequence[str], cfg: Any
 ) -> tuple[list[RewardResult], Counter[str]]:
@@ -134,6 +155,9 @@ def tournament(
         counts["chat/tournament_games"] += 1
         if verdict is not None:
             counts["chat/tournament_parsed"] += 1
+        elif reply is None and (forfeit := _too_long(judge, row, rubric, answers[a], answers[b])):
+            counts["chat/judge_answer_too_long"] += 1
+            verdict = forfeit
         else:
             counts["chat/tournament_unparsable" if reply is not None else "chat/judge_failed"] += 1
         games.append((a, b, verdict))
