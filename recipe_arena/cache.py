@@ -46,12 +46,26 @@ and a study run. Bump it when a verifier's verdict on some response changes, so 
 nothing computed under the old verdicts is reused (v2: IFEval's language check made a
 function of the text, ``rewards.ifeval.LANGDETECT_SEED``)."""
 
-AUDIT_VERSION = "audit-v3"
+AUDIT_VERSION = "audit-v2"
 """Part of the key of every study run and stored prefix whose pipeline runs the audit
-(``study.settings_digest``, ``prefix_cache.prefix_entry``): bump it when a change to the
-audit's probes (``rewards.audit.HACKS``) can change what it accepts, so no run
-quarantined under the old probes is reused (v2: ``numbers_listed``, the probe the
-``last_number`` extractor accepts; v3: chat probes under a rubric tournament play it)."""
+(``study.settings_digest``, ``prefix_cache.prefix_entry``) and of a stored audit report:
+bump it when a change to the audit's probes (``rewards.audit.HACKS``) can change what it
+accepts, so no run quarantined under the old probes is reused (v2: ``numbers_listed``,
+the probe the ``last_number`` extractor accepts). Read through ``audit_version``."""
+
+AUDIT_TOURNAMENT_VERSION = "tournament-v1"
+"""Added to ``AUDIT_VERSION`` where ``rewards.chat`` is ``rubric_tournament`` only: how
+the audit scores chat probes there (v1: each plays a tournament against the row's
+reference, as training scores it). Kept apart so that a change there does not orphan
+runs audited under the single-answer judge, whose probes it leaves as they were."""
+
+
+def audit_version(chat: str) -> str:
+    """The audit's version for runs whose chat verifier is ``chat`` (``rewards.chat``)."""
+    if chat == "rubric_tournament":
+        return f"{AUDIT_VERSION}+{AUDIT_TOURNAMENT_VERSION}"
+    return AUDIT_VERSION
+
 
 STALE_TMP_S = 6 * 3600
 """A temporary build directory untouched this long was left by a killed process."""

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from recipe_arena.cache import (
-    AUDIT_VERSION,
     VERDICTS_VERSION,
+    audit_version,
     build_cached,
     cache_key,
     cache_root,
@@ -115,7 +115,7 @@ def prefix_entry(cfg: RunConfig, stages: list[str], threads: int) -> Path:
         "threads": threads,
     }
     if "audit" in stages:  # what it quarantines follows its probes
-        parts["audit"] = AUDIT_VERSION
+        parts["audit"] = audit_version(cfg.rewards.chat)
     key = cache_key(parts)
     return cache_root(cfg.world.cache_dir) / "prefix" / key
 

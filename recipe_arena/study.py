@@ -96,7 +96,7 @@ from typing import get_args
 
 from pydantic import ValidationError
 
-from recipe_arena.cache import AUDIT_VERSION, CODE_VERSION, VERDICTS_VERSION
+from recipe_arena.cache import CODE_VERSION, VERDICTS_VERSION, audit_version
 from recipe_arena.compare import _dump, _Job, check_pairing, execute, needs_cold_cache
 from recipe_arena.comparison_plan import (
     PLAN_FILE,
@@ -141,12 +141,12 @@ def settings_digest(cfg: RunConfig, threads: int | None = None) -> str:
     its value is left out, so runs keyed before it existed keep their keys. The versions
     of the stages' code and of the verifiers' verdicts (``cache.CODE_VERSION``,
     ``cache.VERDICTS_VERSION``), and for a pipeline with the audit stage the version of
-    its probes (``cache.AUDIT_VERSION``), are part of it: a run made before any of them
+    its probes (``cache.audit_version``), are part of it: a run made before any of them
     changed is run again, not reused."""
     flat = json.dumps(without_later_defaults(_dump(cfg)), sort_keys=True, default=str)
     flat += f"|{CODE_VERSION}|{VERDICTS_VERSION}"
     if "audit" in cfg.pipeline.stages:
-        flat += f"|{AUDIT_VERSION}"
+        flat += f"|{audit_version(cfg.rewards.chat)}"
     if threads is not None:
         flat += f"|threads={threads}"
     return hashlib.sha256(flat.encode()).hexdigest()[:12]

@@ -90,29 +90,46 @@ def test_study_run_and_prefix_keys_are_those_of_the_runs_on_disk() -> None:
 def test_the_audit_probes_version_keys_only_pipelines_that_run_the_audit(monkeypatch) -> None:
     """``cache.AUDIT_VERSION`` enters the run and prefix keys of a pipeline with the audit
     stage (its quarantine follows the probes), so a change of the probes reruns those
-    runs; the keys of every other run stay those on disk (the known values above)."""
-    from recipe_arena import prefix_cache, study
+    runs; the keys of every other run stay those on disk. ``AUDIT_TOURNAMENT_VERSION``
+    enters them only where chat is scored by the rubric tournament, so a change to how
+    the audit plays chat probes there leaves the Table 9.2 study's audited arms (chat
+    judged alone) under their committed keys: ``d9db3976a29a`` (hack left in) and
+    ``18fbc4aed562`` (quarantined) in docs/studies/table_9_2/rows/reward_hack.default."""
+    from recipe_arena import cache
 
-    audited = load_config([*STUDY, "pipeline.stages=[base,sft,dpo,audit,prompt_filter,rlvr,eval]"])
+    hack = [
+        "rewards.math_extractors=[boxed,final_answer_is,short_answer,last_number]",
+        "pipeline.stages=[base,sft,dpo,audit,prompt_filter,rlvr,eval]",
+        "seed=0",
+    ]
+    audited = load_config([*STUDY, *hack])
+    quarantined = load_config([*STUDY, *hack, "rewards.audit_quarantine=true"])
+    played = load_config([*STUDY, *hack, "rewards.chat=rubric_tournament"])
     plain = load_config([*STUDY, "seed=0"])
     a_stages = prefix_stages(audited.pipeline.stages)
     p_stages = prefix_stages(plain.pipeline.stages)
-    before = (
-        settings_digest(audited, 1),
-        prefix_entry(prefix_config(audited), a_stages, 1).name,
-        settings_digest(plain, 1),
-        prefix_entry(prefix_config(plain), p_stages, 1).name,
-    )
-    monkeypatch.setattr(study, "AUDIT_VERSION", "audit-next")
-    monkeypatch.setattr(prefix_cache, "AUDIT_VERSION", "audit-next")
-    after = (
-        settings_digest(audited, 1),
-        prefix_entry(prefix_config(audited), a_stages, 1).name,
-        settings_digest(plain, 1),
-        prefix_entry(prefix_config(plain), p_stages, 1).name,
-    )
-    assert after[0] != before[0] and after[1] != before[1]
-    assert after[2:] == before[2:] == ("cecaf79d3d9f", "bb38fa126849dc98")
+
+    def keys() -> tuple[str, ...]:
+        return (
+            settings_digest(audited, 1),
+            prefix_entry(prefix_config(audited), a_stages, 1).name,
+            settings_digest(played, 1),
+            prefix_entry(prefix_config(played), a_stages, 1).name,
+            settings_digest(plain, 1),
+            prefix_entry(prefix_config(plain), p_stages, 1).name,
+        )
+
+    before = keys()
+    assert before[0] == "d9db3976a29a" and settings_digest(quarantined, 1) == "18fbc4aed562"
+    assert before[4:] == ("cecaf79d3d9f", "bb38fa126849dc98")
+    monkeypatch.setattr(cache, "AUDIT_TOURNAMENT_VERSION", "tournament-next")
+    played_next = keys()
+    assert played_next[2] != before[2] and played_next[3] != before[3]
+    assert played_next[:2] == before[:2] and played_next[4:] == before[4:]
+    monkeypatch.setattr(cache, "AUDIT_VERSION", "audit-next")
+    after = keys()
+    assert all(after[i] != played_next[i] for i in range(4))
+    assert after[4:] == before[4:]
 
 
 def test_eval_cache_key_holds_the_evaluation_engines_precision() -> None:

@@ -296,7 +296,7 @@ def audit_entry(
     the probes' and the verdicts' versions, the rows (their content, by dataset), every
     reward setting but ``audit_quarantine`` (which acts on the report, not on what it
     holds) and the torch ``threads`` the judge scores with."""
-    from recipe_arena.cache import AUDIT_VERSION, VERDICTS_VERSION, cache_key, cache_root
+    from recipe_arena.cache import VERDICTS_VERSION, audit_version, cache_key, cache_root
 
     digest = hashlib.sha256()
     for dataset, rows in rows_by_dataset.items():
@@ -306,7 +306,7 @@ def audit_entry(
     key = cache_key(
         {
             "stage": "audit",
-            "audit": AUDIT_VERSION,
+            "audit": audit_version(cfg.chat),
             "verdicts": VERDICTS_VERSION,
             "rewards": cfg.model_dump(mode="json", exclude={"audit_quarantine"}),
             "threads": threads,
