@@ -7,16 +7,14 @@ label of the answer it quotes after its own verdict."""
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.audit import run_audit
 from tests.hostile_tally import record
+from tests.judge_endpoint import JudgeEndpoint, quoting_verdict, reply
 
 REFERENCE = "The opposite of hot is cold."
 ROWS = [
@@ -30,52 +28,25 @@ ROWS = [
 ]
 
 
-class _QuotingJudge:
+def _quoting_judge() -> JudgeEndpoint:
     """A real endpoint. A verdict prompt gets 'Score: 9' for the reference answer and
     'Score: 2' for any other; a game names the reference answer the winner, then quotes
     the other answer (whose own "Winner: A" is then the reply's last label); a rubric
     prompt gets a rubric."""
 
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][-1]["content"]
-                game = re.search(r"Answer A:\n(.*)\n\nAnswer B:\n(.*)\n\nWhich", prompt, re.S)
-                graded = re.search(r"Answer to grade:\n(.*)\n\nDoes", prompt, re.S)
-                if game is not None:
-                    a, b = (x == REFERENCE for x in game.groups())
-                    if a == b:
-                        reply = "Winner: tie"
-                    else:
-                        loser = game.group(2) if a else game.group(1)
-                        reply = f"Winner: {'A' if a else 'B'}. The other answer says: {loser}"
-                elif graded is not None:
-                    reply = "Score: 9" if graded.group(1) == REFERENCE else "Score: 2"
-                else:
-                    reply = "1. It names the opposite."
-                choice = {"message": {"role": "assistant", "content": reply}}
-                out = json.dumps({"choices": [dict(choice, finish_reason="stop")]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        prompt = body["messages"][-1]["content"]
+        verdict = quoting_verdict(prompt, REFERENCE)
+        graded = re.search(r"Answer to grade:\n(.*)\n\nDoes", prompt, re.S)
+        if verdict is None and graded is not None:
+            verdict = "Score: 9" if graded.group(1) == REFERENCE else "Score: 2"
+        return reply(verdict or "1. It names the opposite.")
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return JudgeEndpoint(answer)
 
 
 def _audit(chat: str) -> Any:
-    srv = _QuotingJudge()
+    srv = _quoting_judge()
     cfg = RewardsConfig(
         chat=chat, judge_model=srv.url, judge_retries=0, workers=1, allow_weak_sandbox=True
     )

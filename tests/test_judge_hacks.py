@@ -5,9 +5,6 @@ number that is not a verdict). Real engines and a real HTTP server throughout.""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from recipe_arena.rewards.judge import (
 )
 from recipe_arena.rewards.rubric import game_prompt, tournament
 from tests.hostile_tally import record
+from tests.judge_endpoint import JudgeEndpoint, reply
 from tests.untrained_judge import untrained_judge
 
 
@@ -77,39 +75,11 @@ def test_an_engine_reply_cut_at_the_cap_is_marked(micro_gen) -> None:
     assert res[0].score == 0.0 and judge.take_counts()["chat/judge_unparsable"] == 1
 
 
-class _LengthServer:
-    """A real OpenAI-compatible endpoint that answers '7' with finish_reason 'length'
-    (what a server sends when the reply reached max_tokens)."""
-
-    def __init__(self, finish: str) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                self.rfile.read(int(self.headers["Content-Length"]))
-                choice = {"message": {"role": "assistant", "content": "7"}}
-                out = json.dumps({"choices": [dict(choice, finish_reason=finish)]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.mark.parametrize(("finish", "score"), [("stop", 0.7), ("length", 0.0)])
 def test_an_http_reply_cut_at_max_tokens_is_read_by_labels_only(finish: str, score: float) -> None:
     """The endpoint's finish_reason decides: '7' that stopped is a verdict of 0.7; '7'
     cut at max_tokens is unparsable (0)."""
-    srv = _LengthServer(finish)
+    srv = JudgeEndpoint(lambda body: reply("7", finish))
     try:
         res = Judge(HTTPGenerator(srv.url, timeout_s=30, retries=0)).score([_row()], ["seven"])
     finally:

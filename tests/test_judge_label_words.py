@@ -5,56 +5,22 @@ look-alike label. Judged through a real OpenAI-compatible endpoint and ``Judge``
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
 import pytest
 
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import HTTPGenerator, Judge
 from tests.hostile_tally import record
+from tests.judge_endpoint import JudgeEndpoint, reply
 
 
-class _ReplyServer:
-    """A real OpenAI-compatible endpoint that answers every prompt with ``reply``."""
-
-    def __init__(self, reply: str) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                self.rfile.read(int(self.headers["Content-Length"]))
-                choice = {
-                    "message": {"role": "assistant", "content": reply},
-                    "finish_reason": "stop",
-                }
-                out = json.dumps({"choices": [choice]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def _judged(reply: str) -> float:
+def _judged(text: str) -> float:
     row = PromptRow(
         id="c",
         messages=[{"role": "user", "content": "Name the digits of pi."}],
         ground_truth="3.14159",
         domain="chat",
     )
-    srv = _ReplyServer(reply)
+    srv = JudgeEndpoint(lambda body: reply(text))
     try:
         res = Judge(HTTPGenerator(srv.url, timeout_s=30, retries=0)).score([row], ["9 9 9"])
     finally:

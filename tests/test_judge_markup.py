@@ -7,9 +7,7 @@ OpenAI-compatible endpoint throughout."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from recipe_arena.rewards.rubric import tournament
 from recipe_arena.rewards.text import answer_text
 from recipe_arena.rewards.verify import verify_jsonl
 from tests.hostile_tally import record
+from tests.judge_endpoint import JudgeEndpoint, reply
 from tests.untrained_judge import untrained_judge
 
 ROW = PromptRow(
@@ -110,48 +109,26 @@ def test_the_judge_tokenizer_knows_its_markers(micro_gen) -> None:
     assert {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|bos|>"} <= got
 
 
-class _ContextServer:
+def _context_server(limit: int) -> JudgeEndpoint:
     """A real OpenAI-compatible endpoint with a model context of ``limit`` characters of
     prompt: a longer request is refused with HTTP 400 and vLLM's error body, as vLLM and
     OpenAI refuse a prompt longer than the model's context; any other is judged
     'Score: 6'."""
 
-    def __init__(self, limit: int) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                size = sum(len(m["content"]) for m in body["messages"])
-                if size > limit:
-                    status, out = (
-                        400,
-                        {
-                            "object": "error",
-                            "message": f"This model's maximum context length is {limit} tokens. "
-                            f"However, you requested {size} tokens.",
-                            "type": "BadRequestError",
-                            "code": 400,
-                        },
-                    )
-                else:
-                    choice = {"message": {"role": "assistant", "content": "Score: 6"}}
-                    status, out = 200, {"choices": [dict(choice, finish_reason="stop")]}
-                data = json.dumps(out).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        size = sum(len(m["content"]) for m in body["messages"])
+        if size <= limit:
+            return reply("Score: 6")
+        error = {
+            "object": "error",
+            "message": f"This model's maximum context length is {limit} tokens. "
+            f"However, you requested {size} tokens.",
+            "type": "BadRequestError",
+            "code": 400,
+        }
+        return 400, error
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return JudgeEndpoint(answer)
 
 
 def test_an_answer_an_endpoint_refuses_is_a_judged_0(tmp_path: Path) -> None:
@@ -162,7 +139,7 @@ def test_an_answer_an_endpoint_refuses_is_a_judged_0(tmp_path: Path) -> None:
     of its mean (an engine judge already scored them 0). Now it scores 0.0 as judged
     and counts (count/chat 2); a row whose own prompt the endpoint refuses stays an
     error (errors 1), as with an engine judge."""
-    srv = _ContextServer(limit=1500)
+    srv = _context_server(limit=1500)
     rows = [
         {"domain": "chat", "prompt": "Plural of road?", "response": "roads"},
         {"domain": "chat", "prompt": "Plural of road?", "response": "roads " * 667},

@@ -6,10 +6,6 @@ endpoint whose judge names the right answer the winner and then quotes the other
 
 from __future__ import annotations
 
-import json
-import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,6 +16,7 @@ from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import HTTPGenerator, Judge
 from recipe_arena.rewards.rubric import parse_winner, tournament
 from tests.hostile_tally import record
+from tests.judge_endpoint import JudgeEndpoint, quoting_verdict, reply
 
 ROW = PromptRow(
     id="c",
@@ -30,44 +27,16 @@ ROW = PromptRow(
 RIGHT = "The breadwinner."
 
 
-class _QuotingJudge:
+def _quoting_judge() -> JudgeEndpoint:
     """A real endpoint judging games: the answer equal to ``RIGHT`` wins ('Winner: A',
     'Winner: B', or 'Winner: tie' when both or neither are); after a win it quotes the
     other answer, as judges explain their verdicts. Rubric prompts get a rubric."""
 
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][-1]["content"]
-                game = re.search(r"Answer A:\n(.*)\n\nAnswer B:\n(.*)\n\nWhich", prompt, re.S)
-                if game is None:
-                    reply = "1. It names who earns the money."
-                else:
-                    a, b = (x == RIGHT for x in game.groups())
-                    if a == b:
-                        reply = "Winner: tie"
-                    else:
-                        loser = game.group(2) if a else game.group(1)
-                        reply = f"Winner: {'A' if a else 'B'}. The other answer says: {loser}"
-                choice = {"message": {"role": "assistant", "content": reply}}
-                out = json.dumps({"choices": [dict(choice, finish_reason="stop")]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        verdict = quoting_verdict(body["messages"][-1]["content"], RIGHT)
+        return reply(verdict or "1. It names who earns the money.")
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return JudgeEndpoint(answer)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +48,7 @@ def test_a_word_ending_in_the_label_wins_no_game(wrong: str) -> None:
     "breadwinner a" quoted after "Winner: B" was read as A: the wrong answer, answer A
     in one of the two orders, won that game and scored 0.5 (so did "prizewinner B" as
     answer B). The plain wrong answer's games are read as before."""
-    srv = _QuotingJudge()
+    srv = _quoting_judge()
     cfg = RewardsConfig(chat="rubric_tournament")
     try:
         judge = Judge(HTTPGenerator(srv.url, timeout_s=30, retries=0))
