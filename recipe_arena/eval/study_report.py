@@ -211,7 +211,7 @@ def _summary_table(
         "|---|---|---|---|" + "---|" * len(doms) + "---|---|",
     ]
     for r in rows:
-        base = r.arms[0].name if r.arms else "-"
+        base = _counted(r, r.arms[0].name) if r.arms else "-"
         comps = comps_of(r)
         note = note_of(r)
         if not comps:
@@ -226,7 +226,7 @@ def _summary_table(
             by_dom = {c.domain: c for c in comps if c.arm == arm}
             cells = [_effect(by_dom[d]) if d in by_dom else "-" for d in doms]
             mde = by_dom.get(mde_dom) or by_dom[MEAN]
-            label = "A/A control" if mde.control else arm
+            label = _counted(r, arm, "A/A control" if mde.control else arm)
             md.append(
                 f"| {r.title} | {r.regime} | {base} | {label} | "
                 + " | ".join(cells)
@@ -239,6 +239,17 @@ def _summary_table(
                 + f" | - | {note} |"
             )
     return mde_dom, md
+
+
+def _counted(r: RowResult, arm: str, label: str | None = None) -> str:
+    """``label`` (default ``arm``) as the summary names the arm, with "(n of m seeds)"
+    where some of its runs are not counted (unfinished, or their scores gone), so a
+    figure from fewer seeds than the study lists says so where it is read."""
+    data = next((a for a in r.arms if a.name == arm), None)
+    label = label or arm
+    if data is None or not data.missing:
+        return label
+    return f"{label} ({len(data.runs)} of {len(data.runs) + len(data.missing)} seeds)"
 
 
 def _effect(c: Comparison) -> str:
