@@ -42,9 +42,13 @@ CODE_VERSION = "stages-v5"
 VERDICTS_VERSION = "verdicts-v2"
 """Part of the key of everything that stores or follows verifiers' verdicts: a cached
 held-out evaluation, a stored prefix (its DPO validation and prompt filter read verdicts)
-and a study run. Bump it when a verifier's verdict on some response changes, so that
-nothing computed under the old verdicts is reused (v2: IFEval's language check made a
-function of the text, ``rewards.ifeval.LANGDETECT_SEED``)."""
+and a study run. Bump it when a verifier's verdict can change on what the recipes' own
+models write, so that nothing computed under the old verdicts is reused (v2: IFEval's
+language check made a function of the text, ``rewards.ifeval.LANGDETECT_SEED``). A fix
+that changes verdicts only on crafted answers (a hack closed) keeps it, once a stored
+prefix rebuilt under the fix equals the stored one and a study row rerun with it
+reproduces its committed per-question scores (``study ... check=``): bumping it would
+orphan every committed study run for verdicts none of them met."""
 
 AUDIT_VERSION = "audit-v2"
 """Part of the key of every study run and stored prefix whose pipeline runs the audit
