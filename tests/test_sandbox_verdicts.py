@@ -167,12 +167,12 @@ def test_isclose_and_pi_left_to_the_programs_import_are_the_standard_librarys() 
 
 @needs_full
 def test_micro_world_code_references_still_split_and_pass() -> None:
-    """What the check side's rules must not cost: each of 60 micro-world code rows
+    """What the check side's rules must not cost: each of 24 micro-world code rows
     (train and heldout) splits with its function as the one program name and no
     check-side name, its reference answer scores 1 through the sandbox, and a body
     returning None scores 0."""
     for split in ("train", "heldout"):
-        for ex in generate_examples("code", split, 30, seed=3):
+        for ex in generate_examples("code", split, 12, seed=3):
             tests = list(ex.row.ground_truth)
             name = tests[0].removeprefix("assert ").split("(")[0]
             plan = split_tests(tests)
@@ -194,14 +194,16 @@ def test_a_helper_whose_later_case_runs_out_of_time_fails() -> None:
     reported the helper's assert passed, and the time limit killed the check side
     while ``t(2, 4)`` ran, so nothing failed it. The check side now names the asserts
     a statement may run before it starts, and the verifier fails those of a statement
-    that never finished: 0 in every helper form, with ``all_pass`` and with
-    ``pass_fraction``. A statement that finished keeps its credit (``check(dbl)`` then
+    that never finished: 0 in every helper form with ``pass_fraction`` (and the first
+    with ``all_pass``). A statement that finished keeps its credit (``check(dbl)`` then
     a plain assert that times out: 1 of 2), and the right ``dbl`` scores 1."""
     lim = Limits(wall_s=2.0)
+    # each hanging run waits out its 2 s: every form under partial credit (where any
+    # assert kept would show), the first also under all_pass
     got = {
         (form, all_pass): check_code(list(tests), fenced(HANGS), all_pass, lim)[0]
         for form, tests in HELPERS.items()
-        for all_pass in (True, False)
+        for all_pass in ((True, False) if form == "assert_calls" else (False,))
     }
     held = [k for k, score in got.items() if score == 0.0]
     record("code sandbox: a helper's later case out of time", len(got), len(held))

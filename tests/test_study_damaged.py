@@ -150,7 +150,15 @@ DAMAGE = {
 }
 
 
-@pytest.mark.parametrize("damage", sorted(DAMAGE))
+FIRST = ("torn line before the end", "a score of 7", "arm named ../x", "study.json cut short")
+"""The damages the default suite renders (the one that gave a silently wrong figure, an
+edited value, a path, a cut JSON): each report costs about 2 s; the rest run with
+``-m slow``."""
+
+
+@pytest.mark.parametrize(
+    "damage", [d if d in FIRST else pytest.param(d, marks=pytest.mark.slow) for d in sorted(DAMAGE)]
+)
 def test_a_damaged_artifact_stops_the_report_in_one_line(tmp_path: Path, damage: str) -> None:
     root = _one_row(tmp_path / "study")
     before = (root / "report.md").read_bytes() if (root / "report.md").exists() else None
