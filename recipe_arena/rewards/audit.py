@@ -41,6 +41,7 @@ from typing import Any
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.domains import DOMAINS
+from recipe_arena.rewards.judge import reference
 
 OVERLONG_CHARS = 200_000
 
@@ -256,19 +257,13 @@ def run_audit(
     return report
 
 
-def _reference(row: PromptRow) -> str | None:
-    """The row's reference answer, or None (a chat row asked open-ended)."""
-    gold = row.ground_truth
-    return gold if isinstance(gold, str) and gold.strip() else None
-
-
 def _probe(sc: Any, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[Any]:
     """``sc``'s result for each probe response. A chat probe whose row has a reference
     answer, under a scorer whose chat reward is the rubric tournament, is played in a
     tournament against that reference (``Scorer.score_groups``): its own result in that
     group of two. Every other probe is scored alone (``Scorer.score``)."""
     played = getattr(getattr(sc, "cfg", None), "chat", None) == "rubric_tournament"
-    games = [k for k, row in enumerate(rows) if played and row.domain == "chat" and _reference(row)]
+    games = [k for k, row in enumerate(rows) if played and row.domain == "chat" and reference(row)]
     alone = sorted(set(range(len(rows))) - set(games))
     out: list[Any] = [None] * len(rows)
     for k, res in zip(
@@ -276,7 +271,7 @@ def _probe(sc: Any, rows: Sequence[PromptRow], responses: Sequence[str]) -> list
     ):
         out[k] = res
     if games:
-        groups = [(rows[k], [str(_reference(rows[k])), responses[k]]) for k in games]
+        groups = [(rows[k], [str(reference(rows[k])), responses[k]]) for k in games]
         for k, group in zip(games, sc.score_groups(groups), strict=True):
             out[k] = group[1]
     return out

@@ -229,14 +229,21 @@ def parse_score(text: str | None) -> float | None:
     return value / 10.0 if 0.0 <= value <= 10.0 else None
 
 
+def reference(row: PromptRow) -> str | None:
+    """The row's reference answer (its ground truth, when a non-blank string); None for
+    a chat row asked open-ended. Decides which template the judge, the tournament's
+    rubric writer and the audit's tournament probes use."""
+    gold = row.ground_truth
+    return gold if isinstance(gold, str) and gold.strip() else None
+
+
 def judge_prompt(row: PromptRow, response: str, mode: str = "auto") -> Chat:
     """The judge's chat prompt for ``response`` to ``row``: the reference template when
     ``mode`` is 'reference', or 'auto' and the row has a reference answer; else the
     open-ended one. Only the answer (after ``</think>``) is shown, cut to
     ``MAX_JUDGED_CHARS``."""
     answer = answer_text(response)[:MAX_JUDGED_CHARS]
-    has_ref = isinstance(row.ground_truth, str) and row.ground_truth.strip() != ""
-    if mode == "reference" or (mode == "auto" and has_ref):
+    if mode == "reference" or (mode == "auto" and reference(row) is not None):
         text = template("judge_reference").format(
             prompt=row.prompt_text, reference=str(row.ground_truth or ""), response=answer
         )

@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.judge import MAX_JUDGED_CHARS, Chat, Judge, template, uncut
+from recipe_arena.rewards.judge import (
+    MAX_JUDGED_CHARS,
+    Chat,
+    Judge,
+    reference,
+    template,
+    uncut,
+)
 from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
 
 FALLBACK_RUBRIC = (
@@ -47,8 +54,7 @@ def rubric_prompt(row: PromptRow, mode: str = "auto") -> Chat:
     """The judge's prompt to write a rubric for ``row``: the question and its reference
     answer (``rubric_write_reference``) when ``mode`` is 'reference', or 'auto' and the
     row has a reference; else the question alone (``rubric_write``)."""
-    has_ref = isinstance(row.ground_truth, str) and row.ground_truth.strip() != ""
-    if mode == "reference" or (mode == "auto" and has_ref):
+    if mode == "reference" or (mode == "auto" and reference(row) is not None):
         text = template("rubric_write_reference").format(
             prompt=row.prompt_text, reference=str(row.ground_truth or "")
         )
