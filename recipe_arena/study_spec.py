@@ -219,9 +219,14 @@ def load_spec(path: Path) -> StudySpec:
     try:
         return StudySpec.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise ConfigError(f"study file {path}: {where}: {err['msg']}") from None
+        raise ConfigError(f"study file {path}: {first_error(e)}") from None
+
+
+def first_error(e: ValidationError) -> str:
+    """A study's first validation error on one line: where in the study, and what."""
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    return f"{where}: {err['msg']}"
 
 
 def _one_line(err: yaml.YAMLError) -> str:

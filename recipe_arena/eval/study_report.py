@@ -58,7 +58,7 @@ from recipe_arena.eval.comparison_report import (
 from recipe_arena.eval.html import write_pages
 from recipe_arena.eval.speed import Speed, speed_comparisons
 from recipe_arena.eval.study_tables import contrasts_section, power_section, time_section
-from recipe_arena.study_spec import StudySpec, seeds_of
+from recipe_arena.study_spec import StudySpec, first_error, seeds_of
 
 MDE_DOMAIN = "math"
 """The domain whose MDE the summary prints (the mean over domains when absent)."""
@@ -120,9 +120,7 @@ def read_study(root: Path) -> dict:
     try:
         StudySpec.model_validate(spec)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise ArtifactError(f"{path}: not a study ({where}: {err['msg']})") from None
+        raise ArtifactError(f"{path}: not a study ({first_error(e)})") from None
     return dict(spec)
 
 
