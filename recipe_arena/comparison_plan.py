@@ -19,12 +19,18 @@ NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}"
 folder name, never a path, so a run directory is always inside its output folder."""
 RUN_KEYS = ("seed", "name", "out_dir", "resume")
 """Settings that differ between runs by construction and never between arms."""
-LATER_DEFAULTS: dict[str, Any] = {"eval.dtype": None, "dpo.select": "validation"}
-"""Settings added after runs were keyed (``section.field``: its default): left out of a
-run's settings digest (``study.settings_digest``), its stored prefix's key
-(``prefix_cache``) and the comparison's view of its config while at this value, so the
-keys of earlier runs still name them and their config.yaml, which lacks the field,
-reads as the same settings."""
+LATER_DEFAULTS: dict[str, Any] = {
+    "eval.dtype": None,
+    "dpo.select": "validation",
+    "rewards.judge_markers": "special",
+}
+"""Settings added after runs were keyed (``section.field``: the value under which the
+earlier runs were made, the default but for ``rewards.judge_markers``, whose default
+became the safer 'text'): left out of a run's settings digest
+(``study.settings_digest``), its stored prefix's key (``prefix_cache``) and the
+comparison's view of its config while at this value, so the keys of earlier runs still
+name them and their config.yaml, which lacks the field, reads as the same settings. A
+study that reruns such runs pins the setting at this value in its ``common``."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,14 @@ def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:
 def without_later_defaults(flat: dict[str, Any]) -> dict[str, Any]:
     """``flat`` (a ``flatten``ed config) less each ``LATER_DEFAULTS`` key at its value."""
     return {k: v for k, v in flat.items() if not (k in LATER_DEFAULTS and LATER_DEFAULTS[k] == v)}
+
+
+def keyed_section(section: str, dump: dict[str, Any]) -> dict[str, Any]:
+    """``dump``, the settings of the config section ``section``, less each of its
+    ``LATER_DEFAULTS`` fields at its value: a cache key made from it (an evaluation's,
+    an audit report's) still names what was stored before the field existed."""
+    flat = without_later_defaults({f"{section}.{k}": v for k, v in dump.items()})
+    return {k.partition(".")[2]: v for k, v in flat.items()}
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -101,6 +101,11 @@ class RewardsConfig(Strict):
     """Run code in a sandbox weaker than its full mode (rewards/sandbox.py)."""
     judge_mode: Literal["auto", "reference", "open"] = "auto"
     """'reference', 'open', or 'auto' (reference when the row has one)."""
+    judge_markers: Literal["text", "special"] = "text"
+    """How an engine judge reads chat markers (``<|im_end|>``, ``<|im_start|>``) that the
+    judged answer writes: 'text', as their characters; 'special', as its own special
+    tokens, which lets an answer close the judge's turn and write its reply (the studies
+    made before 'text' existed pin 'special' so that their runs reproduce)."""
     judge_max_new_tokens: int = Field(40, ge=1)
     """Tokens the judge may write per verdict, a line ending in "Score: N"."""
     rubric_max_new_tokens: int = Field(96, ge=1)

@@ -36,6 +36,7 @@ STUDY = [
     "rl.eval_every=6",
     "pipeline.reuse_prefix=true",
     "pipeline.prefix_seed=0",
+    "rewards.judge_markers=special",
 ]
 """The Table 9.2 study's runs (studies/table_9_2.yaml): its recipe and common overrides."""
 STRESSED = [
@@ -140,11 +141,14 @@ def test_eval_cache_key_holds_the_evaluation_engines_precision() -> None:
     got the float32 one, which is how the stressed regime's RL start was served a
     float32 result. A bfloat16 engine evaluating in float32 (``eval.dtype=float32``)
     shares the float32 file: the same engine computes both. A float32 engine evaluating
-    in bfloat16 shares the bfloat16 engine's file."""
+    in bfloat16 shares the bfloat16 engine's file. ``rewards.judge_markers`` at
+    'special', as the file was made, keeps it too; at its default 'text' the judge
+    reads answers otherwise and the file is another."""
     ck = Path("/checkpoint")
     rows = _rows()
-    fp32 = RunConfig()
+    fp32 = RunConfig.model_validate({"rewards": {"judge_markers": "special"}})
     assert eval_cache_path(fp32, ck, rows).name == "eval-e4608993b4aff768.json"
+    assert eval_cache_path(RunConfig(), ck, rows) != eval_cache_path(fp32, ck, rows)
     assert eval_cache_path(load_config([*STUDY, "seed=0"]), ck, rows) == (
         eval_cache_path(fp32, ck, rows)
     )

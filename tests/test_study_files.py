@@ -5,6 +5,7 @@ docs/studies holds every run its report reads."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,56 @@ def test_a_study_report_says_whether_its_kernels_were_capped(tmp_path: Path) -> 
     )
     assert "isa" not in json.loads((EXPORTS / "table_9_2" / "study.json").read_text())
     assert "CPU kernels" not in (EXPORTS / "table_9_2" / "report.md").read_text()
+
+
+PIN = "rewards.judge_markers=special"
+"""The setting the committed studies pin: the judge read chat markers as its special
+tokens when their runs were made (``comparison_plan.LATER_DEFAULTS``)."""
+
+
+def _current_form(export: Path) -> tuple[Any, list[str]] | None:
+    """The study file an export was made from, on the export's seeds, and the export's
+    row folders, when the file still declares what the export's study.json records but
+    for seeds and the pinned ``PIN``; None for an export made from an earlier form of
+    its file (table_9_2_96_seeds_4-7, evaluated every 6 steps)."""
+    import json
+
+    from recipe_arena.study import with_seeds
+
+    stored = json.loads((export / "study.json").read_text())
+    spec = with_seeds(load_spec(STUDIES / f"{stored['name']}.yaml"), str(stored["seeds"])[1:-1])
+    now = spec.model_dump(mode="json")
+    assert PIN in now["common"], stored["name"]
+    now["common"] = [c for c in now["common"] if c != PIN]
+    now["regime_seeds"] = {**now["regime_seeds"], **stored.get("regime_seeds", {})}
+    if any(now.get(k) != v for k, v in stored.items() if k != "isa"):
+        return None
+    return spec, sorted(d.name for d in (export / "rows").iterdir())
+
+
+@pytest.mark.parametrize(
+    "rows",
+    ["first", pytest.param("all", marks=pytest.mark.slow)],
+)
+def test_the_study_files_still_name_their_committed_runs(rows: str, tmp_path: Path) -> None:
+    """Each committed export's runs are those its study file makes today, key for key:
+    a rerun of a row (``rows=...``, with the export's seeds) finds or remakes exactly
+    the runs the report read. A setting added since, at a value its runs were not made
+    under, or pinned in the file but not left out of the keys, would give every run a
+    new key and the rerun would check nothing. The default suite checks each export's
+    first row (a study's ``prepare`` of every row takes about 5 s); ``-m slow`` all."""
+    checked = 0
+    for export in sorted(EXPORTS.glob("*/study.json")):
+        form = _current_form(export.parent)
+        if form is None:
+            continue
+        spec, row_dirs = form
+        wanted = row_dirs[:1] if rows == "first" else row_dirs
+        names = sorted({d.split(".")[0] for d in wanted})
+        _, links = prepare(spec, tmp_path / export.parent.name, rows=names)
+        for row_dir in wanted:
+            runs = (export.parent / "rows" / row_dir / "runs").iterdir()
+            on_disk = {link.name: link.resolve().name for link in runs}
+            assert on_disk.items() <= links[row_dir].items(), (export.parent.name, row_dir)
+            checked += 1
+    assert checked >= 5

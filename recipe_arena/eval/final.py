@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from recipe_arena.cache import VERDICTS_VERSION, cache_key, read_json_checked, write_json_atomic
+from recipe_arena.comparison_plan import keyed_section
 from recipe_arena.config import EngineConfig, RunConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.eval.evaluate import Evaluation
@@ -90,7 +91,9 @@ def eval_cache_path(cfg: RunConfig, checkpoint: Path, rows: Sequence[PromptRow])
             "verdicts": VERDICTS_VERSION,
             "eval": cfg.eval.model_dump(mode="json", exclude={"dtype"}),
             # label flips act on training rewards only: evaluation uses the exact verifiers
-            "rewards": cfg.rewards.model_dump(mode="json", exclude=UNKEYED_REWARDS),
+            "rewards": keyed_section(
+                "rewards", cfg.rewards.model_dump(mode="json", exclude=UNKEYED_REWARDS)
+            ),
             "engine": cfg.engine.name,
             **precision_key(eval_engine_config(cfg)),
             **({"template": cfg.prompt_template} if cfg.prompt_template != "chat" else {}),

@@ -292,6 +292,7 @@ def audit_entry(
     reward setting but ``audit_quarantine`` (which acts on the report, not on what it
     holds) and the torch ``threads`` the judge scores with."""
     from recipe_arena.cache import VERDICTS_VERSION, audit_version, cache_key, cache_root
+    from recipe_arena.comparison_plan import keyed_section
 
     digest = hashlib.sha256()
     for dataset, rows in rows_by_dataset.items():
@@ -303,7 +304,9 @@ def audit_entry(
             "stage": "audit",
             "audit": audit_version(cfg.chat),
             "verdicts": VERDICTS_VERSION,
-            "rewards": cfg.model_dump(mode="json", exclude={"audit_quarantine"}),
+            "rewards": keyed_section(
+                "rewards", cfg.model_dump(mode="json", exclude={"audit_quarantine"})
+            ),
             "threads": threads,
             "rows": digest.hexdigest(),
         }

@@ -72,23 +72,27 @@ def template(name: str) -> str:
 
 
 class EngineGenerator:
-    """Greedy generation through a project engine (``recipe_arena.engines``)."""
+    """Greedy generation through a project engine (``recipe_arena.engines``). ``markers``
+    is ``rewards.judge_markers``: how chat markers inside a message are tokenised
+    (``judge_markup``)."""
 
-    def __init__(self, engine: Any, tokenizer: Any, max_new_tokens: int = 64) -> None:
+    def __init__(
+        self, engine: Any, tokenizer: Any, max_new_tokens: int = 64, markers: str = "text"
+    ) -> None:
         self.engine, self.tok, self.max_new_tokens = engine, tokenizer, max_new_tokens
+        self.markers = markers
         self._n = 0
 
     def generate(
         self, prompts: Sequence[Chat], max_new_tokens: int | None = None
     ) -> list[str | None]:
-        from recipe_arena.data.templates import encode_messages
         from recipe_arena.engines.base import GenerationRequest, SamplingParams
 
         cap = max_new_tokens or self.max_new_tokens
         sp = SamplingParams(max_new_tokens=cap, temperature=0.0)
         reqs, where = [], []
         for k, p in enumerate(prompts):
-            ids = encode_messages(self.tok, p)
+            ids = self._encode(p)
             if not self._fits(ids):
                 continue  # longer than the judge's context: a failed verdict, not a crash
             self._n += 1
@@ -104,11 +108,14 @@ class EngineGenerator:
         context = getattr(self.engine, "context", None)
         return context is None or len(ids) + 1 <= context
 
+    def _encode(self, prompt: Chat) -> tuple[int, ...]:
+        from recipe_arena.rewards.judge_markup import encode_judge_prompt
+
+        return encode_judge_prompt(self.tok, prompt, self.markers)
+
     def fits(self, prompt: Chat) -> bool:
         """Whether ``prompt`` and one reply token fit the judge's context (tokens)."""
-        from recipe_arena.data.templates import encode_messages
-
-        return self._fits(encode_messages(self.tok, prompt))
+        return self._fits(self._encode(prompt))
 
     def close(self) -> None:
         self.engine.close()

@@ -44,7 +44,10 @@ def build_generator(cfg: Any) -> TextGenerator:
         model = AutoModelForCausalLM.from_pretrained(name).eval()  # type: ignore[no-untyped-call]
         tok = AutoTokenizer.from_pretrained(name)
     return EngineGenerator(
-        build_engine(judge_engine(model), model, tok), tok, cfg.judge_max_new_tokens
+        build_engine(judge_engine(model), model, tok),
+        tok,
+        cfg.judge_max_new_tokens,
+        markers=cfg.judge_markers,
     )
 
 

@@ -74,6 +74,7 @@ def _judge_key(cfg: RewardsConfig) -> str:
     fields = {
         "judge_model",
         "judge_mode",
+        "judge_markers",
         "judge_max_new_tokens",
         "judge_timeout_s",
         "judge_retries",
