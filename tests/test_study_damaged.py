@@ -180,13 +180,19 @@ def test_a_run_without_its_scores_is_named_where_its_row_is_reported(tmp_path: P
     """A run whose per-question scores are gone is left out of its row, and the study
     report says so in that row's section and in the summary's lines of its arm ("3 of 4
     seeds"; the baseline, all counted, is named bare): before, only the row's own report
-    named it, and the study's figures came from 3 seeds of 4 with nothing to tell."""
+    named it, and the study's figures came from 3 seeds of 4 with nothing to tell. Both
+    say the run finished and lost its scores, which resuming will not bring back (the
+    row's report had called it "not finished")."""
     root = _one_row(tmp_path / "study")
     (_run(root) / "eval_scores.jsonl.gz").unlink()
     done = _report(root)
     assert done.returncode == 0, done.stderr[-2000:]
     report = (root / "report.md").read_text()
-    assert "Not counted (not finished, or without per-question scores): standard-s1;" in report
+    gone = "standard-s1 (finished, scores gone)"
+    assert f"Not counted (not finished, or without per-question scores): {gone};" in report
+    (row,) = (root / "rows").iterdir()
+    arms = (row / "report.md").read_text().split("## Arms")[1].split("\n## ")[0]
+    assert f"| {gone} |" in arms, arms
     summary = report.split("## Summary")[1].split("\n## ")[0]
     lines = [ln for ln in summary.splitlines() if ln.startswith("| ") and "| centered |" in ln]
     assert lines and all("| standard (3 of 4 seeds) |" in ln for ln in lines), lines

@@ -34,6 +34,7 @@ from recipe_arena.comparison_plan import (
     read_json,
     read_run_config,
     run_finished,
+    scores_gone,
     without_later_defaults,
 )
 from recipe_arena.eval import stats
@@ -148,7 +149,8 @@ class ArmData:
     runs: list[RunData]
     control: bool = False
     missing: list[str] = field(default_factory=list)
-    """Run directories of this arm that are not (yet) finished."""
+    """Run directories of this arm the comparison cannot count: not (yet) finished, or
+    finished with their per-question scores gone (``not_counted``)."""
 
     @property
     def seeds(self) -> list[int]:
@@ -209,6 +211,14 @@ def _check_written(path: Path) -> None:
             raise ArtifactError(f"{path / 'stages.json'}: not a run's record of its stages")
 
 
+def not_counted(path: Path) -> str:
+    """How a report names the run at ``path`` that it cannot count: its directory's name,
+    with "(finished, scores gone)" when it finished and its per-question scores are not
+    there (``scores_gone``), since resuming will not make it count, whereas a run that
+    is not finished yet will once resumed."""
+    return f"{path.name} (finished, scores gone)" if scores_gone(path) else path.name
+
+
 def load_comparison(root: Path) -> tuple[Plan, list[ArmData]]:
     """The comparison's plan (``comparison.json``) and its arms' finished runs, the
     baseline first; ArtifactError when the plan is not one ``compare`` writes."""
@@ -226,7 +236,7 @@ def load_comparison(root: Path) -> tuple[Plan, list[ArmData]]:
             path = root / "runs" / f"{arm.name}-s{seed}"
             run = load_run(path)
             if run is None:
-                data.missing.append(path.name)
+                data.missing.append(not_counted(path))
             else:
                 data.runs.append(run)
         arms.append(data)
@@ -243,7 +253,7 @@ def group_runs(paths: Sequence[Path]) -> list[ArmData]:
     for p in paths:
         run = load_run(Path(p))
         if run is None:
-            skipped.append(Path(p).name)
+            skipped.append(not_counted(Path(p)))
             continue
         for cfg, runs in groups:
             if cfg == run.config:
