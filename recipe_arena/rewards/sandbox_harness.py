@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # defined by the sources that run first
         Remote,
         _Channel,
         same,
+        standard,
     )
     from recipe_arena.rewards.sandbox_wire import MAX_LINE, _line, _repr, _type, dec, enc
 
@@ -248,11 +249,14 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     channel.start(req["code"])
     del req
     cache: dict[str, Any] = {}
+    star = {name: module for name, module in plan["star"]}  # from math import *
 
     def program_name(name: str) -> Any:
         if name in cache:
             return cache[name]
         v = channel.request({"op": "g", "n": name})
+        if name in star:
+            v = standard(v, getattr(__import__(star[name]), name), name, star[name])
         if _type(v) is Remote:  # functions and classes: one request per name
             cache[name] = v
         return v

@@ -45,6 +45,13 @@ the check side binds them to the standard library's (module named here) whenever
 tests read another name of the program, so the program's ``isclose`` or ``pi`` never
 decides a comparison nor receives an expected value. A row whose only program name is
 one of these (``implement isclose``) keeps it the program's."""
+STAR_MODULES = ("math", "cmath", "string")
+"""Standard modules whose ``from m import *`` in the tests makes the names it binds
+*standard* (``star_names``): the program must still define such a name, but wherever
+the module's function (or constant) answers a plain value for the test's plain
+arguments, the program's must equal it, or the statement fails. Otherwise a program
+whose ``sqrt`` returned what its ``dist`` did passed ``assert dist(3, 4) ==
+sqrt(25)``. Only modules whose functions have no side effects on their arguments."""
 
 
 def bound_names(node: ast.AST) -> set[str]:
@@ -98,6 +105,23 @@ def stdlib_modules_read(node: ast.AST) -> set[str]:
         for name, k in reads.items()
         if bases.get(name) == k and name in sys.stdlib_module_names
     }
+
+
+def star_names(node: ast.AST, program: set[str]) -> list[list[str]]:
+    """[name, module] for each name of ``program`` that a ``from m import *`` in
+    ``node`` binds, ``m`` one of STAR_MODULES (importable in the sandbox: standard)."""
+    out: dict[str, str] = {}
+    for n in ast.walk(node):
+        if (
+            isinstance(n, ast.ImportFrom)
+            and n.module in STAR_MODULES
+            and not n.level
+            and any(a.name == "*" for a in n.names)
+        ):
+            mod = __import__(n.module)
+            public = getattr(mod, "__all__", None) or [k for k in dir(mod) if k[:1] != "_"]
+            out.update((k, n.module) for k in public if k in program)
+    return [[k, out[k]] for k in sorted(out)]
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -189,8 +213,9 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     rewritten; the ids are those it holds and those of the test functions it names,
     ``helper_asserts``: all fail when it does not finish), ``n_asserts``, ``program_names`` (the names read from the program),
     ``modules`` (standard-library modules the check side imports for the tests,
-    ``stdlib_modules_read``) and ``check_names`` ([name, module] pairs the check side
-    binds itself, ``CHECK_NAMES``).
+    ``stdlib_modules_read``), ``check_names`` ([name, module] pairs the check side
+    binds itself, ``CHECK_NAMES``) and ``star`` ([name, module] pairs of program names
+    the tests' ``from m import *`` binds, ``star_names``).
     Raises ValueError on tests that do not parse, and on asserts that read no name of
     the program: they would pass any program (a function named like a builtin, ``max``,
     is the builtin here), so the row cannot judge one."""
@@ -217,6 +242,7 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         "program_names": sorted(program),
         "modules": sorted(modules - bound_names(every)),
         "check_names": [[n, CHECK_NAMES[n]] for n in sorted(checker)],
+        "star": star_names(every, program),
     }
     rw = _Rewriter(program, plan)
     for st in every.body:
