@@ -153,7 +153,7 @@ def check_ifeval(
         args = checker.get_instruction_args()
         if args and "prompt" in args:
             checker.build_description(prompt=prompt)
-        if blank or not checker.check_following(text):
+        if blank or not _follows(checker, iid, text):
             failed.append(iid)
     held = len(ids) - len(failed)
     score = held / len(ids) if partial else float(not failed)
@@ -161,6 +161,59 @@ def check_ifeval(
         f"; failed: {', '.join(failed)}" if failed else ""
     )
     return score, reason
+
+
+def _follows(checker: Any, iid: str, text: str) -> bool:
+    """Whether ``text`` follows the instruction ``iid`` (its built ``checker``): the
+    checker's verdict on ``text`` as it reads it (``_as_checked``), and for a language
+    check, letters langdetect can read (``_unreadable_letters``)."""
+    if not checker.check_following(_as_checked(iid, text)):
+        return False
+    return not (iid in _LANGUAGE_CHECKS and _unreadable_letters(text))
+
+
+_COMMAS = str.maketrans(
+    dict.fromkeys(
+        "\u055d\u060c\u07f8\u1363\u1802\u1808\u2e32\u2e34\u2e41\u2e49\u2e4c\u3001"
+        "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87",
+        ",",
+    )
+)
+"""The commas of other scripts (every punctuation mark Unicode names a comma that NFKC
+leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic, Mongolian
+comma, ...), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is any of
+them, while other checks (``json_format``) keep reading them as the marks they are."""
+
+
+def _as_checked(iid: str, text: str) -> str:
+    """``text`` as the checker ``iid`` reads it: with other scripts' commas as ``,`` for
+    ``punctuation:no_comma`` (``_COMMAS``), as it is for every other instruction."""
+    return text.translate(_COMMAS) if iid == "punctuation:no_comma" else text
+
+
+_LANGUAGE_CHECKS = frozenset(
+    {"language:response_language", "change_case:english_capital", "change_case:english_lowercase"}
+)
+"""Instructions whose checkers ask langdetect for the answer's language, and count the
+instruction followed when langdetect finds nothing it can read."""
+
+
+def _unreadable_letters(text: str) -> bool:
+    """Whether ``text`` holds letters beyond ASCII and langdetect reads none of it: letters
+    of a script it knows no language in (Armenian ``ծով``, Cherokee ``ᏣᎳᎩ``, small
+    capitals ``ᴛʜᴇ``). lm-eval's checkers count such an answer as in any language asked
+    for, so Armenian passed "in English, all lowercase" and Cherokee capitals "in English,
+    all capitals"; an answer with no letters (digits, a URL) keeps that verdict, and so
+    does every ASCII answer (the micro world's)."""
+    if not any(c.isalpha() and not c.isascii() for c in text):
+        return False
+    import langdetect
+
+    try:
+        langdetect.detect(text)
+    except langdetect.LangDetectException:
+        return True
+    return False
 
 
 def _shown(value: Any) -> Any:

@@ -9,6 +9,23 @@ THINK_CLOSE = "</think>"
 _BLANK_SIGNS = frozenset("\u2800\u3164\u115f\u1160\uffa0")
 """Characters drawn as nothing that Unicode files under letters or symbols: the braille
 blank and the Hangul fillers."""
+_IGNORABLE = frozenset(
+    chr(c)
+    for lo, hi in (
+        (0x034F, 0x034F),  # combining grapheme joiner
+        (0x17B4, 0x17B5),  # Khmer inherent vowels
+        (0x180B, 0x180F),  # Mongolian variation selectors (and its vowel separator)
+        (0x2065, 0x2065),
+        (0xFE00, 0xFE0F),  # variation selectors
+        (0xFFF0, 0xFFF8),
+        (0xE0000, 0xE0FFF),  # tags, variation selectors 17-256, unassigned
+    )
+    for c in range(lo, hi + 1)
+)
+"""Unicode's default-ignorable code points (drawn as nothing) that are not format
+characters (``Cf``): combining marks such as the combining grapheme joiner and the
+variation selectors, and code points kept for more of them. The blank signs are
+default-ignorable too."""
 
 
 @dataclass(frozen=True)
@@ -40,11 +57,23 @@ def answer_text(response: str) -> str:
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: only whitespace, format characters (zero-width
     spaces and joiners, the byte-order mark, soft hyphens), combining marks without a
-    base, and blank signs. Such an answer is empty to every verifier."""
+    base, control characters, default-ignorable code points and blank signs. Such an
+    answer is empty to every verifier."""
     return all(
-        c.isspace() or c in _BLANK_SIGNS or unicodedata.category(c) in ("Cf", "Mn", "Me")
+        c.isspace()
+        or c in _BLANK_SIGNS
+        or c in _IGNORABLE
+        or unicodedata.category(c) in ("Cf", "Mn", "Me", "Cc")
         for c in text
     )
+
+
+def _unseen(c: str) -> bool:
+    """Whether ``c`` is drawn as nothing and parts nothing: a format character, a control
+    character other than whitespace (``\\x01``, ``\\x7f``), or another default-ignorable
+    code point (the combining grapheme joiner, a variation selector)."""
+    cat = unicodedata.category(c)
+    return cat == "Cf" or (cat == "Cc" and not c.isspace()) or c in _IGNORABLE
 
 
 _SHOWN_AS = str.maketrans({"\u201a": ",", **{c: " " for c in _BLANK_SIGNS}})
@@ -57,11 +86,12 @@ def shown_text(text: str) -> str:
     """``text`` as a reader sees it, for checks that look for characters or count words:
     compatibility forms folded to their plain letters and signs (NFKC: fullwidth ``ｌｏｖｅ``
     and ``，``, the one-dot leader ``․`` as ``.``), a low quotation mark ``‚`` as a comma,
-    the blank signs as spaces, and format characters (zero-width spaces and joiners, soft
-    hyphens) dropped. Without it ``lo\\u200bve`` passes a check that forbids "love",
+    the blank signs as spaces, and what is drawn as nothing (``_unseen``: zero-width
+    spaces and joiners, soft hyphens, control characters, the combining grapheme joiner,
+    variation selectors) dropped. Without it ``lo\\u200bve`` passes a check that forbids "love",
     ``big‚ blue`` one that forbids commas, and words joined by a Hangul filler count as
     one. The ellipsis ``…`` is kept: folded to ``...``, prose that uses it would count as
     more sentences."""
     folded = "\u2026".join(unicodedata.normalize("NFKC", p) for p in text.split("\u2026"))
     folded = folded.translate(_SHOWN_AS)
-    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
+    return "".join(c for c in folded if not _unseen(c))
