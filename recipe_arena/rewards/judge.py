@@ -298,7 +298,7 @@ class Judge:
         return out
 
     def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
-        empty = [is_blank(answer_text(r)) for r in responses]
+        empty = [is_blank(answer_text(r)[:MAX_JUDGED_CHARS]) for r in responses]
         todo = [i for i, e in enumerate(empty) if not e]
         replies = self.replies([self.prompt_for(rows[i], responses[i]) for i in todo])
         out = [RewardResult(0.0, "empty answer") for _ in responses]
