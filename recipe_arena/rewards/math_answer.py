@@ -50,6 +50,13 @@ _NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 _SCI_RE = re.compile(r"^([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d+)$")
 _UNIT_RE = re.compile(r"^([-+]?[\d.,/]+)\s*([a-zA-Z][a-zA-Z ]*)$")
 _THOUSANDS_RE = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
+_PERCENT_RE = re.compile(r"^(.*?)\s*\\?%$")
+_PERCENT_OF_RE = re.compile(
+    r"[({]?([-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+|\d*\s*\\frac\{\d+\}\{\d+\}|\d+/\d+))[)}]?"
+)
+"""What ``p\\%`` may hold to be read also as ``p`` and ``p/100``: a number or fraction
+(in parentheses or braces, spaces and ``\\,`` before the sign aside). Anything else is read as written
+only: ``3 \\approx 4\\%``, read as ``3 \\approx 4``, was 3, and 4 as written."""
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """Characters no answer holds: C0/C1 controls but tab and newline, bidi overrides."""
 _MODULUS_RE = re.compile(r"(?<![a-zA-Z])[bp]?mod(?![a-zA-Z])", re.IGNORECASE)
@@ -89,6 +96,41 @@ def canonical(text: str) -> str:
     return _CANON_DROP.sub("", _CANON_OPS.sub("*", text))
 
 
+_COPY_SIGNS = str.maketrans(
+    {"\u2212": "-", "\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2217": "*"}
+)
+_COPY_WRAP = re.compile(
+    r"^\+|^[a-zA-Z]=|\\[{}]|\.$|\^\{?\\circ\}?|\u00b0|\\(?:text|mathrm|textrm|mbox)\{[a-zA-Z]*\}$"
+)
+"""What ``normalise`` or math-verify reads past around a value: a leading ``+`` or
+``x=``, set braces, a final full stop, a degree sign, a unit in ``\\text{}``."""
+
+
+def _ungroup(text: str) -> str:
+    """``text`` without the braces that only group: opened at the start or after an
+    operator, ``=``, ``,``, ``(`` or another brace (``{15}-2*{3}``, not ``\\frac{8}{4}``)."""
+    drop: set[int] = set()
+    stack: list[tuple[int, bool]] = []
+    for i, c in enumerate(text):
+        if c not in "{}" or (i and text[i - 1] == "\\"):
+            continue
+        if c == "{":
+            stack.append((i, i == 0 or text[i - 1] in "-+*/=,({"))
+        elif stack:
+            start, group = stack.pop()
+            drop |= {start, i} if group else set()
+    return "".join(c for i, c in enumerate(text) if i not in drop)
+
+
+def copy_form(text: str) -> str:
+    """``text`` as ``copies_question`` compares it: ``canonical``, with ``\u2212``, ``\u00d7``
+    and ``\u00b7`` as ``-`` and ``*``, without grouping braces or what ``_COPY_WRAP`` names."""
+    shown, last = canonical(text.translate(_COPY_SIGNS).replace("\\operatorname{lcm}", "\\lcm")), ""
+    while shown != last:
+        last, shown = shown, _ungroup(_COPY_WRAP.sub("", shown))
+    return shown
+
+
 def copies_question(pred: str, prompt: str, gold: str) -> bool:
     """Whether ``pred`` is arithmetic on numbers (``15-2*3``, ``\\binom{5}{2}``,
     ``\\gcd(8, 12)``) written in the question (``prompt``) and not as the reference
@@ -97,8 +139,8 @@ def copies_question(pred: str, prompt: str, gold: str) -> bool:
     lists of them, fractions in lowest terms, powers of ten and anything holding a
     symbol, root or constant are forms of a value, not arithmetic; an expression
     reordered or partly worked (``15-6``) is not a copy and is judged by its value."""
-    shown = canonical(pred.replace("\\operatorname{lcm}", "\\lcm"))
-    if not prompt or shown == canonical(gold) or shown not in canonical(prompt):
+    shown = copy_form(pred)
+    if not prompt or shown == copy_form(gold) or shown not in copy_form(prompt):
         return False
     bare = re.sub(r"[{}]", " ", _ARITH_WORDS.sub(" ", shown)).strip()
     if not re.fullmatch(r"[\d.,+\-*/^!\s]+", bare) or _POWER_OF_TEN_RE.fullmatch(shown):
@@ -188,9 +230,10 @@ def normalise(ans: str) -> list[str]:
     m = _UNIT_RE.match(s)
     if m:
         out.append(m.group(1))
-    pct = re.match(r"^(.*?)\s*\\?%$", s)
-    if pct and pct.group(1):
-        out += [pct.group(1), f"({pct.group(1)})/100"]
+    pct = _PERCENT_RE.match(s)
+    num = pct and _PERCENT_OF_RE.fullmatch(re.sub(r"(?:\\[,;:! ]|\s)+$", "", pct.group(1)))
+    if num:
+        out += [num.group(1), f"({num.group(1)})/100"]
     return list(dict.fromkeys(out))
 
 
@@ -211,6 +254,32 @@ def equivalent(gold: str, pred: str) -> bool:
         if parsed and any(verify(g, parsed, timeout_seconds=None) for g in golds):
             return True
     return False
+
+
+_COMPUTED_NODES = {
+    "a floor or ceiling": ("floor", "ceiling"),
+    "a sum, product, integral or limit": ("Sum", "Product", "Integral", "Limit"),
+    "a derivative": ("Derivative",),
+}
+"""The SymPy operations of each kind of ``_COMPUTING``, for ``computed_kinds``."""
+
+
+def computed_kinds(ans: str) -> set[str]:
+    """The kinds of ``_COMPUTING`` that SymPy's reading of ``ans`` holds, written in
+    any way (``\\frac{\\mathrm{d}}{\\mathrm{d}x}`` is a derivative the regex does not
+    see) or named by ``_COMPUTING`` in its text."""
+    import sympy
+
+    kinds = {kind for kind, rx in _COMPUTING.items() if rx.search(ans)}
+    for spelling in normalise(ans):
+        for parsed in _parse(spelling):
+            if isinstance(parsed, (sympy.Basic, sympy.MatrixBase)):
+                kinds |= {
+                    kind
+                    for kind, names in _COMPUTED_NODES.items()
+                    if parsed.has(*(getattr(sympy, n) for n in names))
+                }
+    return kinds
 
 
 def warm() -> None:
@@ -237,6 +306,9 @@ def check_math(
     if left:
         return 0.0, f"answer leaves {left[0]} for the verifier to compute ({how})"
     ok = equivalent(gold, pred)
+    left = sorted(computed_kinds(pred) - computed_kinds(gold)) if ok else []
+    if left:
+        return 0.0, f"answer leaves {left[0]} for the verifier to compute ({how})"
     if ok and _MODULUS_RE.search(pred) and not _MODULUS_RE.search(gold):
         bare = drop_modulus(pred)  # a modulus may qualify the answer, never compute it
         ok = bool(bare.strip()) and equivalent(gold, bare)

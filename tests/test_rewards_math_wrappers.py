@@ -1,0 +1,174 @@
+"""Math answers that get past the verifier's rules by what they wrap a value in: a
+percentage sign after two values, the question's arithmetic in braces, set braces, a
+unit or ``x =``, a derivative written with an upright d. Scored through the real
+``check_math`` (math-verify, SymPy) and, for the micro world's copied questions, through
+the scorer's worker pool as training scores them; the expected values are worked out in
+the comments."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from recipe_arena.config_rewards import RewardsConfig
+from recipe_arena.data.micro_math import sample_math
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards import build_scorer
+from recipe_arena.rewards.math_answer import check_math
+from tests.hostile_tally import record
+
+PERCENT_HEDGES = [
+    # (answer, one reading, the other): before the fix the answer scored 1 for both
+    (r"\boxed{3 \approx 4\%}", "3", "4"),  # "3 \approx 4" is 3; "4\%" as written is 4
+    (r"\boxed{4 \approx 3\%}", "4", "3"),
+    (r"\boxed{3 4\%}", "7", "4"),  # "3 4" is read as 3 + 4; "4\%" is 4
+    (r"\boxed{3\,4\%}", "7", "3"),
+    (r"\boxed{3(4)\%}", "7", "3"),
+    (r"\boxed{3 \quad 4\%}", "7", "4"),
+    (r"\boxed{3 e 4\%}", "3", "4"),
+    (r"\boxed{3 / 4\%}", "0.75", "4"),  # 3/4, and 4 as written
+    (r"\boxed{5 \times 10\%}", "50", "10"),
+]
+
+
+@pytest.mark.parametrize(("response", "first", "second"), PERCENT_HEDGES)
+def test_a_percentage_sign_after_two_values_scores_for_one_at_most(
+    response: str, first: str, second: str
+) -> None:
+    r"""``p\%`` is read as written, as ``p`` and as ``p/100``. With two values in ``p``,
+    ``p`` read alone kept one of them and the whole read as written kept the other, so a
+    digit hedge (``3 \approx 4\%``) scored 1 for both golds. Only a number or fraction
+    before the sign is read the three ways now."""
+    both = check_math(first, response)[0] + check_math(second, response)[0]
+    record("math verifier: two values in one answer", 1, int(both <= 1.0))
+    assert both <= 1.0, response
+
+
+@pytest.mark.parametrize(
+    ("response", "golds"),
+    [
+        (r"\boxed{50\%}", ("50", "0.5")),
+        (r"\boxed{(50)\%}", ("50", "0.5")),
+        (r"\boxed{50\,\%}", ("50", "0.5")),
+        (r"\boxed{12.5\%}", ("12.5", "0.125")),
+        (r"\boxed{-5\%}", ("-5", "-0.05")),
+        (r"\boxed{\frac{1}{2}\%}", ("1/2", "1/200")),
+        (r"\boxed{33\frac{1}{3}\%}", ("100/3",)),
+        ("50%", ("50", "0.5")),
+    ],
+)
+def test_a_percentage_of_a_number_keeps_both_readings(
+    response: str, golds: tuple[str, ...]
+) -> None:
+    """A number or fraction before the sign still scores for ``p`` and for ``p/100``."""
+    for gold in golds:
+        assert check_math(gold, response)[0] == 1.0, (gold, response)
+
+
+QUESTION = "What is the last digit of 15-2*3?"
+WRAPPED_COPIES = [
+    # each is 15 - 2*3 = 9, the question's own arithmetic, in a wrapper
+    r"\boxed{{15-2\cdot 3}}",  # braces that only group
+    r"\boxed{15-{2}\cdot{3}}",
+    r"\boxed{15-2*{3}}",
+    r"\boxed{\{15-2*3\}}",  # a set of one
+    r"\boxed{x=15-2\cdot 3}",
+    r"\boxed{+15-2*3}",
+    r"\boxed{15-2\cdot3.}",
+    "\\boxed{15\u22122*3}",  # the minus sign U+2212
+    r"\boxed{15-2*3 \text{ cm}}",
+    r"\boxed{15 - 2\cdot 3 \text{ units}}",
+    r"\boxed{15 - 2\cdot 3^{\circ}}",
+]
+
+
+@pytest.mark.parametrize("response", WRAPPED_COPIES)
+def test_the_questions_arithmetic_in_a_wrapper_is_still_a_copy(response: str) -> None:
+    """The copy rule compared the answer as written with the question: braces, ``x =``,
+    a sign, a full stop, a unit or a degree mark around ``15-2*3`` made it another text,
+    while the parser reads past them to the question's value, 9. Each now scores 0."""
+    score, reason = check_math("9", response, prompt=QUESTION)
+    record("math verifier: the question's arithmetic copied", 1, int(score == 0.0))
+    assert score == 0.0 and "copied" in reason, reason
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "answer"),
+    [
+        (QUESTION, "9", r"\boxed{x = 9}"),
+        (QUESTION, "9", r"\boxed{{9}}"),
+        (r"Is $\frac{2}{3}$ larger than $\frac{3}{5}$?", "2/3", r"\boxed{{\frac{2}{3}}}"),
+        (r"Compute $\binom{5}{2}$.", r"\binom{5}{2}", r"\boxed{{\binom{5}{2}}}"),
+        ("What is 7 plus 8?", "15", r"\boxed{{8+7}}"),
+    ],
+)
+def test_values_in_wrappers_still_score_1(question: str, gold: str, answer: str) -> None:
+    """A plain number, a fraction in lowest terms, the gold's own form and arithmetic the
+    question does not hold keep their 1 in the same wrappers."""
+    score, reason = check_math(gold, answer, prompt=question)
+    assert score == 1.0, reason
+
+
+def test_the_micro_worlds_copies_in_braces_score_0_through_the_pool() -> None:
+    """In the micro world "What is the last digit of s-d*k?" has s-d*k as its answer when
+    that is a single digit: the question boxed as ``{s-d \\cdot k}`` or ``x=s-d*k`` scored
+    1 there. Through the scorer's worker pool, which sends the question with the answer,
+    each scores 0, while the references of the same 300 problems score 1."""
+    rng = random.Random(7)
+    problems = [sample_math(rng) for _ in range(300)]
+    rows = [
+        PromptRow(
+            id=f"m{i}",
+            messages=[{"role": "user", "content": p.prompt}],
+            ground_truth=str(p.ground_truth),
+            domain="math",
+        )
+        for i, p in enumerate(problems)
+    ]
+    copies = []
+    for p, row in zip(problems, rows, strict=True):
+        if "-" not in p.canonical:
+            continue
+        start, rest = p.canonical.split("-")
+        d, k = rest.split("*")
+        if int(start) - int(d) * int(k) == int(p.ground_truth):
+            expr = p.canonical.replace("*", r" \cdot ")
+            copies += [(row, "<think></think>\\boxed{{" + expr + "}}")]
+            copies += [(row, "<think></think>\\boxed{x = " + p.canonical + "}")]
+    assert copies, "the seed draws no subtraction whose value is its own last digit"
+    with build_scorer(RewardsConfig(timeout_s=10.0, workers=2)) as scorer:
+        refs = scorer.score(rows, [p.response for p in problems])
+        copied = scorer.score([r for r, _ in copies], [a for _, a in copies])
+    assert all(r.score == 1.0 for r in refs), [r.reason for r in refs if r.score != 1.0]
+    record(
+        "math verifier: the question's arithmetic copied",
+        len(copied),
+        sum(r.score == 0.0 for r in copied),
+    )
+    assert all(r.score == 0.0 for r in copied), [r.reason for r in copied]
+
+
+DERIVATIVES = [
+    # (gold, answer): SymPy differentiates each to the gold
+    ("9", r"\boxed{\frac{\mathrm{d}}{\mathrm{d}x} 9x}"),
+    ("9", r"\boxed{\dfrac{\mathrm{d}}{\mathrm{d}x}\left(9x\right)}"),
+    ("9", r"\boxed{\frac{\mathrm{d}(9x)}{\mathrm{d}x}}"),
+    ("9", r"\boxed{\frac{{\rm d}}{{\rm d} x} 9x}"),
+    ("9", r"\boxed{\frac{\mathrm{d}}{\mathrm{d}x} (59x) - 50}"),  # 59 - 50
+    ("2x", r"\boxed{\frac{\mathrm{d}}{\mathrm{d}x} x^2}"),
+]
+
+
+@pytest.mark.parametrize(("gold", "response"), DERIVATIVES)
+def test_a_derivative_with_an_upright_d_is_left_to_sympy_and_scores_0(
+    gold: str, response: str
+) -> None:
+    r"""The rule against derivatives read ``\frac{d}{dx}`` in the text; with an upright d
+    (``\mathrm{d}``, ``{\rm d}``) the text did not match while SymPy still built and
+    worked out the derivative. What SymPy reads is checked now, so each scores 0; a
+    reference that is itself a derivative is still matched by one."""
+    score, reason = check_math(gold, response)
+    record("math verifier: answers SymPy computes", 1, int(score == 0.0))
+    assert score == 0.0 and "for the verifier to compute" in reason, reason
+    assert check_math(r"\frac{d}{dx} x^2", r"\boxed{\frac{\mathrm{d}}{\mathrm{d}x} x^2}")[0] == 1.0
