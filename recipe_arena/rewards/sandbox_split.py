@@ -51,7 +51,8 @@ STAR_MODULES = ("math", "cmath", "string")
 the module's function (or constant) answers a plain value for the test's plain
 arguments, the program's must equal it, or the statement fails. Otherwise a program
 whose ``sqrt`` returned what its ``dist`` did passed ``assert dist(3, 4) ==
-sqrt(25)``. Only modules whose functions have no side effects on their arguments."""
+sqrt(25)``. Only modules whose functions have no side effects on their arguments. As
+with CHECK_NAMES, a row whose every program name is one keeps them the program's."""
 
 
 def bound_names(node: ast.AST) -> set[str]:
@@ -109,7 +110,8 @@ def stdlib_modules_read(node: ast.AST) -> set[str]:
 
 def star_names(node: ast.AST, program: set[str]) -> list[list[str]]:
     """[name, module] for each name of ``program`` that a ``from m import *`` in
-    ``node`` binds, ``m`` one of STAR_MODULES (importable in the sandbox: standard)."""
+    ``node`` binds, ``m`` one of STAR_MODULES (importable in the sandbox: standard);
+    none when every name of the program is one (a row testing its ``gcd``)."""
     out: dict[str, str] = {}
     for n in ast.walk(node):
         if (
@@ -121,6 +123,8 @@ def star_names(node: ast.AST, program: set[str]) -> list[list[str]]:
             mod = __import__(n.module)
             public = getattr(mod, "__all__", None) or [k for k in dir(mod) if k[:1] != "_"]
             out.update((k, n.module) for k in public if k in program)
+    if not program - out.keys():  # every name is one: the row tests them (``gcd``)
+        return []
     return [[k, out[k]] for k in sorted(out)]
 
 
