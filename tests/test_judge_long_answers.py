@@ -14,7 +14,7 @@ import pytest
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import Judge
-from recipe_arena.rewards.rubric import tournament
+from recipe_arena.rewards.rubric import FALLBACK_RUBRIC, game_prompt, tournament
 from recipe_arena.rewards.verify import verify_jsonl
 from tests.hostile_tally import record
 from tests.judge_endpoint import JudgeEndpoint, reply
@@ -104,3 +104,24 @@ def test_an_answer_too_long_for_the_judge_forfeits_its_games(micro_gen) -> None:
     results, counts = tournament(Judge(micro_gen), ROW, [half, half + " eight"], cfg)
     assert [r.score for r in results] == [0.0, 0.0]
     assert counts["chat/judge_answer_too_long"] == 0 and counts["chat/judge_failed"] == 2
+
+
+def test_an_answer_too_long_beside_another_forfeits_its_games(micro_gen) -> None:
+    """A tournament of a short right answer and a wrong one padded to just fit the
+    judge's 1,024-token context alone (with the fallback rubric the untrained judge
+    leaves): their games fit neither order. Before, both answers lost both (0.0 and
+    0.0), so padding a wrong answer to fill the context cost its opponent every game
+    against it, as an answer too long alone did; now the short answer, which fits
+    beside a copy of itself where the padded one does not, wins both by forfeit (1.0,
+    0.0). Answers the micro policy writes (at most 160 characters) always fit a game."""
+    cfg = RewardsConfig(chat="rubric_tournament", rubric_max_new_tokens=6)
+    base = len(micro_gen._encode(game_prompt(ROW, FALLBACK_RUBRIC, "", "")))
+    room = 1024 - 1 - base  # characters an answer can take alone (one token each)
+    short = "Six, then seven: the number after six is seven."
+    padded = ("eight " * room)[: room - 10]
+    results, counts = tournament(Judge(micro_gen), ROW, [short, padded], cfg)
+    scores = [r.score for r in results]
+    record("rubric tournament: answers too long for the judge", 1, int(scores == [1.0, 0.0]))
+    assert counts["chat/rubric_failed"] == 1  # the fallback rubric, as measured
+    assert scores == [1.0, 0.0], [r.reason for r in results]
+    assert counts["chat/judge_answer_too_long"] == 2

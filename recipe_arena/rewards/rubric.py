@@ -111,17 +111,27 @@ def win_rates(g: int, games: Sequence[tuple[int, int, str | None]]) -> list[floa
 def _too_long(judge: Judge, row: PromptRow, rubric: str, first: str, second: str) -> str | None:
     """The winner of a game the judge could not read because one answer is too long
     for its context: the game fits with that answer left empty and not with the other
-    left empty ('B' when ``first`` is too long, 'A' when ``second`` is); None when
-    neither or both alone overflow it, or the judge cannot tell (``Judge._answer_too_long``
-    for one answer). Why: a game with no verdict is lost by both answers, so an answer
-    made too long to read cost its opponent the games it played against it while
-    scoring 0 itself, as a short wrong answer does; under mean-centred advantages the
-    long one was then pushed down less."""
+    left empty ('B' when ``first`` is too long, 'A' when ``second`` is). When both fit
+    alone but not together, the answer too long to be read beside one as long as
+    itself loses to the one that is not (a game of two copies of it does not fit, a
+    game of two copies of the other does). None when both alone or both beside
+    themselves overflow it, the game fits (it failed otherwise), or the judge cannot
+    tell (``Judge._answer_too_long`` for one answer). Why: a game with no verdict is
+    lost by both answers, so an answer made too long to read, alone or beside another,
+    cost its opponent the games it played against it while scoring 0 itself, as a
+    short wrong answer does; under mean-centred advantages the long one was then pushed
+    down less."""
     fits = getattr(judge.gen, "fits", None)
     if fits is None:
         return None
     first_fits = bool(fits(game_prompt(row, rubric, first, "")))
     second_fits = bool(fits(game_prompt(row, rubric, "", second)))
+    if first_fits != second_fits:
+        return "A" if first_fits else "B"
+    if not first_fits or fits(game_prompt(row, rubric, first, second)):
+        return None  # both too long alone, or a failure that was not the game's length
+    first_fits = bool(fits(game_prompt(row, rubric, first, first)))
+    second_fits = bool(fits(game_prompt(row, rubric, second, second)))
     if first_fits == second_fits:
         return None
     return "A" if first_fits else "B"
