@@ -6,8 +6,9 @@ template: ``rubric_prompt``), then compares the group's responses pairwise under
 rubric (``game_prompt``). Every pair is judged in both orders (A/B and B/A) to
 cancel position bias. Reward of response i = points_i / games_i with win = 1,
 tie = 1/2, loss or unparsable verdict = 0: a win rate in [0, 1]. A game the judge
-could not read because one answer alone is too long for its context is won by the
-other (``_too_long``), as a verdict on such an answer is a judged 0.
+could not read because one answer is too long for its context, alone or beside an
+answer as long as the other, is won by the other (``_too_long``), as a verdict on such
+an answer is a judged 0.
 
 Cost: 'all_pairs' judges G(G-1) ordered pairs (quadratic in G); 'round_robin' lets
 each response meet ``k`` neighbours (i+1..i+k mod G), about G*k ordered pairs.
