@@ -1,10 +1,10 @@
 """IFEval answers that pass an instruction with characters a reader never sees or would
 read otherwise: control characters and default-ignorable marks (the combining grapheme
 joiner, variation selectors) inside a forbidden word, as a title or as the whole answer;
-the commas of other scripts under "no commas"; letters in a script langdetect knows no
-language in under an instruction asking for English or another language. Each is scored
-by lm-eval's real checkers through ``check_ifeval``, beside the plain answer that
-follows the instruction (1)."""
+the commas of other scripts under "no commas" and their full stops under a sentence
+count; letters in a script langdetect knows no language in under an instruction asking
+for English or another language. Each is scored by lm-eval's real checkers through
+``check_ifeval``, beside the plain answer that follows the instruction (1)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,14 @@ COMMAS = [
     "The sea is big\u2e41 blue and deep.",  # reversed comma
     "The sea is big\u1363 blue and deep.",  # Ethiopic comma
     "\u6d77\u5f88\u5927\u3001\u5f88\u84dd\u3002",  # Chinese with an enumeration comma
+]
+
+STOPS = [
+    "The sea is big\u3002 Fish live in it\u3002 Boats sail on it\u3002",  # ideographic
+    "The sea is big\u06d4 Fish live in it\u06d4 Boats sail on it\u06d4",  # Arabic
+    "The sea is big\u0589 Fish live in it\u0589 Boats sail on it\u0589",  # Armenian
+    "The sea is big\u0964 Fish live in it\u0964 Boats sail on it\u0964",  # Devanagari danda
+    "\u6d77\u5f88\u5927\u3002\u9c7c\u4f4f\u5728\u91cc\u9762\u3002\u8239\u5728\u6d77\u4e0a\u3002",
 ]
 
 UNREADABLE = [
@@ -114,6 +122,23 @@ def test_commas_of_other_scripts_are_commas(response: str) -> None:
     assert check_ifeval(_gt("punctuation:no_comma", {}), "The sea is big and blue.")[0] == 1.0
     json_gt = _gt("detectable_format:json_format", {})
     assert check_ifeval(json_gt, '{"a": 1\u3001 "b": 2}')[0] == 0.0
+
+
+@pytest.mark.parametrize("response", STOPS)
+def test_full_stops_of_other_scripts_end_sentences(response: str) -> None:
+    """Three sentences ended by another script's full stop (ideographic, Arabic,
+    Armenian, a Devanagari danda; the Chinese one without spaces). Before, NLTK's
+    splitter counted one sentence: each passed "less than 2 sentences" (1) and failed
+    "at least 3" (0), the right Chinese answer too. Now three: 0 and 1, as with ``.``."""
+    less = {"num_sentences": 2, "relation": "less than"}
+    at_least = {"num_sentences": 3, "relation": "at least"}
+    score, reason = check_ifeval(_gt("length_constraints:number_sentences", less), response)
+    record("ifeval: other scripts' full stops", 1, int(score == 0.0))
+    assert score == 0.0, reason
+    assert check_ifeval(_gt("length_constraints:number_sentences", at_least), response)[0] == 1.0
+    plain = "The sea is big. Fish live in it. Boats sail on it."
+    assert check_ifeval(_gt("length_constraints:number_sentences", less), plain)[0] == 0.0
+    assert check_ifeval(_gt("length_constraints:number_sentences", at_least), plain)[0] == 1.0
 
 
 @pytest.mark.parametrize(("iid", "kwargs", "hostile"), UNREADABLE)

@@ -185,10 +185,37 @@ comma, ...), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is any
 them, while other checks (``json_format``) keep reading them as the marks they are."""
 
 
+_STOPS = str.maketrans(
+    dict.fromkeys(
+        "\u0589\u06d4\u0701\u0702\u0964\u0965\u1362\u166e\u1803\u1809\u2cf9\u2cfe\u2e3c"
+        "\u3002\ua4ff\ua60e\ua6f3\ua8ce\ua8cf\uaa5d\uaa5e\uaa5f\U00010a56\U00010a57"
+        "\U00011047\U00011048\U000110c0\U000110c1\U00011141\U00011142\U000111c5\U000111c6"
+        "\U00011238\U00011239\U0001144b\U0001144c\U000115c2\U000115c3\U00011641\U00011642"
+        "\U00011944\U00011c41\U00011c42\U00016a6e\U00016a6f\U00016af5\U00016e98\U0001bc9f"
+        "\U0001da88",
+        ". ",
+    )
+)
+"""The full stops of other scripts (every punctuation mark Unicode names a full stop or
+a danda that NFKC leaves apart: the ideographic ``。``, the Arabic ``۔``, the Armenian
+``։``, the Devanagari ``।``, ...), read as ``. `` by
+``length_constraints:number_sentences`` only: NLTK's sentence splitter ends sentences
+at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
+sentences written without spaces between them (Chinese, Japanese)."""
+
+_READ_AS = {
+    "punctuation:no_comma": _COMMAS,
+    "length_constraints:number_sentences": _STOPS,
+}
+
+
 def _as_checked(iid: str, text: str) -> str:
     """``text`` as the checker ``iid`` reads it: with other scripts' commas as ``,`` for
-    ``punctuation:no_comma`` (``_COMMAS``), as it is for every other instruction."""
-    return text.translate(_COMMAS) if iid == "punctuation:no_comma" else text
+    ``punctuation:no_comma`` (``_COMMAS``) and their full stops as ``. `` for
+    ``length_constraints:number_sentences`` (``_STOPS``), as it is for every other
+    instruction."""
+    table = _READ_AS.get(iid)
+    return text.translate(table) if table else text
 
 
 _LANGUAGE_CHECKS = frozenset(
