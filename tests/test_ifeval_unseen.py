@@ -57,6 +57,7 @@ STOPS = [
     "The sea is big\u06d4 Fish live in it\u06d4 Boats sail on it\u06d4",  # Arabic
     "The sea is big\u0589 Fish live in it\u0589 Boats sail on it\u0589",  # Armenian
     "The sea is big\u0964 Fish live in it\u0964 Boats sail on it\u0964",  # Devanagari danda
+    "Is the sea big\u061f Do fish live in it\u061f Do boats sail on it\u061f",  # Arabic ?
     "\u6d77\u5f88\u5927\u3002\u9c7c\u4f4f\u5728\u91cc\u9762\u3002\u8239\u5728\u6d77\u4e0a\u3002",
 ]
 
@@ -127,7 +128,7 @@ def test_commas_of_other_scripts_are_commas(response: str) -> None:
 @pytest.mark.parametrize("response", STOPS)
 def test_full_stops_of_other_scripts_end_sentences(response: str) -> None:
     """Three sentences ended by another script's full stop (ideographic, Arabic,
-    Armenian, a Devanagari danda; the Chinese one without spaces). Before, NLTK's
+    Armenian, a Devanagari danda; the Chinese one without spaces) or question mark. Before, NLTK's
     splitter counted one sentence: each passed "less than 2 sentences" (1) and failed
     "at least 3" (0), the right Chinese answer too. Now three: 0 and 1, as with ``.``."""
     less = {"num_sentences": 2, "relation": "less than"}

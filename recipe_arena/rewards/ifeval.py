@@ -192,13 +192,17 @@ _STOPS = str.maketrans(
         "\U00011047\U00011048\U000110c0\U000110c1\U00011141\U00011142\U000111c5\U000111c6"
         "\U00011238\U00011239\U0001144b\U0001144c\U000115c2\U000115c3\U00011641\U00011642"
         "\U00011944\U00011c41\U00011c42\U00016a6e\U00016a6f\U00016af5\U00016e98\U0001bc9f"
-        "\U0001da88",
+        "\U0001da88"
+        "\u061f\u07f9\u1367\u1944\u1945\u203d\u2cfa\u2cfb\u2e2e\u2e53\u2e54\ua60f\ua6f7"
+        "\U00011143\u17d4\u17d5\u104a\u104b",
         ". ",
     )
 )
 """The full stops of other scripts (every punctuation mark Unicode names a full stop or
 a danda that NFKC leaves apart: the ideographic ``。``, the Arabic ``۔``, the Armenian
-``։``, the Devanagari ``।``, ...), read as ``. `` by
+``։``, the Devanagari ``।``, ...; their question and exclamation marks, the Arabic
+``؟``, but not inverted ones, which open a sentence; the Khmer khan, the Myanmar
+section signs, the interrobang), read as ``. `` by
 ``length_constraints:number_sentences`` only: NLTK's sentence splitter ends sentences
 at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
 sentences written without spaces between them (Chinese, Japanese)."""
