@@ -280,6 +280,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "_ra_assert": check,
         "_ra_is": same,
         "_ra_enter": lambda first, last: entered.update(report.open_range(first, last)),
+        "_ra_mark": _mark,
     }
     for name in plan["modules"]:  # imports the tests left out (sandbox_split)
         try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
@@ -294,12 +295,13 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # assert it holds or ran, and every assert of the test functions it called: a loop's
     # assert (or a helper's, called once per case) that passed its first cases would
     # otherwise pass when the program raises or exits on a later one.
-    for src, ids in plan["stmts"]:
-        report.open(ids)
+    for (src, ids), reads in zip(plan["stmts"], plan["reads"], strict=True):
+        may = reached(reads, scope) | set(ids)  # and the test functions it reaches
+        report.open(may)
         try:
             exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
-            touched.update(ids, entered)
+            touched.update(may, entered, reached(reads, scope))
             for i in touched:
                 outcome[i] = False
             if not notes and not isinstance(e, AssertionError):
@@ -316,6 +318,51 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         entered.clear()
     if notes:
         say("N " + _clean(notes[0]))
+
+
+def _mark(first: int, last: int) -> Any:
+    """``@_ra_mark(first, last)`` on a test function holding asserts ``first..last-1``."""
+
+    def mark(fn: Any) -> Any:
+        fn._ra_range = (first, last)
+        return fn
+
+    return mark
+
+
+_FUNCTION, _METHOD = _type(_mark), _type(_mark.__get__(0))  # no ``types`` import
+
+
+def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
+    """Ids of the asserts of the test functions that the tests' variables ``names``
+    hold (``u = t``), directly or as a method, a class, an instance of a test class, or
+    an item of a small container: a statement that reads them and does not finish
+    fails those asserts, as it fails those of a test function it names."""
+    out: set[int] = set()
+    seen: set[int] = set()
+    todo = [(scope[n], 0) for n in names if n in scope]
+    while todo:
+        v, depth = todo.pop()
+        t = _type(v)
+        if t is Remote or depth > 3 or id(v) in seen:
+            continue
+        seen.add(id(v))
+        try:
+            if t is _FUNCTION:
+                first, last = v.__dict__.get("_ra_range", (0, 0))
+                out.update(range(first, last))
+            elif t in (_METHOD, staticmethod, classmethod):
+                todo.append((v.__func__, depth + 1))
+            elif t in (list, tuple, set, frozenset, dict) and len(v) <= 64:
+                todo.extend((x, depth + 1) for x in (v.values() if t is dict else v))
+            elif isinstance(v, type) and v.__module__ == "__test__":  # a test class
+                todo.extend((x, depth + 1) for c in v.__mro__ for x in vars(c).values())
+            elif getattr(t, "__module__", None) == "__test__":  # an instance of one
+                todo.append((t, depth + 1))
+                todo.extend((x, depth + 1) for x in vars(v).values())
+        except Exception:  # an object of the tests' that will not be looked into
+            continue
+    return out
 
 
 class _Report:

@@ -133,7 +133,9 @@ class _Rewriter(ast.NodeTransformer):
     function holding asserts ``a..b-1`` starts with ``_ra_enter(a, b)``, so a top-level
     statement that calls it and does not finish fails those asserts too (a helper called
     once per case, ``t(1, 2)`` then ``t(2, 4)``, passed when the program was right on the
-    first case and raised on the next: that statement ran no assert to fail)."""
+    first case and raised on the next: that statement ran no assert to fail), and is
+    marked ``@_ra_mark(a, b)``, so a statement that reaches it through a variable
+    (``u = t``, an instance of a test class, a dict of checks) names them too."""
 
     def __init__(self, program: set[str], plan: dict[str, Any]) -> None:
         self.program = program
@@ -158,6 +160,8 @@ class _Rewriter(ast.NodeTransformer):
             doc = isinstance(first_stmt, ast.Expr) and isinstance(first_stmt.value, ast.Constant)
             at = int(doc and isinstance(first_stmt.value.value, str))  # type: ignore[attr-defined]
             node.body.insert(at, ast.copy_location(enter, node))  # after a docstring
+            mark = ast.Call(ast.Name("_ra_mark", ast.Load()), list(args), [])
+            node.decorator_list.append(mark)  # applied first: the function itself
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -219,7 +223,9 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     ``modules`` (standard-library modules the check side imports for the tests,
     ``stdlib_modules_read``), ``check_names`` ([name, module] pairs the check side
     binds itself, ``CHECK_NAMES``) and ``star`` ([name, module] pairs of program names
-    the tests' ``from m import *`` binds, ``star_names``).
+    the tests' ``from m import *`` binds, ``star_names``) and ``reads`` (per statement,
+    the names of the tests it reads: where the check side looks for the test functions
+    it may call, ``sandbox_harness.reached``).
     Raises ValueError on tests that do not parse, and on asserts that read no name of
     the program: they would pass any program (a function named like a builtin, ``max``,
     is the builtin here), so the row cannot judge one."""
@@ -247,9 +253,15 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         "modules": sorted(modules - bound_names(every)),
         "check_names": [[n, CHECK_NAMES[n]] for n in sorted(checker)],
         "star": star_names(every, program),
+        "reads": [],
     }
     rw = _Rewriter(program, plan)
+    bound = bound_names(every)
     for st in every.body:
+        loads = {
+            n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        plan["reads"].append(sorted(loads & bound))
         plan["ids"] = []
         new = ast.fix_missing_locations(rw.visit(st))
         assert isinstance(new, ast.AST)

@@ -1,0 +1,70 @@
+"""A test helper called once per case and reached through a variable, attacked through
+the real sandbox (``check_code``, as a verifier worker calls it): the program is right
+on the first case and raises or hangs on the next, before the helper is entered."""
+
+from __future__ import annotations
+
+from recipe_arena.rewards.code import check_code
+from recipe_arena.rewards.sandbox import Limits
+from recipe_arena.rewards.sandbox_split import split_tests
+from tests.hostile_tally import record
+from tests.sandbox_attack_base import fenced
+from tests.test_sandbox import needs_full
+
+T = "def t(r, b):\n    assert r == b"
+REACHED = {  # the helper's name is not in the statement that calls it
+    "alias": (T, "u = t", "u(dbl(1), 2)", "u(dbl(2), 4)"),
+    "defined_in_an_if": ("if True:\n    def t(r, b):\n        assert r == b", "t(dbl(1), 2)", "t(dbl(2), 4)"),
+    "defined_in_a_try": (
+        "try:\n    def t(r, b):\n        assert r == b\nexcept Exception:\n    pass",
+        "t(dbl(1), 2)",
+        "t(dbl(2), 4)",
+    ),
+    "dict_of_checks": (T, "checks = {'eq': t}", "checks['eq'](dbl(1), 2)", "checks['eq'](dbl(2), 4)"),
+    "instance_method": (
+        "class C:\n    def eq(self, r, b):\n        assert r == b",
+        "c = C()",
+        "c.eq(dbl(1), 2)",
+        "c.eq(dbl(2), 4)",
+    ),
+    "bound_method": (
+        "class C:\n    def eq(self, r, b):\n        assert r == b",
+        "eq = C().eq",
+        "eq(dbl(1), 2)",
+        "eq(dbl(2), 4)",
+    ),
+}  # fmt: skip
+RAISES = "def dbl(x):\n    if x == 1:\n        return 2\n    raise ValueError('no')"
+HANGS = "import time\ndef dbl(x):\n    if x == 1:\n        return 2\n    time.sleep(60)"
+RIGHT = "def dbl(x):\n    return 2 * x"
+
+
+@needs_full
+def test_a_helper_reached_through_a_variable_fails_when_a_later_case_fails() -> None:
+    """``def t(r, b): assert r == b``, ``u = t``, then ``u(dbl(1), 2)`` and ``u(dbl(2),
+    4)``: a program right on the first case that raised on the second scored 1.0 under
+    both rewards. The second statement fails before ``t`` is entered, and it names no
+    test function (``u`` is a variable), so nothing failed the ``R i 1`` of the first.
+    Likewise for a helper defined inside an ``if`` or a ``try``, held in a dict, or a
+    method of a test class called on an instance or bound to a name; and for a program
+    that hangs on the second case instead (the time limit ends the run). A statement
+    that does not finish now also fails the asserts of the test functions its variables
+    hold (``sandbox_harness.reached``): each such program scores 0, the right one 1."""
+    raises = {k: check_code(list(t), fenced(RAISES), False)[0] for k, t in REACHED.items()}
+    lim = Limits(wall_s=2.0)  # each hanging run waits out its 2 s
+    hangs = {
+        k: check_code(list(REACHED[k]), fenced(HANGS), False, lim)[0]
+        for k in ("alias", "instance_method")
+    }
+    got = {
+        **{("raises", k): s for k, s in raises.items()},
+        **{("hangs", k): s for k, s in hangs.items()},
+    }
+    held = [k for k, score in got.items() if score == 0.0]
+    record("code sandbox: a helper reached through a variable", len(got), len(held))
+    assert len(held) == len(got), got
+    for name, tests in REACHED.items():
+        assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
+    plan = split_tests(list(REACHED["alias"]))
+    assert plan["reads"][1:] == [["t"], ["u"], ["u"]]
+    assert plan["stmts"][0][0].startswith("@_ra_mark(0, 1)\ndef t(r, b):")
