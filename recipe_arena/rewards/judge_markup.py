@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from recipe_arena.rewards.judge import Chat
+Chat = list[dict[str, str]]
+"""A chat as the judge's requests hold it (``rewards.judge.Chat``; not imported from
+there, since ``judge`` imports this module)."""
 
 _SLOT = "\ue000{}\ue001"
 _SLOT_RE = re.compile("\ue000(\\d+)\ue001")
