@@ -33,6 +33,8 @@ REACHED = {  # the helper's name is not in the statement that calls it
         "eq(dbl(1), 2)",
         "eq(dbl(2), 4)",
     ),
+    "partial": ("from functools import partial", T, "u = partial(t)", "u(dbl(1), 2)", "u(dbl(2), 4)"),
+    "lambda": (T, "u = lambda r, b: t(r, b)", "u(dbl(1), 2)", "u(dbl(2), 4)"),
 }  # fmt: skip
 RAISES = "def dbl(x):\n    if x == 1:\n        return 2\n    raise ValueError('no')"
 HANGS = "import time\ndef dbl(x):\n    if x == 1:\n        return 2\n    time.sleep(60)"
@@ -45,8 +47,9 @@ def test_a_helper_reached_through_a_variable_fails_when_a_later_case_fails() -> 
     4)``: a program right on the first case that raised on the second scored 1.0 under
     both rewards. The second statement fails before ``t`` is entered, and it names no
     test function (``u`` is a variable), so nothing failed the ``R i 1`` of the first.
-    Likewise for a helper defined inside an ``if`` or a ``try``, held in a dict, or a
-    method of a test class called on an instance or bound to a name; and for a program
+    Likewise for a helper defined inside an ``if`` or a ``try``, held in a dict, a
+    ``partial`` or a lambda, or a method of a test class called on an instance or bound
+    to a name; and for a program
     that hangs on the second case instead (the time limit ends the run). A statement
     that does not finish now also fails the asserts of the test functions its variables
     hold (``sandbox_harness.reached``): each such program scores 0, the right one 1."""

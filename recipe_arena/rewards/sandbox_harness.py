@@ -335,9 +335,11 @@ _FUNCTION, _METHOD = _type(_mark), _type(_mark.__get__(0))  # no ``types`` impor
 
 def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
     """Ids of the asserts of the test functions that the tests' variables ``names``
-    hold (``u = t``), directly or as a method, a class, an instance of a test class, or
-    an item of a small container: a statement that reads them and does not finish
-    fails those asserts, as it fails those of a test function it names."""
+    hold (``u = t``), directly or as a method, a class, an instance of a test class, an
+    item of a small container, a ``partial``, or through the names and closure of a
+    test function or lambda (``u = lambda r, b: t(r, b)``): a statement that reads them
+    and does not finish fails those asserts, as it fails those of a test function it
+    names."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [(scope[n], 0) for n in names if n in scope]
@@ -348,9 +350,14 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
             continue
         seen.add(id(v))
         try:
-            if t is _FUNCTION:
+            if t is _FUNCTION and v.__globals__ is scope:  # a test's (a lambda too)
                 first, last = v.__dict__.get("_ra_range", (0, 0))
                 out.update(range(first, last))
+                cells = [c.cell_contents for c in v.__closure__ or ()]
+                names_read = [scope[n] for n in v.__code__.co_names if n in scope]
+                todo.extend((x, depth + 1) for x in cells + names_read)
+            elif t.__name__ == "partial" and t.__module__ == "functools":
+                todo.extend((x, depth + 1) for x in (v.func, *v.args, *v.keywords.values()))
             elif t in (_METHOD, staticmethod, classmethod):
                 todo.append((v.__func__, depth + 1))
             elif t in (list, tuple, set, frozenset, dict) and len(v) <= 64:
