@@ -104,10 +104,21 @@ _COPY_SIGNS = str.maketrans(
     {"\u2212": "-", "\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2217": "*"}
 )
 _COPY_WRAP = re.compile(
-    r"^\+|^[a-zA-Z]=|\\[{}]|\.$|\^\{?\\circ\}?|\u00b0|\\(?:text|mathrm|textrm|mbox)\{[a-zA-Z]*\}$"
+    r"^\+|^[a-zA-Z]=|\\[{}]|^\.|\.$|\^\{?\\circ\}?|\u00b0"
+    r"|\\(?:text|mathrm|textrm|mbox)\{[a-zA-Z]*\}$"
 )
 """What ``normalise`` or math-verify reads past around a value: a leading ``+`` or
-``x=``, set braces, a final full stop, a degree sign, a unit in ``\\text{}``."""
+``x=``, set braces, a full stop, a degree sign, a unit in ``\\text{}``."""
+_COPY_TEXT = re.compile(r"\\(?:text[a-z]*|math[a-z]+|operatorname|mbox)\{([^{}]*)\}")
+_COPY_DECOR = re.compile(
+    r"\\(?:[hv]?phantom|hspace\*?|tag\*?|label)\{[^{}]*\}"
+    r"|\\(?:q?quad|enspace|[lL]arge|LARGE|small|huge|Huge|bf|it|rm|sf|tt|[lcv]?dots|tilde"
+    r"|d?dot|hat|bar|vec|lbrace|rbrace|langle|rangle|[lr]?[vV]ert|[bB]igg?[lr]?|nonumber"
+    r"|notag)(?![a-zA-Z])|_\{[^{}]*\}|_\w|[|&~]|^[a-zA-Z]+|(?<![\\a-zA-Z])[a-zA-Z]+$"
+)
+"""What the parser reads past that is not part of a value: spacing, sizes, fonts,
+accents, dots, fences, subscripts (``15-2*3_{10}``), words before or after (``cm``)."""
+_COPY_SIDES = re.compile(r"=|\\(?:approx|equiv|simeq|sim|cong)(?![a-zA-Z])")
 
 
 def _ungroup(text: str) -> str:
@@ -135,16 +146,22 @@ def copy_form(text: str) -> str:
     return shown
 
 
-def copies_question(pred: str, prompt: str, gold: str) -> bool:
-    """Whether ``pred`` is arithmetic on numbers (``15-2*3``, ``\\binom{5}{2}``,
-    ``\\gcd(8, 12)``) written in the question (``prompt``) and not as the reference
-    (``gold``). Its value is the question's own, which SymPy works out: "What is the last
-    digit of 15-2*3?" answered ``15-2 \\cdot 3`` is 9 without any work. Plain numbers,
-    lists of them, fractions in lowest terms, powers of ten and anything holding a
-    symbol, root or constant are forms of a value, not arithmetic; an expression
-    reordered or partly worked (``15-6``) is not a copy and is judged by its value."""
-    shown = copy_form(pred)
-    if not prompt or shown == copy_form(gold) or shown not in copy_form(prompt):
+def _copy_core(text: str) -> str:
+    """One side of ``text`` as ``copies_question`` compares it: ``copy_form`` without what
+    ``_COPY_DECOR`` names, a ``\\text{}`` or font holding no digit, or such a wrapper around
+    one that does."""
+    shown, last = text, ""
+    while shown != last:
+        last = shown
+        shown = _COPY_TEXT.sub(lambda m: m.group(1) if re.search(r"\d", m.group(1)) else "", shown)
+        shown = _ungroup(_COPY_WRAP.sub("", _COPY_DECOR.sub("", shown)))
+    return shown
+
+
+def _copied(shown: str, asked: str, ref: str) -> bool:
+    """Whether one side ``shown`` is arithmetic on numbers written in ``asked`` (the
+    question) and not the reference's own form ``ref``."""
+    if not shown or shown == ref or shown not in asked:
         return False
     bare = re.sub(r"[{}]", " ", _ARITH_WORDS.sub(" ", shown)).strip()
     if not re.fullmatch(r"[\d.,+\-*/^!\s]+", bare) or _POWER_OF_TEN_RE.fullmatch(shown):
@@ -156,6 +173,21 @@ def copies_question(pred: str, prompt: str, gold: str) -> bool:
         num, den = (int(x) for x in (frac.group(1, 2) if frac.group(1) else frac.group(3, 4)))
         return den == 1 or math.gcd(num, den) != 1
     return True
+
+
+def copies_question(pred: str, prompt: str, gold: str) -> bool:
+    """Whether ``pred`` is arithmetic on numbers (``15-2*3``, ``\\binom{5}{2}``,
+    ``\\gcd(8, 12)``) written in the question (``prompt``) and not as the reference
+    (``gold``). Its value is the question's own, which SymPy works out: "What is the last
+    digit of 15-2*3?" answered ``15-2 \\cdot 3`` is 9 without any work. Plain numbers,
+    lists of them, fractions in lowest terms, powers of ten and anything holding a
+    symbol, root or constant are forms of a value, not arithmetic; an expression
+    reordered or partly worked (``15-6``) is not a copy and is judged by its value."""
+    if not prompt or copy_form(pred) == copy_form(gold):
+        return False
+    asked, ref = _copy_core(copy_form(prompt)), _copy_core(copy_form(gold))
+    sides = [c for c in (_copy_core(x) for x in _COPY_SIDES.split(copy_form(pred))) if c]
+    return bool(sides) and all(_copied(side, asked, ref) for side in sides)
 
 
 def drop_modulus(pred: str) -> str:
