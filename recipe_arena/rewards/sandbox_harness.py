@@ -44,6 +44,8 @@ if TYPE_CHECKING:  # defined by the sources that run first
         ProbeError,
         Remote,
         _Channel,
+        guarded,
+        guarded_compile,
         same,
         standard,
     )
@@ -281,6 +283,9 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "_ra_is": same,
         "_ra_enter": lambda first, last: entered.update(report.open_range(first, last)),
         "_ra_mark": _mark,
+        "eval": guarded(eval, "eval"),  # a string of the program's runs here
+        "exec": guarded(exec, "exec"),
+        "compile": guarded_compile,
     }
     for name in plan["modules"]:  # imports the tests left out (sandbox_split)
         try:  # noqa: SIM105 - the sandbox imports no more modules than it needs

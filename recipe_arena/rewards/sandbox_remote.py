@@ -4,7 +4,9 @@ and its end of the pipes to the program side (``_Channel``)."""
 
 from __future__ import annotations
 
+import ast
 import builtins
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # defined by sandbox_wire.py's source, which runs first
@@ -269,3 +271,88 @@ class _Channel:
         except Exception:
             self.dead = "program answered with something that is not a value"
             raise ProbeError(self.dead) from None
+
+
+SAFE_MODULES = frozenset(
+    ("math", "cmath", "re", "datetime", "decimal", "fractions", "collections",
+     "itertools", "statistics", "random", "json", "heapq", "bisect")
+)  # fmt: skip
+UNSAFE_NAMES = frozenset(
+    ("eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals",
+     "locals", "vars", "breakpoint", "input", "help", "memoryview", "exit", "quit")
+)  # fmt: skip
+UNSAFE_ATTRS = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
+"""What a string the tests evaluate may not read (``eval(repr(p))``, ``exec(f())``): it
+may be the program's, and it runs on the check side, which holds the expected values
+and writes the report. Refused: the names of UNSAFE_NAMES, names starting with ``_``,
+attributes starting with UNSAFE_ATTRS (dunders, frames, code), imports, a name bound to
+a module outside SAFE_MODULES (``os``, which the tests imported) and a module's
+attribute that is a module (``re.enum``)."""
+
+
+def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
+    """What node ``n`` of a string the tests evaluate reads that it may not, or None."""
+    module_type = _type(builtins)
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return "an import"
+    if isinstance(n, ast.Name):
+        bound = [sc[n.id] for sc in scopes if n.id in sc]
+        if n.id[:1] == "_" or n.id in UNSAFE_NAMES:
+            return n.id
+        if bound and _type(bound[0]) is module_type and bound[0].__name__ not in SAFE_MODULES:
+            return n.id
+    if isinstance(n, ast.Attribute):
+        if n.attr.startswith(UNSAFE_ATTRS):
+            return n.attr
+        base = n.value
+        mod = (
+            [sc[base.id] for sc in scopes if base.id in sc][:1]
+            if isinstance(base, ast.Name)
+            else []
+        )
+        if (
+            mod
+            and _type(mod[0]) is module_type
+            and _type(getattr(mod[0], n.attr, None)) is module_type
+        ):
+            return n.attr
+    return None
+
+
+def _vet(source: Any, mode: str, scopes: tuple[Any, ...]) -> None:
+    """Raise ProbeError when ``source`` (a string, bytes or a tree the tests hand to
+    ``eval``, ``exec`` or ``compile``) reads what UNSAFE_NAMES keeps out; a code
+    object was vetted by ``compile``."""
+    if _type(source) in (bytes, bytearray):
+        source = bytes(source).decode("utf-8", "replace")
+    try:
+        tree = ast.parse(source, mode=mode) if _type(source) is str else source
+    except (SyntaxError, ValueError):
+        return  # the real call raises it
+    if not isinstance(tree, ast.AST):
+        return
+    for n in ast.walk(tree):
+        bad = _unsafe(n, scopes)
+        if bad is not None:
+            raise ProbeError(f"the test evaluates a string that reads {bad[:40]}: not run")
+
+
+def guarded(fn: Any, mode: str) -> Any:
+    """``eval`` or ``exec`` for the tests' scope: vets the source (``_vet``) against the
+    caller's names, then runs it there, as the builtin would."""
+
+    def run(source: Any, globals: Any = None, locals: Any = None, /) -> Any:  # noqa: A002
+        if globals is None:
+            frame = sys._getframe(1)
+            globals, locals = frame.f_globals, frame.f_locals if locals is None else locals
+        _vet(source, mode, (locals if locals is not None else globals, globals, vars(builtins)))
+        return fn(source, globals, globals if locals is None else locals)
+
+    return run
+
+
+def guarded_compile(source: Any, filename: Any, mode: str, *a: Any, **kw: Any) -> Any:
+    """``compile`` for the tests' scope: the source is vetted (``_vet``) first."""
+    frame = sys._getframe(1)
+    _vet(source, "eval" if mode == "eval" else "exec", (frame.f_locals, frame.f_globals))
+    return compile(source, filename, mode, *a, **kw)

@@ -1,0 +1,68 @@
+"""A string of the program's that the tests evaluate (``eval(repr(p))``, ``exec(f())``),
+attacked through the real sandbox (``check_code``, as a verifier worker calls it): it
+runs on the check side, which holds the expected values and writes the report."""
+
+from __future__ import annotations
+
+from recipe_arena.rewards.code import check_code
+from tests.hostile_tally import record
+from tests.sandbox_attack_base import fenced
+from tests.test_sandbox import needs_full
+
+# Forges the report: every assert passed and the statement finished, then ends the
+# check side before a real verdict is written.
+FORGE = (
+    "import os\nfor d in range(3, 64):\n    try:\n        os.write(d, b'R 0 1\\nR 1 1\\nF\\n')\n"
+    "    except OSError:\n        pass\nos._exit(0)\n"
+)
+ROUTES = {  # how the string reaches exec, each a way around the one before
+    "exec": "exec(FORGE)",
+    "import": "__import__('builtins').exec(FORGE)",
+    "frame_builtins": "(x for x in [1]).gi_frame.f_builtins['exec'](FORGE)",
+    "module_of_a_module": "re.enum.sys.modules['builtins'].exec(FORGE)",
+    "format_field": (
+        "string.Formatter().get_field('0.format.__globals__[__builtins__][exec]', "
+        "[string.Formatter()], {})[0](FORGE)"
+    ),
+    "tests_own_os": "os.write(1, b'') or __import__('builtins').exec(FORGE)",
+}
+TESTS = ["import re, string, os", "assert eval(expr(1)) == 2", "assert g(5) == 25"]
+RIGHT_FORMS = [  # the forms a right program's strings are evaluated in: as before
+    "import re, math",
+    "assert eval(expr('1+1')) == 2",
+    "assert eval(expr('math.sqrt(4) + len([1])')) == 3",
+    "x = 3",
+    "assert eval(expr('x * 2')) == 6",
+    "def h(k):\n    z = k + 1\n    return eval(expr('z * 2'))",
+    "assert h(1) == 4",
+    "assert eval(expr('[i for i in range(3)]')) == [0, 1, 2]",
+    "assert eval(compile(expr('7'), 'x', 'eval')) == 7",
+    "d = {}",
+    "exec(expr('w = 1'), d)",
+    "assert d['w'] == 1",
+    'assert eval(expr(\'re.sub("a", "b", "aa")\')) == \'bb\'',
+]
+
+
+@needs_full
+def test_a_string_the_tests_evaluate_cannot_reach_the_check_sides_internals() -> None:
+    """``assert eval(expr(1)) == 2`` and ``assert g(5) == 25`` with a wrong ``g``: an
+    ``expr`` returning a string that writes ``R 0 1``, ``R 1 1`` and ``F`` to every
+    descriptor and ends the check side scored 1.0 (the string runs on the check side,
+    where the report is written and the expected values are). The tests' ``eval``,
+    ``exec`` and ``compile`` now refuse a string that reads a name or attribute
+    starting with ``_``, ``exec``, ``eval``, ``getattr`` and the like, a frame's or
+    code's attributes, an import, a module outside the safe ones (``os``, ``string``)
+    or a module's module (``re.enum``): every route scores 0. Strings a right program
+    hands them (arithmetic, ``math.sqrt``, the tests' own names, a comprehension,
+    ``re.sub``) are evaluated as before."""
+    got = {}
+    for name, route in ROUTES.items():
+        string = route.replace("FORGE", repr(FORGE)) + " or 2"
+        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
+        got[name] = check_code(TESTS, fenced(program), all_pass=False)
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: strings the tests evaluate", len(got), len(held))
+    assert len(held) == len(got), got
+    right = "def expr(s):\n    return s"
+    assert check_code(RIGHT_FORMS, fenced(right)) == (1.0, "passed 8/8")
