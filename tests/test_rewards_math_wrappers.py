@@ -95,16 +95,18 @@ WRAPPED_COPIES = [
     r"\boxed{\langle 15-2*3 \rangle}",
     r"\boxed{\left. 15-2*3 \right.}",
     r"\boxed{& 15-2*3}",
+    r"\boxed{15-2 \cdot 3 \mod 10}",  # a modulus that only qualifies the copy
+    r"\boxed{15-2*3 \text{ (mod 10)}}",
 ]
 
 
 @pytest.mark.parametrize("response", WRAPPED_COPIES)
 def test_the_questions_arithmetic_in_a_wrapper_is_still_a_copy(response: str) -> None:
     """The copy rule compared the answer as written with the question: braces, ``x =``,
-    a sign, a full stop, a unit, a degree mark, spacing, a font, dots, a subscript, a word
-    or fences around ``15-2*3`` made it another text, while the parser reads past them to
-    the question's value, 9. Each now scores 0; so does an equation each side of which is
-    such a copy."""
+    a sign, a full stop, a unit, a degree mark, spacing, a font, dots, a subscript, a word,
+    fences or a modulus clause around ``15-2*3`` made it another text, while the parser
+    reads past them to the question's value, 9. Each now scores 0; so does an equation
+    each side of which is such a copy."""
     score, reason = check_math("9", response, prompt=QUESTION)
     record("math verifier: the question's arithmetic copied", 1, int(score == 0.0))
     assert score == 0.0 and "copied" in reason, reason
@@ -117,6 +119,7 @@ def test_the_questions_arithmetic_in_a_wrapper_is_still_a_copy(response: str) ->
         (QUESTION, "9", r"\boxed{{9}}"),
         (QUESTION, "9", r"\boxed{15-2 \cdot 3 = 9}"),  # the work, then the value
         (QUESTION, "9", r"\boxed{9 \text{ apples}}"),
+        (QUESTION, "9", r"\boxed{x \equiv 9 \pmod{10}}"),
         (r"Is $\frac{2}{3}$ larger than $\frac{3}{5}$?", "2/3", r"\boxed{{\frac{2}{3}}}"),
         (r"Compute $\binom{5}{2}$.", r"\binom{5}{2}", r"\boxed{{\binom{5}{2}}}"),
         ("What is 7 plus 8?", "15", r"\boxed{{8+7}}"),
