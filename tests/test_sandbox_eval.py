@@ -66,3 +66,47 @@ def test_a_string_the_tests_evaluate_cannot_reach_the_check_sides_internals() ->
     assert len(held) == len(got), got
     right = "def expr(s):\n    return s"
     assert check_code(RIGHT_FORMS, fenced(right)) == (1.0, "passed 8/8")
+
+
+PICKLER = f"""
+import builtins, marshal, pickle
+class Forge:
+    def __reduce__(self):
+        return (builtins.exec, ({FORGE!r},))
+def ser(x):
+    return pickle.dumps(Forge())
+def code(x):
+    return marshal.dumps(compile({FORGE!r}, 'f', 'exec'))
+def g(x):
+    return 0
+"""
+UNPICKLED = {  # bytes of the program's that the tests turn into objects or code
+    "pickle_loads": ["import pickle", "assert pickle.loads(ser([1])) == [1]", "assert g(5) == 25"],
+    "from_pickle_import": ["from pickle import loads", "assert loads(ser([1])) == [1]", "assert g(5) == 25"],
+    "marshal_then_exec": ["import marshal", "exec(marshal.loads(code(1)))", "assert g(5) == 25"],
+}  # fmt: skip
+
+
+@needs_full
+def test_bytes_the_tests_unpickle_cannot_run_the_programs_code() -> None:
+    """``assert pickle.loads(ser([1])) == [1]`` with a ``ser`` returning the pickle of an
+    object whose ``__reduce__`` is ``(exec, (FORGE,))``: unpickling ran the program's
+    code on the check side, which forged the report (1.0 beside a wrong ``g``); so did
+    ``exec(marshal.loads(...))`` of the program's bytes. The check side's ``pickle``
+    now looks up only plain builtin and a few standard classes, and its ``exec`` and
+    ``eval`` run only code its ``compile`` made: each scores 0, and a right ``ser``
+    (``pickle.dumps`` of a list, a Counter, a date) still scores 1."""
+    got = {k: check_code(t, fenced(PICKLER), all_pass=False) for k, t in UNPICKLED.items()}
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: bytes the tests unpickle", len(got), len(held))
+    assert len(held) == len(got), got
+    right = (
+        "import collections, datetime, pickle\ndef ser(x):\n"
+        "    return pickle.dumps([x, collections.Counter('aab'), datetime.date(2020, 1, 2)])"
+    )
+    tests = [
+        "import pickle, collections, datetime",
+        "v = [[1, (2, 3)], {4: {5}}, 'x', 1.5]",
+        "assert pickle.loads(ser(v)) == [v, collections.Counter('aab'), datetime.date(2020, 1, 2)]",
+    ]
+    assert check_code(tests, fenced(right)) == (1.0, "passed 1/1")

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # defined by the sources that run first
         _Channel,
         guarded,
         guarded_compile,
+        restrict_pickle,
         same,
         standard,
     )
@@ -294,6 +295,8 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
             pass
     for name, module in plan["check_names"]:  # isclose, pi: the standard library's
         scope[name] = getattr(__import__(module), name)
+    if any("pickle" in src or "shelve" in src for src, _ in plan["stmts"]):
+        restrict_pickle()
     # An assert is reported when the statement that ran it ends (an assert in a test
     # helper, ``def check(candidate)``, runs in the statement that calls the helper);
     # one never reported counts as failed. A statement that does not finish fails every

@@ -323,6 +323,10 @@ def _vet(source: Any, mode: str, scopes: tuple[Any, ...]) -> None:
     """Raise ProbeError when ``source`` (a string, bytes or a tree the tests hand to
     ``eval``, ``exec`` or ``compile``) reads what UNSAFE_NAMES keeps out; a code
     object was vetted by ``compile``."""
+    if _type(source) is _type(_vet.__code__):
+        if not any(source is c for c in _COMPILED):  # marshal.loads of the program's bytes
+            raise ProbeError("the test evaluates code that its compile() did not make: not run")
+        return
     if _type(source) in (bytes, bytearray):
         source = bytes(source).decode("utf-8", "replace")
     try:
@@ -355,4 +359,40 @@ def guarded_compile(source: Any, filename: Any, mode: str, *a: Any, **kw: Any) -
     """``compile`` for the tests' scope: the source is vetted (``_vet``) first."""
     frame = sys._getframe(1)
     _vet(source, "eval" if mode == "eval" else "exec", (frame.f_locals, frame.f_globals))
-    return compile(source, filename, mode, *a, **kw)
+    code = compile(source, filename, mode, *a, **kw)
+    _COMPILED.append(code)
+    return code
+
+
+_COMPILED: list[Any] = []  # what the tests' compile() made (kept alive: identity)
+SAFE_PICKLED = {
+    "builtins": {"int", "float", "complex", "str", "bytes", "bytearray", "list", "tuple",
+                 "dict", "set", "frozenset", "bool", "range", "slice"},
+    "collections": {"OrderedDict", "defaultdict", "Counter", "deque"},
+    "datetime": {"date", "datetime", "time", "timedelta", "timezone"},
+    "decimal": {"Decimal"},
+    "fractions": {"Fraction"},
+}  # fmt: skip
+"""What ``pickle`` may look up on the check side (``restrict_pickle``)."""
+
+
+def restrict_pickle() -> None:
+    """Make the check side's ``pickle.loads``, ``load`` and ``Unpickler`` look up only
+    SAFE_PICKLED: bytes of the program's that the tests unpickle would otherwise run
+    any function of the check side (``os.system``, ``builtins.exec``)."""
+    import io
+    import pickle
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if name in SAFE_PICKLED.get(module, ()):
+                return super().find_class(module, name)
+            raise pickle.UnpicklingError(f"{module}.{name} is not unpickled here"[:200])
+
+    def loads(data: Any, /, **kw: Any) -> Any:
+        return Unpickler(io.BytesIO(data), **kw).load()
+
+    def load(file: Any, **kw: Any) -> Any:
+        return Unpickler(file, **kw).load()
+
+    pickle.Unpickler, pickle.loads, pickle.load = Unpickler, loads, load  # type: ignore[misc]
