@@ -219,3 +219,42 @@ def test_digit_groups_and_infix_fractions_are_read_as_tex_reads_them(
     record("math verifier: values holding the gold", 1, int(wrong == 0.0))
     assert wrong == 0.0, (misread, response)
     assert check_math(value, response)[0] == 1.0, (value, response)
+
+
+REARRANGED = [
+    # (question, gold, answer): the numbers of one expression of the question, each once
+    (QUESTION, "9", r"\boxed{15-3 \cdot 2}"),  # 15 - 6 = 9
+    (QUESTION, "9", r"\boxed{-2 \cdot 3 + 15}"),
+    (QUESTION, "9", r"\boxed{15+-2*3}"),
+    ("What is 3+4?", "7", r"\boxed{4+3}"),
+    ("Simplify 6/8.", "3/4", r"\boxed{\frac{6}{8}}"),
+    ("What is 2^3*5?", "40", r"\boxed{5 \cdot 2^3}"),
+]
+
+
+@pytest.mark.parametrize(("question", "gold", "answer"), REARRANGED)
+def test_the_questions_arithmetic_rearranged_is_a_copy(
+    question: str, gold: str, answer: str
+) -> None:
+    """An answer built of exactly the numbers of one expression in the question, each as
+    often, is that expression reordered: SymPy still does all of its work. It scored 1;
+    now 0, while the value itself scores 1."""
+    score, reason = check_math(gold, answer, prompt=question)
+    record("math verifier: the question's arithmetic copied", 1, int(score == 0.0))
+    assert score == 0.0 and "copied" in reason, reason
+    assert check_math(gold, rf"\boxed{{{gold}}}", prompt=question)[0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "answer"),
+    [
+        (QUESTION, "9", r"\boxed{15-6}"),  # partly worked: 6 is not in the question
+        (QUESTION, "9", r"\boxed{15-2-2-2}"),  # 2 three times: the work written out
+        ("Tom has 3 apples and gets 4 more. How many?", "7", r"\boxed{3+4}"),
+    ],
+)
+def test_worked_arithmetic_still_scores_1(question: str, gold: str, answer: str) -> None:
+    """Numbers the question's expression does not hold, a number used more often than
+    there, or numbers the question writes in words apart are judged by value."""
+    score, reason = check_math(gold, answer, prompt=question)
+    assert score == 1.0, reason

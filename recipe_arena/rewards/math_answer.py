@@ -26,6 +26,7 @@ import contextlib
 import logging
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -159,10 +160,22 @@ def _copy_core(text: str) -> str:
     return shown
 
 
+_NUMBER_IN_RE = re.compile(r"\d+(?:\.\d+)?")
+_ASKED_RUN_RE = re.compile(r"\d+(?:\.\d+)?(?:[-+*/^]\d+(?:\.\d+)?)+")
+"""An infix expression of the question (``15-2*3``), whose numbers a rearranged copy uses."""
+
+
+def _rearranged(shown: str, asked: str) -> bool:
+    """Whether ``shown`` is built of exactly the numbers of one infix expression of the
+    question, each as often (``15-3*2`` or ``-2*3+15`` for ``15-2*3``)."""
+    used = Counter(_NUMBER_IN_RE.findall(shown))
+    return any(Counter(_NUMBER_IN_RE.findall(run)) == used for run in _ASKED_RUN_RE.findall(asked))
+
+
 def _copied(shown: str, asked: str, ref: str) -> bool:
     """Whether one side ``shown`` is arithmetic on numbers written in ``asked`` (the
-    question) and not the reference's own form ``ref``."""
-    if not shown or shown == ref or shown not in asked:
+    question), as written there or rearranged, and not the reference's own form ``ref``."""
+    if not shown or shown == ref or (shown not in asked and not _rearranged(shown, asked)):
         return False
     bare = re.sub(r"[{}]", " ", _ARITH_WORDS.sub(" ", shown)).strip()
     if not re.fullmatch(r"[\d.,+\-*/^!\s]+", bare) or _POWER_OF_TEN_RE.fullmatch(shown):
@@ -182,8 +195,9 @@ def copies_question(pred: str, prompt: str, gold: str) -> bool:
     (``gold``). Its value is the question's own, which SymPy works out: "What is the last
     digit of 15-2*3?" answered ``15-2 \\cdot 3`` is 9 without any work. Plain numbers,
     lists of them, fractions in lowest terms, powers of ten and anything holding a
-    symbol, root or constant are forms of a value, not arithmetic; an expression
-    reordered or partly worked (``15-6``) is not a copy and is judged by its value."""
+    symbol, root or constant are forms of a value, not arithmetic. The question's
+    expression reordered (``15-3*2``) is a copy; partly worked (``15-6``, a number it does
+    not hold) it is not, and is judged by its value."""
     if not prompt or copy_form(pred) == copy_form(gold):
         return False
     asked, ref = _copy_core(copy_form(prompt)), _copy_core(copy_form(gold))
