@@ -304,7 +304,9 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # assert (or a helper's, called once per case) that passed its first cases would
     # otherwise pass when the program raises or exits on a later one.
     for (src, ids), reads in zip(plan["stmts"], plan["reads"], strict=True):
-        may = reached(reads, scope) | set(ids)  # and the test functions it reaches
+        # and those of the test functions it reaches that passed so far (one cut short
+        # ends the run, so only an earlier R i 1 could stand; fewer S lines)
+        may = {i for i in reached(reads, scope) if outcome.get(i)} | set(ids)
         report.open(may)
         try:
             exec(compile(src, "test", "exec"), scope)
