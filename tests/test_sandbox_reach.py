@@ -35,6 +35,7 @@ REACHED = {  # the helper's name is not in the statement that calls it
     ),
     "partial": ("from functools import partial", T, "u = partial(t)", "u(dbl(1), 2)", "u(dbl(2), 4)"),
     "lambda": (T, "u = lambda r, b: t(r, b)", "u(dbl(1), 2)", "u(dbl(2), 4)"),
+    "namespace": ("import types", T, "ns = types.SimpleNamespace(t=t)", "ns.t(dbl(1), 2)", "ns.t(dbl(2), 4)"),
 }  # fmt: skip
 RAISES = "def dbl(x):\n    if x == 1:\n        return 2\n    raise ValueError('no')"
 HANGS = "import time\ndef dbl(x):\n    if x == 1:\n        return 2\n    time.sleep(60)"
@@ -48,7 +49,7 @@ def test_a_helper_reached_through_a_variable_fails_when_a_later_case_fails() -> 
     both rewards. The second statement fails before ``t`` is entered, and it names no
     test function (``u`` is a variable), so nothing failed the ``R i 1`` of the first.
     Likewise for a helper defined inside an ``if`` or a ``try``, held in a dict, a
-    ``partial`` or a lambda, or a method of a test class called on an instance or bound
+    ``partial``, a lambda or a ``SimpleNamespace``, or a method of a test class called on an instance or bound
     to a name; and for a program
     that hangs on the second case instead (the time limit ends the run). A statement
     that does not finish now also fails the asserts of the test functions its variables

@@ -374,9 +374,12 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 todo.extend((x, depth + 1) for x in (v.values() if t is dict else v))
             elif isinstance(v, type) and v.__module__ == "__test__":  # a test class
                 todo.extend((x, depth + 1) for c in v.__mro__ for x in vars(c).values())
-            elif getattr(t, "__module__", None) == "__test__":  # an instance of one
-                todo.append((t, depth + 1))
-                todo.extend((x, depth + 1) for x in vars(v).values())
+            elif t is not _type(builtins) and not isinstance(v, type):  # an instance
+                if getattr(t, "__module__", None) == "__test__":  # of a test class
+                    todo.append((t, depth + 1))
+                attrs = vars(v)  # a SimpleNamespace's too; raises for one without
+                if len(attrs) <= 64:
+                    todo.extend((x, depth + 1) for x in attrs.values())
         except Exception:  # an object of the tests' that will not be looked into
             continue
     return out
