@@ -64,8 +64,9 @@ _PERCENT_OF_RE = re.compile(
     rf"({_PERCENT_NUMBER})|\(({_PERCENT_NUMBER})\)|\{{({_PERCENT_NUMBER})\}}"
 )
 """What ``p\\%`` may hold to be read also as ``p`` and ``p/100``: a number or fraction
-(in parentheses or braces, spaces and ``\\,`` before the sign aside). Anything else is read as written
-only: ``3 \\approx 4\\%``, read as ``3 \\approx 4``, was 3, and 4 as written."""
+(in parentheses or braces, spaces and ``\\,`` before the sign aside). Anything else is
+read as written only: ``3 \\approx 4\\%``, read as ``3 \\approx 4``, was 3, and 4 as
+written."""
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """Characters no answer holds: C0/C1 controls but tab and newline, bidi overrides."""
 _MODULUS_RE = re.compile(r"(?<![a-zA-Z])[bp]?mod(?![a-zA-Z])", re.IGNORECASE)
