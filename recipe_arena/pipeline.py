@@ -356,15 +356,20 @@ def _run_locked(cfg: RunConfig, write_report: Callable[[Path], object]) -> Path:
         if _trains_base_model(cfg, state):
             micro_judge.train_in_background(cfg.rewards.micro_judge)
         from recipe_arena.prefix_cache import prefix_config, prefix_stages
+        from recipe_arena.rewards.scorer import forget_judged
 
         prefix, prefix_cfg = prefix_stages(cfg.pipeline.stages), prefix_config(cfg)
         store_prefix = _reuse_prefix(prefix_cfg, run, state)
+        after_prefix = cfg.pipeline.stages[len(prefix) :][:1] if prefix else []
         for name in cfg.pipeline.stages:
             if store_prefix is not None and name == store_prefix[0]:
                 from recipe_arena.prefix_cache import store
 
                 deferred.complete_pending(prefix_cfg, run)  # the prefix's own scores
                 store(store_prefix[1], run.path, asdict(state))
+            if name in after_prefix:
+                # on as a run that read the prefix would: no verdict of its stages remembered
+                forget_judged()
             if name in state.done:
                 console.print(f"[dim]stage {name}: done earlier, skipped")
                 continue

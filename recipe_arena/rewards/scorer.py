@@ -82,6 +82,23 @@ def _judge_key(cfg: RewardsConfig) -> str:
     return "judge:" + cfg.model_dump_json(include=fields)
 
 
+def forget_judged() -> None:
+    """Empty the memo of every shared judge of this process (``Judge.memo``). A run calls
+    it before the first stage after its prefix (``prefix_cache.prefix_stages``): one that
+    trained the prefix in this process would otherwise go on with the prompt filter's
+    and evaluations' verdicts remembered, and log other ``chat/judge_memo_hits`` in its
+    RL stage than the same run reading that prefix from the cache (same rewards, other
+    counts in metrics.jsonl: 11 of the 96 steps of a broken-arm run of the Table 9.2
+    study)."""
+    with _SHARED_LOCK:
+        items = list(_SHARED.values())
+    for item in items:
+        memo = getattr(item, "memo", None)
+        if memo is not None:
+            with item.lock:
+                memo.clear()
+
+
 def close_shared() -> None:
     """Close the shared pools and judges (registered to run at process exit)."""
     with _SHARED_LOCK:
