@@ -162,3 +162,38 @@ def test_the_default_is_text_and_committed_studies_pin_special() -> None:
     names = {p.parent.name.split("_seeds_")[0] for p in exports.glob("*/study.json")}
     for name in sorted(names):
         assert "rewards.judge_markers=special" in load_spec(studies / f"{name}.yaml").common
+
+
+def test_forget_judged_empties_the_shared_judges_memo(tmp_path) -> None:
+    """``scorer.forget_judged`` (called by a run before the first stage after its prefix)
+    empties the memo of the process's shared judge: the same two answers judged again
+    count 2 memo hits without it, 0 after it, with the same verdicts. A run that trained
+    its prefix in its own process otherwise logged more ``chat/judge_memo_hits`` in RL
+    than the same run reading the prefix from the cache."""
+    from recipe_arena.models.factory import TinyModelSpec, build_micro, save_checkpoint
+    from recipe_arena.rewards import build_scorer
+    from recipe_arena.rewards import scorer as scorer_module
+    from recipe_arena.rewards.scorer import forget_judged
+
+    model, tok = build_micro(TinyModelSpec(max_position_embeddings=1024), seed=0)
+    ckpt = save_checkpoint(model, tok, tmp_path / "judge")
+    cfg = RewardsConfig(judge_model=str(ckpt), judge_max_new_tokens=4, workers=1)
+    rows, answers = [ROW, ROW], ["seven", "eight"]
+    try:
+        hits = []
+        for forget in (False, True):
+            with build_scorer(cfg, shared=True) as scorer:
+                first = scorer.score(rows, answers)
+            if forget:
+                forget_judged()
+            with build_scorer(cfg, shared=True) as scorer:
+                again = scorer.score(rows, answers)
+                hits.append(scorer.counts["chat/judge_memo_hits"])
+            assert [r.score for r in again] == [r.score for r in first]
+            forget_judged()
+    finally:  # this test's judge only: other tests' shared pool and judges stay up
+        with scorer_module._SHARED_LOCK:
+            judge = scorer_module._SHARED.pop(scorer_module._judge_key(cfg), None)
+        if judge is not None:
+            judge.close()
+    assert hits == [2, 0]
