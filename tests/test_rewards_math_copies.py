@@ -101,10 +101,18 @@ def test_the_micro_worlds_copied_subtractions_score_0_through_the_pool() -> None
         if "-" in p.canonical and _value(p.canonical) == int(p.ground_truth)
     ]
     assert copies, "the seed draws no subtraction whose value is its own last digit"
+    references = [p.response for p in problems] + [p.quick_response for p in problems]
+    references_pass_and_copies_fail(rows * 2, references, copies)
+
+
+def references_pass_and_copies_fail(
+    rows: list[PromptRow], references: list[str], copies: list[tuple[PromptRow, str]]
+) -> None:
+    """Through the scorer's worker pool (which sends each row's question with its
+    answer): every reference scores 1 and every copy of its row's question 0, the copies
+    tallied as hostile attempts."""
     with build_scorer(RewardsConfig(timeout_s=10.0, workers=2)) as scorer:
-        refs = scorer.score(
-            rows * 2, [p.response for p in problems] + [p.quick_response for p in problems]
-        )
+        refs = scorer.score(rows, references)
         copied = scorer.score([r for r, _ in copies], [a for _, a in copies])
     assert all(r.score == 1.0 for r in refs), [r.reason for r in refs if r.score != 1.0]
     record(

@@ -11,12 +11,11 @@ import random
 
 import pytest
 
-from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.micro_math import sample_math
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
+from tests.test_rewards_math_copies import references_pass_and_copies_fail
 
 PERCENT_HEDGES = [
     # (answer, one reading, the other): before the fix the answer scored 1 for both
@@ -159,16 +158,7 @@ def test_the_micro_worlds_copies_in_braces_score_0_through_the_pool() -> None:
             copies += [(row, "<think></think>\\boxed{{" + expr + "}}")]
             copies += [(row, "<think></think>\\boxed{x = " + p.canonical + "}")]
     assert copies, "the seed draws no subtraction whose value is its own last digit"
-    with build_scorer(RewardsConfig(timeout_s=10.0, workers=2)) as scorer:
-        refs = scorer.score(rows, [p.response for p in problems])
-        copied = scorer.score([r for r, _ in copies], [a for _, a in copies])
-    assert all(r.score == 1.0 for r in refs), [r.reason for r in refs if r.score != 1.0]
-    record(
-        "math verifier: the question's arithmetic copied",
-        len(copied),
-        sum(r.score == 0.0 for r in copied),
-    )
-    assert all(r.score == 0.0 for r in copied), [r.reason for r in copied]
+    references_pass_and_copies_fail(rows, [p.response for p in problems], copies)
 
 
 DERIVATIVES = [
