@@ -244,12 +244,18 @@ def reference(row: PromptRow) -> str | None:
     return gold if isinstance(gold, str) and gold.strip() else None
 
 
+def judged_answer(response: str) -> str:
+    """What of ``response`` the judge is shown: its answer (after the last ``</think>``),
+    cut to ``MAX_JUDGED_CHARS``. A verdict, a game and the empty test all read this."""
+    return answer_text(response)[:MAX_JUDGED_CHARS]
+
+
 def judge_prompt(row: PromptRow, response: str, mode: str = "auto") -> Chat:
     """The judge's chat prompt for ``response`` to ``row``: the reference template when
     ``mode`` is 'reference', or 'auto' and the row has a reference answer; else the
     open-ended one. Only the answer (after ``</think>``) is shown, cut to
     ``MAX_JUDGED_CHARS``."""
-    answer = answer_text(response)[:MAX_JUDGED_CHARS]
+    answer = judged_answer(response)
     if mode == "reference" or (mode == "auto" and reference(row) is not None):
         text = template("judge_reference").format(
             prompt=row.prompt_text, reference=str(row.ground_truth or ""), response=answer
@@ -298,7 +304,7 @@ class Judge:
         return out
 
     def score(self, rows: Sequence[PromptRow], responses: Sequence[str]) -> list[RewardResult]:
-        empty = [is_blank(answer_text(r)[:MAX_JUDGED_CHARS]) for r in responses]
+        empty = [is_blank(judged_answer(r)) for r in responses]
         todo = [i for i, e in enumerate(empty) if not e]
         replies = self.replies([self.prompt_for(rows[i], responses[i]) for i in todo])
         out = [RewardResult(0.0, "empty answer") for _ in responses]

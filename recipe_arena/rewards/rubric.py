@@ -27,14 +27,14 @@ from typing import Any
 
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.judge import (
-    MAX_JUDGED_CHARS,
     Chat,
     Judge,
+    judged_answer,
     reference,
     template,
     uncut,
 )
-from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
+from recipe_arena.rewards.text import RewardResult, is_blank
 
 FALLBACK_RUBRIC = (
     "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
@@ -146,7 +146,7 @@ def tournament(
     whose win rates differ (``chat/tournament_varied``: groups with a learning signal)."""
     counts: Counter[str] = Counter({"chat/tournaments": 1})
     g = len(responses)
-    answers = [answer_text(r)[:MAX_JUDGED_CHARS] for r in responses]
+    answers = [judged_answer(r) for r in responses]
     rubric = uncut(  # a rubric may run to its cap
         judge.gen.generate(
             [rubric_prompt(row, judge.mode)],
