@@ -290,31 +290,27 @@ a module outside SAFE_MODULES (``os``, which the tests imported) and a module's
 attribute that is a module (``re.enum``)."""
 
 
+def _bound(name: str, scopes: tuple[Any, ...]) -> Any:
+    """What ``name`` is bound to in the first of ``scopes`` that binds it, or None."""
+    return next((sc[name] for sc in scopes if name in sc), None)
+
+
 def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
     """What node ``n`` of a string the tests evaluate reads that it may not, or None."""
     module_type = _type(builtins)
     if isinstance(n, (ast.Import, ast.ImportFrom)):
         return "an import"
     if isinstance(n, ast.Name):
-        bound = [sc[n.id] for sc in scopes if n.id in sc]
         if n.id[:1] == "_" or n.id in UNSAFE_NAMES:
             return n.id
-        if bound and _type(bound[0]) is module_type and bound[0].__name__ not in SAFE_MODULES:
+        bound = _bound(n.id, scopes)
+        if _type(bound) is module_type and bound.__name__ not in SAFE_MODULES:
             return n.id
     if isinstance(n, ast.Attribute):
         if n.attr.startswith(UNSAFE_ATTRS):
             return n.attr
-        base = n.value
-        mod = (
-            [sc[base.id] for sc in scopes if base.id in sc][:1]
-            if isinstance(base, ast.Name)
-            else []
-        )
-        if (
-            mod
-            and _type(mod[0]) is module_type
-            and _type(getattr(mod[0], n.attr, None)) is module_type
-        ):
+        mod = _bound(n.value.id, scopes) if isinstance(n.value, ast.Name) else None
+        if _type(mod) is module_type and _type(getattr(mod, n.attr, None)) is module_type:
             return n.attr
     return None
 

@@ -108,6 +108,11 @@ def stdlib_modules_read(node: ast.AST) -> set[str]:
     }
 
 
+def loaded_names(node: ast.AST) -> set[str]:
+    """The names ``node`` reads (``ast.Load``)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
 def star_names(node: ast.AST, program: set[str]) -> list[list[str]]:
     """[name, module] for each name of ``program`` that a ``from m import *`` in
     ``node`` binds, ``m`` one of STAR_MODULES (importable in the sandbox: standard);
@@ -236,11 +241,9 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         except SyntaxError as e:
             raise ValueError(f"test is not valid Python: {t[:60]!r} ({e.msg})") from None
     every = ast.Module(body=[s for m in mods for s in m.body], type_ignores=[])
-    loads = {
-        n.id for n in ast.walk(every) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
+    bound = bound_names(every)
     modules = stdlib_modules_read(every)
-    program = loads - bound_names(every) - BUILTIN_NAMES - modules
+    program = loaded_names(every) - bound - BUILTIN_NAMES - modules
     checker = program & CHECK_NAMES.keys()
     if program - checker:
         program -= checker
@@ -250,18 +253,14 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         "stmts": [],
         "n_asserts": 0,
         "program_names": sorted(program),
-        "modules": sorted(modules - bound_names(every)),
+        "modules": sorted(modules - bound),
         "check_names": [[n, CHECK_NAMES[n]] for n in sorted(checker)],
         "star": star_names(every, program),
         "reads": [],
     }
     rw = _Rewriter(program, plan)
-    bound = bound_names(every)
     for st in every.body:
-        loads = {
-            n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-        }
-        plan["reads"].append(sorted(loads & bound))
+        plan["reads"].append(sorted(loaded_names(st) & bound))
         plan["ids"] = []
         new = ast.fix_missing_locations(rw.visit(st))
         assert isinstance(new, ast.AST)
