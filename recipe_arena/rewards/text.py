@@ -60,10 +60,7 @@ def is_blank(text: str) -> bool:
     base, control characters, default-ignorable code points and blank signs. Such an
     answer is empty to every verifier."""
     return all(
-        c.isspace()
-        or c in _BLANK_SIGNS
-        or c in _IGNORABLE
-        or unicodedata.category(c) in ("Cf", "Mn", "Me", "Cc")
+        c.isspace() or c in _BLANK_SIGNS or _unseen(c) or unicodedata.category(c) in ("Mn", "Me")
         for c in text
     )
 
