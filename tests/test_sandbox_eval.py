@@ -110,3 +110,40 @@ def test_bytes_the_tests_unpickle_cannot_run_the_programs_code() -> None:
         "assert pickle.loads(ser(v)) == [v, collections.Counter('aab'), datetime.date(2020, 1, 2)]",
     ]
     assert check_code(tests, fenced(right)) == (1.0, "passed 1/1")
+
+
+# Strings that the vetting's parse refused, so they were not vetted, but that the real
+# eval reads: eval strips leading blanks; bytes are decoded by their coding cookie.
+UNPARSED = {
+    "leading_space": " ROUTE",
+    "leading_tab": "\tROUTE",
+    "latin1_bytes": b"# coding: latin-1\n[\xff for \xff in [1]] and ROUTE",
+    "bytes_with_a_space": b" ROUTE",
+}
+
+
+@needs_full
+def test_a_string_the_vetting_cannot_parse_is_not_run() -> None:
+    """``assert eval(expr(1)) == 2`` and ``assert g(5) == 25`` with a wrong ``g``: the
+    vetting parsed the string as written and, when that parse failed, let the real
+    ``eval`` raise the error; but ``eval`` strips leading spaces and tabs, and decodes
+    bytes by their ``# coding:`` line, so ``" __import__('builtins').exec(FORGE)"``
+    (or latin-1 bytes whose utf-8 reading does not parse) ran unvetted on the check
+    side, forged the report and scored 1.0. The vetting now parses what the real call
+    reads (stripped, bytes as bytes) and runs nothing it could not parse: each scores
+    0, and a right ``expr`` handing back ``' 1+1'`` or bytes still scores 1."""
+    route = "__import__('builtins').exec(FORGE) or 2".replace("FORGE", repr(FORGE))
+    got = {}
+    for name, form in UNPARSED.items():
+        if isinstance(form, bytes):
+            string: object = form.replace(b"ROUTE", route.encode())
+        else:
+            string = form.replace("ROUTE", route)
+        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
+        got[name] = check_code(TESTS, fenced(program), all_pass=False)
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: strings the vetting cannot parse", len(got), len(held))
+    assert len(held) == len(got), got
+    right = "def expr(s):\n    return {1: ' 1+1', 2: '\\t2*3', 3: b'# coding: latin-1\\n4'}[s]"
+    tests = ["assert eval(expr(1)) == 2", "assert eval(expr(2)) == 6", "assert eval(expr(3)) == 4"]
+    assert check_code(tests, fenced(right)) == (1.0, "passed 3/3")

@@ -318,17 +318,22 @@ def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
 def _vet(source: Any, mode: str, scopes: tuple[Any, ...]) -> None:
     """Raise ProbeError when ``source`` (a string, bytes or a tree the tests hand to
     ``eval``, ``exec`` or ``compile``) reads what UNSAFE_NAMES keeps out; a code
-    object was vetted by ``compile``."""
+    object was vetted by ``compile``. A string or bytes that do not parse here, read as
+    the real call reads them (eval strips leading blanks; bytes keep their coding
+    cookie), raise the parse's own error and are not run."""
     if _type(source) is _type(_vet.__code__):
         if not any(source is c for c in _COMPILED):  # marshal.loads of the program's bytes
             raise ProbeError("the test evaluates code that its compile() did not make: not run")
         return
-    if _type(source) in (bytes, bytearray):
-        source = bytes(source).decode("utf-8", "replace")
-    try:
-        tree = ast.parse(source, mode=mode) if _type(source) is str else source
-    except (SyntaxError, ValueError):
-        return  # the real call raises it
+    if isinstance(source, (bytes, bytearray)):  # its text, as the real call reads it:
+        source = bytes(memoryview(source))  # bytes keep their coding cookie
+    elif isinstance(source, str):
+        source = str.__str__(source)  # not a subclass's own __str__
+    if mode == "eval" and _type(source) in (str, bytes):
+        source = source.lstrip(" \t" if _type(source) is str else b" \t")  # as eval does
+    # Parsed here or not run: one this parse refused ran unvetted when the real call
+    # read it otherwise (`` __import__(...)``, which eval strips; latin-1 bytes).
+    tree = ast.parse(source, "<string>", mode) if _type(source) in (str, bytes) else source
     if not isinstance(tree, ast.AST):
         return
     for n in ast.walk(tree):
