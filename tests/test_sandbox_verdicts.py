@@ -282,3 +282,34 @@ def test_a_report_cut_at_its_size_limit_fails_every_assert() -> None:
     assert got[0] == 0.0 and "report longer than" in got[1], got
     right = fenced("def dbl(x):\n    return 2 * x")
     assert check_code(tests[:21], right, True, Limits(wall_s=30.0)) == (1.0, "passed 2001/2001")
+
+
+# Right on dbl(1) only; ``ok`` hands back an object whose truth raises ValueError.
+BOOL_RAISES = (
+    "class B:\n    def __bool__(self):\n        raise ValueError('no')\n"
+    "def ok(x):\n    return B()\n"
+    "def dbl(a):\n    return 2 if a == 1 else 0"
+)
+CAUGHT = (
+    "def t(a, b):\n    assert dbl(a) == b",
+    "t(1, 2)",
+    "try:\n    assert ok(1)\nexcept ValueError:\n    pass",
+    "t(2, 4)",
+)
+
+
+@needs_full
+def test_an_assert_whose_truth_raises_is_failed_and_the_tests_go_on() -> None:
+    """``t(1, 2)`` passes the helper's assert; then ``try: assert ok(1)`` ``except
+    ValueError: pass`` with an ``ok`` whose value's ``__bool__`` raises: the assert was
+    counted as run but got no outcome, so reporting it raised KeyError and ended the
+    check side before ``t(2, 4)`` could fail the helper's assert, which stood (0.5 for
+    a ``dbl`` wrong on 2). An assert whose truth raises now counts as failed, and the
+    tests go on: 0."""
+    got = check_code(list(CAUGHT), fenced(BOOL_RAISES), all_pass=False)
+    record("code sandbox: an assert whose truth raises", 1, int(got[0] == 0.0))
+    assert got == (0.0, "passed 0/2"), got
+    right = BOOL_RAISES.replace("2 if a == 1 else 0", "2 * a").replace(
+        "raise ValueError('no')", "return True"
+    )
+    assert check_code(list(CAUGHT), fenced(right)) == (1.0, "passed 2/2")

@@ -271,8 +271,11 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
 
     def check(i: int, value: Any) -> None:
         touched.add(i)
-        ok = bool(value)
-        outcome[i] = outcome.get(i, True) and ok
+        ok = False  # failed unless its truth comes back: a program's __bool__ may raise,
+        try:  # and a test that catches it then finishes the statement
+            ok = bool(value)
+        finally:
+            outcome[i] = outcome.get(i, True) and ok
         if not ok:
             raise AssertionError
 
@@ -305,7 +308,10 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # otherwise pass when the program raises or exits on a later one.
     for (src, ids), reads in zip(plan["stmts"], plan["reads"], strict=True):
         # and those of the test functions it reaches that passed so far (one cut short
-        # ends the run, so only an earlier R i 1 could stand; fewer S lines)
+        # ends the run, so only an earlier R i 1 could stand; fewer S lines). Its own
+        # first: looking into the tests' variables may run an object's code (one a
+        # string of the program's made), which could end or stall the check side.
+        report.open(ids)
         may = {i for i in reached(reads, scope) if outcome.get(i)} | set(ids)
         report.open(may)
         try:
@@ -380,7 +386,7 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 attrs = vars(v)  # a SimpleNamespace's too; raises for one without
                 if len(attrs) <= 64:
                     todo.extend((x, depth + 1) for x in attrs.values())
-        except Exception:  # an object of the tests' that will not be looked into
+        except BaseException:  # an object of the tests' that will not be looked into
             continue
     return out
 
