@@ -5,6 +5,7 @@ runs on the check side, which holds the expected values and writes the report.""
 from __future__ import annotations
 
 from recipe_arena.rewards.code import check_code
+from recipe_arena.rewards.sandbox import Limits
 from tests.hostile_tally import record
 from tests.sandbox_attack_base import fenced
 from tests.test_sandbox import needs_full
@@ -146,4 +147,75 @@ def test_a_string_the_vetting_cannot_parse_is_not_run() -> None:
     assert len(held) == len(got), got
     right = "def expr(s):\n    return {1: ' 1+1', 2: '\\t2*3', 3: b'# coding: latin-1\\n4'}[s]"
     tests = ["assert eval(expr(1)) == 2", "assert eval(expr(2)) == 6", "assert eval(expr(3)) == 4"]
+    assert check_code(tests, fenced(right)) == (1.0, "passed 3/3")
+
+
+# An object made by a string of the program's that the tests evaluate, whose every
+# attribute lookup ends the check side (SystemExit) or never returns.
+STALLS = {
+    "exits": "(x for x in ()).throw(SystemExit())",
+    "never_returns": "any(x is None for x in iter(int, 1))",
+}
+HELPER_THEN_OBJECT = [
+    "def t(a, b):\n    assert dbl(a) == b",
+    "t(1, 2)",
+    "p = eval(make(1))",
+    "t(2, 4 if p else 4)",
+]
+
+
+@needs_full
+def test_an_object_a_string_made_cannot_end_the_check_side_before_a_helper_fails() -> None:
+    """``t(1, 2)`` passes the helper's assert; ``p = eval(make(1))`` keeps an object
+    of a class the program's string made, whose ``__getattribute__`` raises SystemExit
+    or loops; ``t(2, 4 if p else 4)`` should fail the helper (``dbl(2)`` is wrong). The
+    check side looked into ``p`` (for test functions it holds) before naming the
+    statement's asserts: the lookup ended it, or stalled it to the time limit, with no
+    ``S`` line, so the ``R 0 1`` of ``t(1, 2)`` stood (1.0). A statement now names its
+    own asserts first, and a lookup that raises anything is skipped: both score 0."""
+    lim = Limits(wall_s=3.0)
+    got = {}
+    for name, body in STALLS.items():
+        made = "type('A', (), {'__getattribute__': lambda s, n: " + body + "})()"
+        program = f"def make(x):\n    return {made!r}\ndef dbl(a):\n    return 2 if a == 1 else 0"
+        got[name] = check_code(HELPER_THEN_OBJECT, fenced(program), all_pass=False, limits=lim)
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: objects a string made", len(got), len(held))
+    assert len(held) == len(got), got
+
+
+REBINDS = {  # a string of the program's that rebinds what the tests' later asserts call
+    "walrus_isclose": ("assert eval(expr(1)) == 2", "(isclose := lambda a, b: True) and 2"),
+    "walrus_builtin_all": ("assert eval(expr(1)) == 2", "(all := lambda a: True) and 2"),
+    "walrus_in_a_comprehension": ("assert eval(expr(1)) == 2", "[(all := any) for x in [1]] and 2"),
+    "exec_def": ("exec(expr(1))", "def isclose(a, b):\n    return True"),
+    "exec_global": ("exec(expr(1))", "def h():\n    global all\n    all = len\nh()"),
+}
+LATER = ["from math import isclose", "assert isclose(g(5), 25)", "assert all([g(6) == 36])"]
+
+
+@needs_full
+def test_a_string_the_tests_evaluate_cannot_rebind_their_names() -> None:
+    """``assert eval(expr(1)) == 2`` (or ``exec(expr(1))``) before asserts on a wrong
+    ``g`` that call ``isclose`` and ``all``: a string ``(isclose := lambda a, b: True)
+    and 2`` bound the tests' ``isclose`` (or the builtin ``all``) in the tests' own
+    scope, so the later asserts called the program's function and a wrong ``g``
+    scored 1.0; so did ``def isclose`` and ``global all`` run by ``exec``. A string
+    that binds a name its scope or the builtins already bind is now refused: 0. A
+    comprehension's own variable, a walrus in a lambda and a new name still run."""
+    got = {}
+    for name, (stmt, string) in REBINDS.items():
+        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
+        got[name] = check_code([LATER[0], stmt, *LATER[1:]], fenced(program), all_pass=False)
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: strings that rebind the tests' names", len(got), len(held))
+    assert len(held) == len(got), got
+    right = "def expr(s):\n    return s"
+    tests = [
+        "x, d = 3, {}",
+        "assert eval(expr('[x for x in range(2)]')) == [0, 1]",
+        "assert eval(expr('(lambda y: (z := y + 1) * z)(1)')) == 4",
+        "exec(expr('w = len([0])'), d)",
+        "assert d['w'] == 1 and x == 3",
+    ]
     assert check_code(tests, fenced(right)) == (1.0, "passed 3/3")

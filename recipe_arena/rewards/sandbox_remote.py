@@ -286,8 +286,10 @@ UNSAFE_ATTRS = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 may be the program's, and it runs on the check side, which holds the expected values
 and writes the report. Refused: the names of UNSAFE_NAMES, names starting with ``_``,
 attributes starting with UNSAFE_ATTRS (dunders, frames, code), imports, a name bound to
-a module outside SAFE_MODULES (``os``, which the tests imported) and a module's
-attribute that is a module (``re.enum``)."""
+a module outside SAFE_MODULES (``os``, which the tests imported), a module's
+attribute that is a module (``re.enum``) and a binding of a name that the scope it runs
+in or the builtins already bind (``(isclose := ...)``, ``all = ...``: the tests' later
+asserts would call the program's function), ``_binds_here``."""
 
 
 def _bound(name: str, scopes: tuple[Any, ...]) -> Any:
@@ -315,6 +317,45 @@ def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
     return None
 
 
+_INNER = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_NAMED = (*_INNER[:3], ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+"""Nodes whose ``name`` a string binds where they stand (a def, ``except ... as``)."""
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _binds_here(tree: ast.AST) -> set[str]:
+    """Names a string binds in the scope it runs in: its own targets, defs and classes
+    (not those of its functions, lambdas or comprehensions), walrus targets outside its
+    functions and lambdas, and every ``global`` or ``nonlocal`` name."""
+    out: set[str] = set()
+    todo: list[tuple[ast.AST, bool, bool]] = [(tree, True, False)]  # node, own scope, comp
+    while todo:
+        n, own, comp = todo.pop()
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+        elif own and isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        elif own and not comp:
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, _NAMED) and n.name:  # def, class, except ... as, match
+                out.add(n.name)
+            elif isinstance(n, ast.MatchMapping) and n.rest:
+                out.add(n.rest)
+        if isinstance(n, _INNER):  # decorators, defaults and bases run in this scope
+            outer: list[Any] = list(getattr(n, "decorator_list", []))
+            args = getattr(n, "args", None)
+            if isinstance(args, ast.arguments):
+                outer += [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+            outer += [*getattr(n, "bases", []), *getattr(n, "keywords", [])]
+            todo.extend((c, own, comp) for c in outer)
+            todo.extend((c, False, comp) for c in ast.iter_child_nodes(n) if c not in outer)
+        else:
+            inside = comp or isinstance(n, _COMPS)
+            todo.extend((c, own, inside) for c in ast.iter_child_nodes(n))
+    return out
+
+
 def _vet(source: Any, mode: str, scopes: tuple[Any, ...]) -> None:
     """Raise ProbeError when ``source`` (a string, bytes or a tree the tests hand to
     ``eval``, ``exec`` or ``compile``) reads what UNSAFE_NAMES keeps out; a code
@@ -340,6 +381,9 @@ def _vet(source: Any, mode: str, scopes: tuple[Any, ...]) -> None:
         bad = _unsafe(n, scopes)
         if bad is not None:
             raise ProbeError(f"the test evaluates a string that reads {bad[:40]}: not run")
+    for name in _binds_here(tree):  # ``(all := ...)`` would decide the tests' later asserts
+        if any(name in sc for sc in scopes):
+            raise ProbeError(f"the test evaluates a string that rebinds {name[:40]}: not run")
 
 
 def guarded(fn: Any, mode: str) -> Any:
@@ -359,7 +403,8 @@ def guarded(fn: Any, mode: str) -> Any:
 def guarded_compile(source: Any, filename: Any, mode: str, *a: Any, **kw: Any) -> Any:
     """``compile`` for the tests' scope: the source is vetted (``_vet``) first."""
     frame = sys._getframe(1)
-    _vet(source, "eval" if mode == "eval" else "exec", (frame.f_locals, frame.f_globals))
+    scopes = (frame.f_locals, frame.f_globals, vars(builtins))
+    _vet(source, "eval" if mode == "eval" else "exec", scopes)
     code = compile(source, filename, mode, *a, **kw)
     _COMPILED.append(code)
     return code
