@@ -59,7 +59,13 @@ NOT_SCORED = ("error:", "judge failed")
 
 
 class VerifyError(ValueError):
-    """A problem with the input or output file; the message is one line."""
+    """A problem with the input or output file; the message is one line. A character
+    that is not printable, in a file name from someone else's archive (a newline, an
+    escape), is shown as Python escapes it (``\\n``, ``\\x1b``): written as it was, it
+    split the line and drove the terminal (``\\x1b[2J`` clears it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("".join(c if c.isprintable() else ascii(c)[1:-1] for c in message))
 
 
 def _no_constants(name: str) -> Any:
