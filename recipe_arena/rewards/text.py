@@ -5,6 +5,8 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
+from recipe_arena.rewards.text_bidi import visual_order
+
 THINK_CLOSE = "</think>"
 _BLANK_SIGNS = frozenset("\u2800\u3164\u115f\u1160\uffa0")
 """Characters drawn as nothing that Unicode files under letters or symbols: the braille
@@ -67,10 +69,19 @@ def is_blank(text: str) -> bool:
 
 def _unseen(c: str) -> bool:
     """Whether ``c`` is drawn as nothing and parts nothing: a format character, a control
-    character other than whitespace (``\\x01``, ``\\x7f``), or another default-ignorable
-    code point (the combining grapheme joiner, a variation selector)."""
+    character other than whitespace (``\\x01``, ``\\x7f``, and the information separators
+    ``\\x1c``-``\\x1f``, which Python's ``isspace`` counts as space but Unicode does not),
+    or another default-ignorable code point (the combining grapheme joiner, a variation
+    selector)."""
     cat = unicodedata.category(c)
-    return cat == "Cf" or (cat == "Cc" and not c.isspace()) or c in _IGNORABLE
+    return cat == "Cf" or (cat == "Cc" and c not in _CONTROL_SPACE) or c in _IGNORABLE
+
+
+_CONTROL_SPACE = frozenset("\t\n\x0b\x0c\r\x85")
+"""The control characters Unicode counts as white space (tab, line feed, vertical tab,
+form feed, carriage return, next line): drawn as a space or a line break, they part
+words. The information separators ``\\x1c``-``\\x1f`` are drawn as nothing, so
+``lo\\x1fve`` is the forbidden "love" and 26 letters parted by ``\\x1f`` one word."""
 
 
 _SHOWN_AS = str.maketrans({"\u201a": ",", **{c: " " for c in _BLANK_SIGNS}})
@@ -88,7 +99,9 @@ def shown_text(text: str) -> str:
     variation selectors) dropped. Without it ``lo\\u200bve`` passes a check that forbids "love",
     ``big‚ blue`` one that forbids commas, and words joined by a Hangul filler count as
     one. The ellipsis ``…`` is kept: folded to ``...``, prose that uses it would count as
-    more sentences."""
-    folded = "\u2026".join(unicodedata.normalize("NFKC", p) for p in text.split("\u2026"))
+    more sentences. Spans that a bidirectional override draws right to left are read in
+    the order they are drawn (``text_bidi.visual_order``): ``\\u202eevol`` shows "love"."""
+    drawn = visual_order(text)
+    folded = "\u2026".join(unicodedata.normalize("NFKC", p) for p in drawn.split("\u2026"))
     folded = folded.translate(_SHOWN_AS)
     return "".join(c for c in folded if not _unseen(c))

@@ -1,0 +1,103 @@
+"""The order in which a reader sees characters that bidirectional overrides reorder.
+
+The right-to-left override (U+202E) draws the characters after it, up to the pop
+directional formatting (U+202C) or the paragraph's end, from right to left: written
+``I \\u202eevol\\u202c you`` shows "I love you", and ``\\u202eThe end.`` shows ".dne ehT".
+A checker that reads the characters in the order they were written sees "evol" or "The
+end." instead, so an answer could pass "do not use the word love" while showing it, or
+"end with The end." while showing something else. ``visual_order`` puts such spans in
+the order they are drawn (the Unicode bidirectional algorithm's explicit levels and its
+rule L2, with L4's mirrored brackets); text without an override is left as written, so
+right-to-left scripts written without one keep the logical order lm-eval's checkers read.
+"""
+
+from __future__ import annotations
+
+_OVERRIDES = frozenset("\u202d\u202e")
+"""Left-to-right and right-to-left override: the only controls that reorder Latin letters."""
+_EMBEDDINGS: dict[str, tuple[bool, str | None]] = {
+    "\u202a": (False, None),
+    "\u202b": (True, None),
+    "\u202d": (False, "L"),
+    "\u202e": (True, "R"),
+}
+"""Opener -> (whether it opens a right-to-left level, the direction it forces or None):
+left-to-right and right-to-left embedding and override, closed by ``_POP``."""
+_ISOLATES = {"\u2066": False, "\u2067": True, "\u2068": False}
+"""Isolate opener -> whether it opens a right-to-left level (the first-strong isolate
+read as left-to-right), closed by ``_POP_ISOLATE``."""
+_POP, _POP_ISOLATE = "\u202c", "\u2069"
+_PARAGRAPH_END = frozenset("\n\r\x1c\x1d\x1e\x85\u2029")
+"""Characters that end a paragraph (Unicode's bidirectional class B): every open
+embedding, override and isolate ends with them."""
+_LINE_END = _PARAGRAPH_END | {"\u2028"}
+"""Where a line ends: each line is reordered by itself (rule L2)."""
+_MIRROR = str.maketrans("()<>[]{}«»‹›", ")(><][}{»«›‹")
+"""Brackets drawn mirrored at a right-to-left level (rule L4): ``<<`` drawn right to left
+reads ``>>``."""
+_MAX_DEPTH = 125
+"""Unicode's limit on nested embedding levels; openers beyond it are ignored."""
+
+
+def _next_level(level: int, rtl: bool) -> int:
+    """The least level above ``level`` that is odd (``rtl``) or even."""
+    up = level + 1
+    return up if (up % 2 == 1) == rtl else up + 1
+
+
+def _levels(text: str) -> list[int]:
+    """Each character's embedding level: a forced right-to-left character's is odd, a
+    forced left-to-right one's even, and any other character's the even level at or
+    above its embedding's (read as left to right, as written)."""
+    out: list[int] = []
+    stack: list[tuple[int, str | None, bool]] = []  # (level, forced direction, isolate)
+    for c in text:
+        if c in _PARAGRAPH_END:
+            stack = []
+        level, forced = (stack[-1][0], stack[-1][1]) if stack else (0, None)
+        out.append(level if forced else level + level % 2)
+        if c in _EMBEDDINGS or c in _ISOLATES:
+            rtl, force = _EMBEDDINGS.get(c, (_ISOLATES.get(c, False), None))
+            if len(stack) < _MAX_DEPTH:
+                stack.append((_next_level(level, rtl), force, c in _ISOLATES))
+        elif c == _POP and stack and not stack[-1][2]:
+            stack.pop()
+        elif c == _POP_ISOLATE and any(s[2] for s in stack):
+            while not stack.pop()[2]:
+                pass
+    return out
+
+
+def _line(chars: list[str], levels: list[int]) -> str:
+    """One line in drawn order: from its highest level down to 1, each run of
+    characters at that level or above reversed (rule L2), odd-level brackets mirrored."""
+    shown = [c.translate(_MIRROR) if lv % 2 else c for c, lv in zip(chars, levels, strict=True)]
+    order = list(range(len(shown)))
+    for floor in range(max(levels, default=0), 0, -1):
+        k = 0
+        while k < len(order):
+            if levels[order[k]] < floor:
+                k += 1
+                continue
+            end = k
+            while end < len(order) and levels[order[end]] >= floor:
+                end += 1
+            order[k:end] = order[k:end][::-1]
+            k = end
+    return "".join(shown[i] for i in order)
+
+
+def visual_order(text: str) -> str:
+    """``text`` with the spans that an override reorders put in the order they are drawn
+    (``I \\u202eevol\\u202c you`` -> ``I \\u202elove\\u202c you``; the controls stay, for
+    ``shown_text`` to drop). Text without an override is returned as it is."""
+    if not _OVERRIDES.intersection(text):
+        return text
+    levels = _levels(text)
+    out, start = [], 0
+    for k, c in enumerate(text + "\n"):
+        if c in _LINE_END or k == len(text):
+            out.append(_line(list(text[start:k]), levels[start:k]))
+            out.append(text[k : k + 1])
+            start = k + 1
+    return "".join(out)
