@@ -72,3 +72,31 @@ def test_a_helper_reached_through_a_variable_fails_when_a_later_case_fails() -> 
     plan = split_tests(list(REACHED["alias"]))
     assert plan["reads"][1:] == [["t"], ["u"], ["u"]]
     assert plan["stmts"][0][0].startswith("@_ra_mark(0, 1)\ndef t(r, b):")
+
+
+GEN = "def gen():\n    for x, y in [(1, 2), (2, 4)]:\n        assert dbl(x) == y\n        yield"
+RESUMED = {  # a generator of a test function, resumed by a later statement
+    "next": (GEN, "g = gen()", "next(g)", "next(g)"),
+    "for_loop": (GEN, "g = gen()", "next(g)", "for _ in g:\n    pass"),
+}
+
+
+@needs_full
+def test_a_test_generator_resumed_later_fails_when_its_next_case_fails() -> None:
+    """``def gen()`` holding ``assert dbl(x) == y`` for two cases and a ``yield``;
+    ``g = gen()``, ``next(g)``, ``next(g)``: a program right on the first case that
+    raised on the second scored 1.0. The second ``next(g)`` resumes the generator past
+    its start, where the function named its asserts, and reads only ``g``, a generator
+    that ``reached`` did not look into: the first ``R i 1`` stood. A generator of a
+    test function now counts as that function: each such program (raising, or hanging
+    to the time limit) scores 0, the right one 1."""
+    lim = Limits(wall_s=2.0)
+    got = {}
+    for name, tests in RESUMED.items():
+        got["raises", name] = check_code(list(tests), fenced(RAISES), False)[0]
+        got["hangs", name] = check_code(list(tests), fenced(HANGS), False, lim)[0]
+    held = [k for k, score in got.items() if score == 0.0]
+    record("code sandbox: a test generator resumed later", len(got), len(held))
+    assert len(held) == len(got), got
+    for name, tests in RESUMED.items():
+        assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name

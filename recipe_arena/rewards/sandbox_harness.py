@@ -341,21 +341,25 @@ def _mark(first: int, last: int) -> Any:
 
     def mark(fn: Any) -> Any:
         fn._ra_range = (first, last)
+        _MADE_BY[fn.__code__] = fn
         return fn
 
     return mark
 
 
 _FUNCTION, _METHOD = _type(_mark), _type(_mark.__get__(0))  # no ``types`` import
+_GENERATOR = _type((lambda: (yield))())
+_MADE_BY: dict[Any, Any] = {}
+"""A marked test function by its code: what a generator of it (``g = gen()``) runs."""
 
 
 def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
     """Ids of the asserts of the test functions that the tests' variables ``names``
-    hold (``u = t``), directly or as a method, a class, an instance of a test class, an
-    item of a small container, a ``partial``, or through the names and closure of a
-    test function or lambda (``u = lambda r, b: t(r, b)``): a statement that reads them
-    and does not finish fails those asserts, as it fails those of a test function it
-    names."""
+    hold (``u = t``), directly or as a method, a class, an instance of a test class, a
+    generator of a test function (``g = gen()``), an item of a small container, a
+    ``partial``, or through the names and closure of a test function or lambda (``u =
+    lambda r, b: t(r, b)``): a statement that reads them and does not finish fails
+    those asserts, as it fails those of a test function it names."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [(scope[n], 0) for n in names if n in scope]
@@ -376,6 +380,8 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 todo.extend((x, depth + 1) for x in (v.func, *v.args, *v.keywords.values()))
             elif t in (_METHOD, staticmethod, classmethod):
                 todo.append((v.__func__, depth + 1))
+            elif t is _GENERATOR and v.gi_code in _MADE_BY:  # ``next(g)`` resumes its asserts
+                todo.append((_MADE_BY[v.gi_code], depth + 1))
             elif t in (list, tuple, set, frozenset, dict) and len(v) <= 64:
                 todo.extend((x, depth + 1) for x in (v.values() if t is dict else v))
             elif isinstance(v, type) and v.__module__ == "__test__":  # a test class
