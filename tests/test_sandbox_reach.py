@@ -100,3 +100,33 @@ def test_a_test_generator_resumed_later_fails_when_its_next_case_fails() -> None
     assert len(held) == len(got), got
     for name, tests in RESUMED.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
+
+
+LAZY = {  # a lazy iterator of the tests that calls the helper, resumed by a later statement
+    "generator_expression": (T, "g = (t(dbl(x), 2 * x) for x in [1, 2])", "next(g)", "next(g)"),
+    "map": (T, "m = map(lambda x: t(dbl(x), 2 * x), [1, 2])", "next(m)", "next(m)"),
+    "starmap": (
+        "import itertools",
+        T,
+        "m = itertools.starmap(lambda x: t(dbl(x), 2 * x), [(1,), (2,)])",
+        "next(m)",
+        "next(m)",
+    ),
+}
+
+
+@needs_full
+def test_a_lazy_iterator_resumed_later_fails_when_its_next_case_fails() -> None:
+    """``g = (t(dbl(x), 2 * x) for x in [1, 2])`` (or a ``map`` or itertools
+    ``starmap`` of a lambda calling ``t``), then ``next(g)`` twice: a program right on
+    the first case that raised on the second scored 1.0, since the second ``next``
+    fails before ``t`` is entered and reads only ``g``, which ``reached`` did not look
+    into. A generator now counts as the names its code reads and the values its frame
+    holds, and a lazy builtin iterator as what it holds: each scores 0, the right
+    program 1."""
+    got = {k: check_code(list(t), fenced(RAISES), False)[0] for k, t in LAZY.items()}
+    held = [k for k, score in got.items() if score == 0.0]
+    record("code sandbox: a lazy iterator resumed later", len(got), len(held))
+    assert len(held) == len(got), got
+    for name, tests in LAZY.items():
+        assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name

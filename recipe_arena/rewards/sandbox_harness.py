@@ -349,6 +349,9 @@ def _mark(first: int, last: int) -> Any:
 
 _FUNCTION, _METHOD = _type(_mark), _type(_mark.__get__(0))  # no ``types`` import
 _GENERATOR = _type((lambda: (yield))())
+_LAZY = (map, filter, zip, enumerate, reversed)
+"""Builtin iterators that call a function (or run a generator) of the tests when a later
+statement resumes them; their ``__reduce__`` names what they hold."""
 _MADE_BY: dict[Any, Any] = {}
 """A marked test function by its code: what a generator of it (``g = gen()``) runs."""
 
@@ -356,10 +359,11 @@ _MADE_BY: dict[Any, Any] = {}
 def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
     """Ids of the asserts of the test functions that the tests' variables ``names``
     hold (``u = t``), directly or as a method, a class, an instance of a test class, a
-    generator of a test function (``g = gen()``), an item of a small container, a
-    ``partial``, or through the names and closure of a test function or lambda (``u =
-    lambda r, b: t(r, b)``): a statement that reads them and does not finish fails
-    those asserts, as it fails those of a test function it names."""
+    generator (``g = gen()``, ``(t(f(x), y) for ...)``) or a lazy ``map``, ``filter``,
+    ``zip`` or itertools object, an item of a small container, a ``partial``, or
+    through the names and closure of a test function or lambda (``u = lambda r, b:
+    t(r, b)``): a statement that reads them and does not finish fails those asserts,
+    as it fails those of a test function it names."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [(scope[n], 0) for n in names if n in scope]
@@ -380,8 +384,13 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 todo.extend((x, depth + 1) for x in (v.func, *v.args, *v.keywords.values()))
             elif t in (_METHOD, staticmethod, classmethod):
                 todo.append((v.__func__, depth + 1))
-            elif t is _GENERATOR and v.gi_code in _MADE_BY:  # ``next(g)`` resumes its asserts
-                todo.append((_MADE_BY[v.gi_code], depth + 1))
+            elif t is _GENERATOR:  # ``next(g)`` resumes it: what it runs and holds
+                made, frame = _MADE_BY.get(v.gi_code), v.gi_frame
+                runs = [scope[n] for n in v.gi_code.co_names if n in scope]
+                held = list(frame.f_locals.values()) if frame is not None else []
+                todo.extend((x, depth + 1) for x in [made, *runs, *held] if x is not None)
+            elif t in _LAZY or t.__module__ == "itertools":  # map(f, xs): f and xs
+                todo.extend((x, depth + 1) for x in v.__reduce__()[1])
             elif t in (list, tuple, set, frozenset, dict) and len(v) <= 64:
                 todo.extend((x, depth + 1) for x in (v.values() if t is dict else v))
             elif isinstance(v, type) and v.__module__ == "__test__":  # a test class
