@@ -130,3 +130,25 @@ def test_a_lazy_iterator_resumed_later_fails_when_its_next_case_fails() -> None:
     assert len(held) == len(got), got
     for name, tests in LAZY.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
+
+
+HELD = {  # the helper held in a container that is not a plain list, tuple, set or dict
+    "deque": ("from collections import deque", "c = deque([t])", "c[0](dbl(1), 2)", "c[0](dbl(2), 4)"),
+    "ordered_dict": ("from collections import OrderedDict", "c = OrderedDict(eq=t)", "c['eq'](dbl(1), 2)", "c['eq'](dbl(2), 4)"),
+    "namedtuple": ("from collections import namedtuple", "c = namedtuple('C', 'eq')(t)", "c.eq(dbl(1), 2)", "c.eq(dbl(2), 4)"),
+}  # fmt: skip
+
+
+@needs_full
+def test_a_helper_held_in_a_deque_or_namedtuple_fails_when_a_later_case_fails() -> None:
+    """``c = deque([t])`` (or an ``OrderedDict``, a namedtuple), then ``c[0](dbl(1),
+    2)`` and ``c[0](dbl(2), 4)``: a program right on the first case that raised on the
+    second scored 1.0, since ``reached`` looked into exact lists, tuples, sets and
+    dicts only. Subclasses of those and a ``deque`` are now looked into: 0, and the
+    right program 1."""
+    got = {k: check_code([T, *t], fenced(RAISES), False)[0] for k, t in HELD.items()}
+    held = [k for k, score in got.items() if score == 0.0]
+    record("code sandbox: a helper held in another container", len(got), len(held))
+    assert len(held) == len(got), got
+    for name, tests in HELD.items():
+        assert check_code([T, *tests], fenced(RIGHT)) == (1.0, "passed 1/1"), name

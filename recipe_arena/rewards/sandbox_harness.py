@@ -352,18 +352,27 @@ _GENERATOR = _type((lambda: (yield))())
 _LAZY = (map, filter, zip, enumerate, reversed)
 """Builtin iterators that call a function (or run a generator) of the tests when a later
 statement resumes them; their ``__reduce__`` names what they hold."""
+_HOLDERS = (list, tuple, set, frozenset, dict)
+"""Containers whose items ``reached`` looks into, subclasses too (a namedtuple, an
+``OrderedDict``, a ``defaultdict``), as well as a ``deque``."""
 _MADE_BY: dict[Any, Any] = {}
 """A marked test function by its code: what a generator of it (``g = gen()``) runs."""
+
+
+def _named(t: Any, module: str, name: str) -> bool:
+    """Type ``t`` is ``module.name`` (``functools.partial``), read without importing it."""
+    return bool(t.__name__ == name and t.__module__ == module)
 
 
 def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
     """Ids of the asserts of the test functions that the tests' variables ``names``
     hold (``u = t``), directly or as a method, a class, an instance of a test class, a
     generator (``g = gen()``, ``(t(f(x), y) for ...)``) or a lazy ``map``, ``filter``,
-    ``zip`` or itertools object, an item of a small container, a ``partial``, or
-    through the names and closure of a test function or lambda (``u = lambda r, b:
-    t(r, b)``): a statement that reads them and does not finish fails those asserts,
-    as it fails those of a test function it names."""
+    ``zip`` or itertools object, an item of a small container (a ``deque``, a
+    namedtuple, an ``OrderedDict`` too), a ``partial``, or through the names and
+    closure of a test function or lambda (``u = lambda r, b: t(r, b)``): a statement
+    that reads them and does not finish fails those asserts, as it fails those of a
+    test function it names."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [(scope[n], 0) for n in names if n in scope]
@@ -380,7 +389,7 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 cells = [c.cell_contents for c in v.__closure__ or ()]
                 names_read = [scope[n] for n in v.__code__.co_names if n in scope]
                 todo.extend((x, depth + 1) for x in cells + names_read)
-            elif t.__name__ == "partial" and t.__module__ == "functools":
+            elif _named(t, "functools", "partial"):
                 todo.extend((x, depth + 1) for x in (v.func, *v.args, *v.keywords.values()))
             elif t in (_METHOD, staticmethod, classmethod):
                 todo.append((v.__func__, depth + 1))
@@ -391,8 +400,10 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 todo.extend((x, depth + 1) for x in [made, *runs, *held] if x is not None)
             elif t in _LAZY or t.__module__ == "itertools":  # map(f, xs): f and xs
                 todo.extend((x, depth + 1) for x in v.__reduce__()[1])
-            elif t in (list, tuple, set, frozenset, dict) and len(v) <= 64:
-                todo.extend((x, depth + 1) for x in (v.values() if t is dict else v))
+            elif (isinstance(v, _HOLDERS) or _named(t, "collections", "deque")) and len(v) <= 64:
+                todo.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+                if t.__module__ == "__test__":  # a test class's own container: its methods
+                    todo.append((t, depth + 1))
             elif isinstance(v, type) and v.__module__ == "__test__":  # a test class
                 todo.extend((x, depth + 1) for c in v.__mro__ for x in vars(c).values())
             elif t is not _type(builtins) and not isinstance(v, type):  # an instance
