@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from recipe_arena import hidden_modules
+from recipe_arena.rewards.ifeval_lookalikes import forbids, latin_lookalikes
 from recipe_arena.rewards.text import answer_text, is_blank, shown_text
 
 
@@ -165,9 +166,14 @@ def check_ifeval(
 
 def _follows(checker: Any, iid: str, text: str) -> bool:
     """Whether ``text`` follows the instruction ``iid`` (its built ``checker``): the
-    checker's verdict on ``text`` as it reads it (``_as_checked``), and for a language
-    check, letters langdetect can read (``_unreadable_letters``)."""
+    checker's verdict on ``text`` as it reads it (``_as_checked``); for an instruction
+    that forbids a word or caps a count, its verdict with Cyrillic and Greek look-alikes
+    read as Latin letters too (``ifeval_lookalikes``); and for a language check, letters
+    langdetect can read (``_unreadable_letters``)."""
     if not checker.check_following(_as_checked(iid, text)):
+        return False
+    lookalikes = forbids(iid, checker.get_instruction_args())
+    if lookalikes and not checker.check_following(latin_lookalikes(text)):
         return False
     return not (iid in _LANGUAGE_CHECKS and _unreadable_letters(text))
 
@@ -175,14 +181,21 @@ def _follows(checker: Any, iid: str, text: str) -> bool:
 _COMMAS = str.maketrans(
     dict.fromkeys(
         "\u055d\u060c\u07f8\u1363\u1802\u1808\u2e32\u2e34\u2e41\u2e49\u2e4c\u3001"
-        "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87",
+        "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87\u0375\u02cf",
         ",",
     )
 )
 """The commas of other scripts (every punctuation mark Unicode names a comma that NFKC
 leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic, Mongolian
-comma, ...), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is any of
-them, while other checks (``json_format``) keep reading them as the marks they are."""
+comma, ...), and two marks drawn as a comma that Unicode names otherwise (the Greek
+lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``; the cedilla ``¸``
+is ``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas"
+is any of them, while other checks (``json_format``) keep reading them as the marks they are."""
+
+
+_SPACING_CEDILLA = " \u0327"
+"""The cedilla ``¸`` as ``shown_text`` leaves it (NFKC writes it as a space and the
+combining cedilla): drawn as a comma, so ``punctuation:no_comma`` reads it as one."""
 
 
 _STOPS = str.maketrans(
@@ -214,10 +227,12 @@ _READ_AS = {
 
 
 def _as_checked(iid: str, text: str) -> str:
-    """``text`` as the checker ``iid`` reads it: with other scripts' commas as ``,`` for
-    ``punctuation:no_comma`` (``_COMMAS``) and their full stops as ``. `` for
+    """``text`` as the checker ``iid`` reads it: with other scripts' commas and the marks
+    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``) and their full stops as ``. `` for
     ``length_constraints:number_sentences`` (``_STOPS``), as it is for every other
     instruction."""
+    if iid == "punctuation:no_comma":
+        text = text.replace(_SPACING_CEDILLA, " ,")
     table = _READ_AS.get(iid)
     return text.translate(table) if table else text
 

@@ -1,0 +1,66 @@
+"""IFEval answers that hide a forbidden word, or a counted one, behind letters of
+another script drawn as Latin ones (a Cyrillic ``о`` in ``lоve``), and commas behind
+marks Unicode names otherwise (the cedilla ``¸``, the Greek lower numeral sign ``͵``).
+Each is scored by lm-eval's real checkers through ``check_ifeval``, beside a plain
+answer that follows the instruction (1) and an honest answer in that script."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipe_arena.rewards.ifeval import check_ifeval
+from tests.hostile_tally import record
+
+
+def _gt(iid: str, **kwargs: object) -> dict[str, object]:
+    return {"instruction_id_list": [iid], "kwargs": [kwargs]}
+
+
+LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
+FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
+FEW_A = _gt("keywords:letter_frequency", letter="a", let_frequency=3, let_relation="less than")
+NO_COMMA = _gt("punctuation:no_comma")
+
+HOSTILE = [
+    # (instruction, hostile answer, plain answer that follows it)
+    (LOVE, "I l\u043eve the sea.", "I like the sea."),  # Cyrillic o
+    (LOVE, "I \u04c0\u03bfv\u0435 the sea.", "I like the sea."),  # palochka, omicron, ie
+    (
+        _gt("keywords:forbidden_words", forbidden_words=["cope"]),
+        "I \u0441\u043e\u0440\u0435.",
+        "I manage.",
+    ),
+    (FEW_SEA, "The sea. The s\u0435a. The \u0455ea.", "The sea is big."),
+    (FEW_A, "A c\u0430t \u0430nd \u0430 b\u0430t.", "A dog sat."),
+    (NO_COMMA, "The sea is big\u00b8 blue and deep.", "The sea is big and deep."),
+    (NO_COMMA, "The sea is big\u0375 blue and deep.", "The sea is big and deep."),
+    (NO_COMMA, "The sea is big\u02cf blue and deep.", "The sea is big and deep."),
+]
+
+
+@pytest.mark.parametrize(("gt", "hostile", "plain"), HOSTILE)
+def test_a_lookalike_does_not_hide_what_is_forbidden(
+    gt: dict[str, object], hostile: str, plain: str
+) -> None:
+    """The hostile answer fails (before, each scored 1: NFKC keeps Cyrillic and Greek
+    letters apart from Latin ones, and the comma-like marks are named no comma); the
+    plain answer passes."""
+    score = check_ifeval(gt, hostile)[0]
+    record("ifeval: other scripts' look-alikes", 1, int(score == 0.0))
+    assert score == 0.0, hostile
+    assert check_ifeval(gt, plain)[0] == 1.0, plain
+
+
+def test_honest_answers_in_those_scripts_keep_their_verdicts() -> None:
+    """Russian and Greek answers are read as written wherever nothing is forbidden: a
+    Russian answer is still Russian to ``response_language``; neither holds an English
+    forbidden word; and a Cyrillic look-alike does not count towards "at least" (it is not the word
+    as shown). A letter under a cedilla (``ç``) is no comma."""
+    russian = "\u042f \u043b\u044e\u0431\u043b\u044e \u043c\u043e\u0440\u0435 \u0438 \u0441\u043e\u043b\u043d\u0446\u0435."
+    assert check_ifeval(_gt("language:response_language", language="ru"), russian)[0] == 1.0
+    assert check_ifeval(LOVE, russian)[0] == 1.0
+    greek = "\u0397 \u03b8\u03ac\u03bb\u03b1\u03c3\u03c3\u03b1 \u03b5\u03af\u03bd\u03b1\u03b9 \u03bc\u03c0\u03bb\u03b5."
+    assert check_ifeval(LOVE, greek)[0] == 1.0
+    many_sea = _gt("keywords:frequency", keyword="sea", frequency=2, relation="at least")
+    assert check_ifeval(many_sea, "The sea. The s\u0435a.")[0] == 0.0
+    assert check_ifeval(NO_COMMA, "Gar\u00e7on and fa\u00e7ade.")[0] == 1.0
