@@ -1,6 +1,7 @@
 """IFEval answers that hide a forbidden word, or a counted one, behind letters of
-another script drawn as Latin ones (a Cyrillic ``о`` in ``lоve``), and commas behind
-marks Unicode names otherwise (the cedilla ``¸``, the Greek lower numeral sign ``͵``).
+another script drawn as Latin ones (a Cyrillic ``о`` in ``lоve``), and commas and
+full stops behind marks Unicode names otherwise (the cedilla ``¸``, the Greek lower
+numeral sign ``͵``, the Lisu tone ``ꓸ``, the click letter ``ǃ``).
 Each is scored by lm-eval's real checkers through ``check_ifeval``, beside a plain
 answer that follows the instruction (1) and an honest answer in that script."""
 
@@ -20,6 +21,7 @@ LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
 FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
 FEW_A = _gt("keywords:letter_frequency", letter="a", let_frequency=3, let_relation="less than")
 NO_COMMA = _gt("punctuation:no_comma")
+FEW_SENTENCES = _gt("length_constraints:number_sentences", num_sentences=2, relation="less than")
 
 HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
@@ -35,6 +37,9 @@ HOSTILE = [
     (NO_COMMA, "The sea is big\u00b8 blue and deep.", "The sea is big and deep."),
     (NO_COMMA, "The sea is big\u0375 blue and deep.", "The sea is big and deep."),
     (NO_COMMA, "The sea is big\u02cf blue and deep.", "The sea is big and deep."),
+    (NO_COMMA, "The sea is big\ua4f9 blue and deep.", "The sea is big and deep."),  # Lisu
+    (FEW_SENTENCES, "The sea is big\u01c3 Fish live in it\u01c3 Boats sail\u01c3", "It is big."),
+    (FEW_SENTENCES, "The sea is big\ua4f8 Fish live in it\ua4f8 Boats sail\ua4f8", "It is big."),
 ]
 
 
@@ -43,7 +48,8 @@ def test_a_lookalike_does_not_hide_what_is_forbidden(
     gt: dict[str, object], hostile: str, plain: str
 ) -> None:
     """The hostile answer fails (before, each scored 1: NFKC keeps Cyrillic and Greek
-    letters apart from Latin ones, and the comma-like marks are named no comma); the
+    letters apart from Latin ones, and the marks drawn as commas or sentence ends are
+    named none); the
     plain answer passes."""
     score = check_ifeval(gt, hostile)[0]
     record("ifeval: other scripts' look-alikes", 1, int(score == 0.0))

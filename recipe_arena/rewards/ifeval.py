@@ -181,16 +181,18 @@ def _follows(checker: Any, iid: str, text: str) -> bool:
 _COMMAS = str.maketrans(
     dict.fromkeys(
         "\u055d\u060c\u07f8\u1363\u1802\u1808\u2e32\u2e34\u2e41\u2e49\u2e4c\u3001"
-        "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87\u0375\u02cf",
+        "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87\u0375\u02cf"
+        "\ua4f9\ua4fb",
         ",",
     )
 )
 """The commas of other scripts (every punctuation mark Unicode names a comma that NFKC
 leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic, Mongolian
-comma, ...), and two marks drawn as a comma that Unicode names otherwise (the Greek
-lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``; the cedilla ``¸``
-is ``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas"
-is any of them, while other checks (``json_format``) keep reading them as the marks they are."""
+comma, ...), and the marks drawn as a comma that Unicode names otherwise (the Greek
+lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``, the Lisu tones
+``ꓹ`` and ``ꓻ``; the cedilla ``¸`` is ``_SPACING_CEDILLA``), read as ``,`` by
+``punctuation:no_comma`` only: "any commas" is any of them, while other checks
+(``json_format``) keep reading them as the marks they are."""
 
 
 _SPACING_CEDILLA = " \u0327"
@@ -207,7 +209,7 @@ _STOPS = str.maketrans(
         "\U00011944\U00011c41\U00011c42\U00016a6e\U00016a6f\U00016af5\U00016e98\U0001bc9f"
         "\U0001da88"
         "\u061f\u07f9\u1367\u1944\u1945\u203d\u2cfa\u2cfb\u2e2e\u2e53\u2e54\ua60f\ua6f7"
-        "\U00011143\u17d4\u17d5\u104a\u104b",
+        "\U00011143\u17d4\u17d5\u104a\u104b\ua4f8\u01c3",
         ". ",
     )
 )
@@ -215,7 +217,8 @@ _STOPS = str.maketrans(
 a danda that NFKC leaves apart: the ideographic ``。``, the Arabic ``۔``, the Armenian
 ``։``, the Devanagari ``।``, ...; their question and exclamation marks, the Arabic
 ``؟``, but not inverted ones, which open a sentence; the Khmer khan, the Myanmar
-section signs, the interrobang), read as ``. `` by
+section signs, the interrobang; the Lisu tone ``ꓸ`` and the click letter ``ǃ``, drawn
+as ``.`` and ``!``), read as ``. `` by
 ``length_constraints:number_sentences`` only: NLTK's sentence splitter ends sentences
 at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
 sentences written without spaces between them (Chinese, Japanese)."""
