@@ -271,11 +271,9 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
 
     def check(i: int, value: Any) -> None:
         touched.add(i)
-        ok = False  # failed unless its truth comes back: a program's __bool__ may raise,
-        try:  # and a test that catches it then finishes the statement
-            ok = bool(value)
-        finally:
-            outcome[i] = outcome.get(i, True) and ok
+        was, outcome[i] = outcome.get(i, True), False  # failed if bool() raises (__bool__)
+        ok = bool(value)
+        outcome[i] = was and ok
         if not ok:
             raise AssertionError
 
@@ -308,10 +306,8 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # otherwise pass when the program raises or exits on a later one.
     for (src, ids), reads in zip(plan["stmts"], plan["reads"], strict=True):
         # and those of the test functions it reaches that passed so far (one cut short
-        # ends the run, so only an earlier R i 1 could stand; fewer S lines). Its own
-        # first: looking into the tests' variables may run an object's code (one a
-        # string of the program's made), which could end or stall the check side.
-        report.open(ids)
+        # ends the run, so only an earlier R i 1 could stand; fewer S lines)
+        report.open(ids)  # first: reached() may run code of an object a string made
         may = {i for i in reached(reads, scope) if outcome.get(i)} | set(ids)
         report.open(may)
         try:
