@@ -1,7 +1,8 @@
 """IFEval answers that hide a forbidden word, or a counted one, behind letters of
 another script drawn as Latin ones (a Cyrillic ``о`` in ``lоve``), and commas and
 full stops behind marks Unicode names otherwise (the cedilla ``¸``, the Greek lower
-numeral sign ``͵``, the Lisu tone ``ꓸ``, the click letter ``ǃ``).
+numeral sign ``͵``, the Lisu tone ``ꓸ``, the click letter ``ǃ``, the ornaments ``❟``
+and ``❗``), and capitals behind small capitals (``ᴛʜᴇ``, lowercase letters to Unicode).
 Each is scored by lm-eval's real checkers through ``check_ifeval``, beside a plain
 answer that follows the instruction (1) and an honest answer in that script."""
 
@@ -21,6 +22,7 @@ LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
 FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
 FEW_A = _gt("keywords:letter_frequency", letter="a", let_frequency=3, let_relation="less than")
 NO_COMMA = _gt("punctuation:no_comma")
+LOWER = _gt("change_case:english_lowercase")
 FEW_SENTENCES = _gt("length_constraints:number_sentences", num_sentences=2, relation="less than")
 
 HOSTILE = [
@@ -40,6 +42,10 @@ HOSTILE = [
     (NO_COMMA, "The sea is big\ua4f9 blue and deep.", "The sea is big and deep."),  # Lisu
     (FEW_SENTENCES, "The sea is big\u01c3 Fish live in it\u01c3 Boats sail\u01c3", "It is big."),
     (FEW_SENTENCES, "The sea is big\ua4f8 Fish live in it\ua4f8 Boats sail\ua4f8", "It is big."),
+    (NO_COMMA, "The sea is big\u275f blue and deep.", "The sea is big and deep."),  # ornament
+    (FEW_SENTENCES, "The sea is big\u2757 Fish live in it\u2753 Boats sail\u2757", "It is big."),
+    (LOWER, "the sea is \u0299\u026a\u0262 and blue. fish live in it.", "the sea is big."),
+    (LOWER, "\u1d1b\u029c\u1d07 sea is big and blue. fish live in it.", "the sea is big."),
 ]
 
 

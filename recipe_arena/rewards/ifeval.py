@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from recipe_arena import hidden_modules
-from recipe_arena.rewards.ifeval_lookalikes import forbids, latin_lookalikes
+from recipe_arena.rewards.ifeval_lookalikes import second_reading
 from recipe_arena.rewards.text import answer_text, is_blank, shown_text
 
 
@@ -167,13 +167,14 @@ def check_ifeval(
 def _follows(checker: Any, iid: str, text: str) -> bool:
     """Whether ``text`` follows the instruction ``iid`` (its built ``checker``): the
     checker's verdict on ``text`` as it reads it (``_as_checked``); for an instruction
-    that forbids a word or caps a count, its verdict with Cyrillic and Greek look-alikes
-    read as Latin letters too (``ifeval_lookalikes``); and for a language check, letters
+    that forbids a word, a count or capitals, its verdict with Cyrillic and Greek
+    look-alikes read as Latin letters or small capitals as capitals too
+    (``ifeval_lookalikes.second_reading``); and for a language check, letters
     langdetect can read (``_unreadable_letters``)."""
     if not checker.check_following(_as_checked(iid, text)):
         return False
-    lookalikes = forbids(iid, checker.get_instruction_args())
-    if lookalikes and not checker.check_following(latin_lookalikes(text)):
+    reread = second_reading(iid, checker.get_instruction_args())
+    if reread is not None and not checker.check_following(reread(text)):
         return False
     return not (iid in _LANGUAGE_CHECKS and _unreadable_letters(text))
 
@@ -182,7 +183,7 @@ _COMMAS = str.maketrans(
     dict.fromkeys(
         "\u055d\u060c\u07f8\u1363\u1802\u1808\u2e32\u2e34\u2e41\u2e49\u2e4c\u3001"
         "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87\u0375\u02cf"
-        "\ua4f9\ua4fb",
+        "\ua4f9\ua4fb\u275f",
         ",",
     )
 )
@@ -190,7 +191,7 @@ _COMMAS = str.maketrans(
 leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic, Mongolian
 comma, ...), and the marks drawn as a comma that Unicode names otherwise (the Greek
 lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``, the Lisu tones
-``ꓹ`` and ``ꓻ``; the cedilla ``¸`` is ``_SPACING_CEDILLA``), read as ``,`` by
+``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``; the cedilla ``¸`` is ``_SPACING_CEDILLA``), read as ``,`` by
 ``punctuation:no_comma`` only: "any commas" is any of them, while other checks
 (``json_format``) keep reading them as the marks they are."""
 
@@ -209,7 +210,7 @@ _STOPS = str.maketrans(
         "\U00011944\U00011c41\U00011c42\U00016a6e\U00016a6f\U00016af5\U00016e98\U0001bc9f"
         "\U0001da88"
         "\u061f\u07f9\u1367\u1944\u1945\u203d\u2cfa\u2cfb\u2e2e\u2e53\u2e54\ua60f\ua6f7"
-        "\U00011143\u17d4\u17d5\u104a\u104b\ua4f8\u01c3",
+        "\U00011143\u17d4\u17d5\u104a\u104b\ua4f8\u01c3\u2753\u2754\u2755\u2757\u2762",
         ". ",
     )
 )
@@ -218,7 +219,7 @@ a danda that NFKC leaves apart: the ideographic ``。``, the Arabic ``۔``, the 
 ``։``, the Devanagari ``।``, ...; their question and exclamation marks, the Arabic
 ``؟``, but not inverted ones, which open a sentence; the Khmer khan, the Myanmar
 section signs, the interrobang; the Lisu tone ``ꓸ`` and the click letter ``ǃ``, drawn
-as ``.`` and ``!``), read as ``. `` by
+as ``.`` and ``!``; the question and exclamation mark ornaments ``❓`` ``❗``), read as ``. `` by
 ``length_constraints:number_sentences`` only: NLTK's sentence splitter ends sentences
 at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
 sentences written without spaces between them (Chinese, Japanese)."""

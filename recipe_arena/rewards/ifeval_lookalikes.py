@@ -1,16 +1,19 @@
 """Latin letters' look-alikes from the Cyrillic and Greek scripts, for IFEval instructions
-that forbid something.
+that forbid something, and small capitals, for the one that forbids capitals.
 
 NFKC keeps ``о`` (Cyrillic o) apart from ``o``, so ``lоve`` written with it passed "do not
 use the word love" while a reader sees "love". Folding these letters into Latin ones for
 every check would break honest answers in those scripts (langdetect would no longer read
 a Russian answer as Russian), so the folded text is read only as a second reading by the
 instructions that forbid a word or cap a count (``FORBIDDING``): the answer must follow
-them both as shown and with look-alikes read as the Latin letters they look like.
+them both as shown and with look-alikes read as the Latin letters they look like. So
+must an answer in lowercase with small capitals (``ᴛʜᴇ``, lowercase letters to Unicode,
+drawn as capitals) read as capitals (``second_reading``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 _LATIN = str.maketrans(
@@ -32,6 +35,26 @@ def latin_lookalikes(text: str) -> str:
     """``text`` with Cyrillic and Greek look-alikes of Latin letters read as those
     letters (``lоve`` -> ``love``); other characters as they are."""
     return text.translate(_LATIN)
+
+
+_CAPITALS = str.maketrans("ɢɪɴʀʏʙʜʟᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠᴡᴢꜰꜱꞯ", "GINRYBHLACDEJKMOPTUVWZFSQ")
+"""The Latin small capitals (``ᴛ``, ``ʜ``, ``ᴇ``; Unicode files them as lowercase
+letters), each to its capital."""
+
+
+def small_capitals(text: str) -> str:
+    """``text`` with Latin small capitals read as capitals (``ᴛʜᴇ`` -> ``THE``)."""
+    return text.translate(_CAPITALS)
+
+
+def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
+    """How instruction ``iid`` (built with ``args``) reads an answer a second time, which it
+    must follow too: with look-alikes as Latin letters when it forbids a word or caps a
+    count (``forbids``), with small capitals as capitals under
+    ``change_case:english_lowercase``; None for the others."""
+    if iid == "change_case:english_lowercase":
+        return small_capitals
+    return latin_lookalikes if forbids(iid, args) else None
 
 
 def forbids(iid: str, args: dict[str, Any] | None) -> bool:
