@@ -152,3 +152,17 @@ def test_a_helper_held_in_a_deque_or_namedtuple_fails_when_a_later_case_fails() 
     assert len(held) == len(got), got
     for name, tests in HELD.items():
         assert check_code([T, *tests], fenced(RIGHT)) == (1.0, "passed 1/1"), name
+
+
+@needs_full
+def test_a_helper_held_as_a_lambdas_default_fails_when_a_later_case_fails() -> None:
+    """``u = lambda r, b, f=t: f(r, b)``, then ``u(dbl(1), 2)`` and ``u(dbl(2), 4)``:
+    a program right on the first case that raised on the second scored 1.0, since
+    ``reached`` looked into a lambda's closure and the names its code reads but not
+    its default values, where ``t`` was. Defaults are now looked into: 0, the right
+    program 1."""
+    tests = [T, "u = lambda r, b, f=t: f(r, b)", "u(dbl(1), 2)", "u(dbl(2), 4)"]
+    got = check_code(tests, fenced(RAISES), False)[0]
+    record("code sandbox: a helper held as a lambda's default", 1, int(got == 0.0))
+    assert got == 0.0
+    assert check_code(tests, fenced(RIGHT)) == (1.0, "passed 1/1")

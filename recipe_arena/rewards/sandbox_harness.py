@@ -365,10 +365,10 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
     hold (``u = t``), directly or as a method, a class, an instance of a test class, a
     generator (``g = gen()``, ``(t(f(x), y) for ...)``) or a lazy ``map``, ``filter``,
     ``zip`` or itertools object, an item of a small container (a ``deque``, a
-    namedtuple, an ``OrderedDict`` too), a ``partial``, or through the names and
-    closure of a test function or lambda (``u = lambda r, b: t(r, b)``): a statement
-    that reads them and does not finish fails those asserts, as it fails those of a
-    test function it names."""
+    namedtuple, an ``OrderedDict`` too), a ``partial``, or through the names, closure
+    and defaults of a test function or lambda (``u = lambda r, b: t(r, b)``, ``u =
+    lambda r, b, f=t: f(r, b)``): a statement that reads them and does not finish
+    fails those asserts, as it fails those of a test function it names."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [(scope[n], 0) for n in names if n in scope]
@@ -384,7 +384,8 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 out.update(range(first, last))
                 cells = [c.cell_contents for c in v.__closure__ or ()]
                 names_read = [scope[n] for n in v.__code__.co_names if n in scope]
-                todo.extend((x, depth + 1) for x in cells + names_read)
+                defaults = [*(v.__defaults__ or ()), *(v.__kwdefaults__ or {}).values()]
+                todo.extend((x, depth + 1) for x in cells + names_read + defaults)
             elif _named(t, "functools", "partial"):
                 todo.extend((x, depth + 1) for x in (v.func, *v.args, *v.keywords.values()))
             elif t in (_METHOD, staticmethod, classmethod):
