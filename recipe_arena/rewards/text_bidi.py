@@ -70,21 +70,27 @@ def _levels(text: str) -> list[int]:
 
 def _line(chars: list[str], levels: list[int]) -> str:
     """One line in drawn order: from its highest level down to 1, each run of
-    characters at that level or above reversed (rule L2), odd-level brackets mirrored."""
-    shown = [c.translate(_MIRROR) if lv % 2 else c for c, lv in zip(chars, levels, strict=True)]
-    order = list(range(len(shown)))
-    for floor in range(max(levels, default=0), 0, -1):
-        k = 0
-        while k < len(order):
-            if levels[order[k]] < floor:
-                k += 1
-                continue
-            end = k
-            while end < len(order) and levels[order[end]] >= floor:
-                end += 1
-            order[k:end] = order[k:end][::-1]
-            k = end
-    return "".join(shown[i] for i in order)
+    characters at that level or above reversed (rule L2), odd-level brackets mirrored.
+    Walked once, as nested runs: a run at a level or above holds characters at that
+    level and the runs above it, and is reversed when it closes (inner runs first, as
+    L2 reverses the highest level first), so the work is linear in the line's length
+    beside the copying of reversed text."""
+    runs: list[list[str]] = [[]]  # runs[f]: pieces of the open run at level f or above
+    for c, lv in zip(chars, levels, strict=True):
+        while len(runs) - 1 > lv:
+            _close(runs)
+        while len(runs) - 1 < lv:
+            runs.append([])
+        runs[-1].append(c.translate(_MIRROR) if lv % 2 else c)
+    while len(runs) > 1:
+        _close(runs)
+    return "".join(runs[0])
+
+
+def _close(runs: list[list[str]]) -> None:
+    """Close the innermost open run (at level ``len(runs) - 1``, at least 1): reversed,
+    it becomes one piece of the run around it."""
+    runs[-2].append("".join(runs.pop())[::-1])
 
 
 def visual_order(text: str) -> str:
