@@ -112,13 +112,21 @@ LAZY = {  # a lazy iterator of the tests that calls the helper, resumed by a lat
         "next(m)",
         "next(m)",
     ),
+    "iter_of_a_callable": (
+        T,
+        "xs = iter([1, 2])",
+        "c = iter(lambda: (lambda x: t(dbl(x), 2 * x))(next(xs)), 0)",
+        "next(c)",
+        "next(c)",
+    ),
 }
 
 
 @needs_full
 def test_a_lazy_iterator_resumed_later_fails_when_its_next_case_fails() -> None:
-    """``g = (t(dbl(x), 2 * x) for x in [1, 2])`` (or a ``map`` or itertools
-    ``starmap`` of a lambda calling ``t``), then ``next(g)`` twice: a program right on
+    """``g = (t(dbl(x), 2 * x) for x in [1, 2])`` (or a ``map``, an itertools
+    ``starmap`` or an ``iter(f, sentinel)`` of a lambda calling ``t``), then ``next(g)``
+    twice: a program right on
     the first case that raised on the second scored 1.0, since the second ``next``
     fails before ``t`` is entered and reads only ``g``, which ``reached`` did not look
     into. A generator now counts as the names its code reads and the values its frame

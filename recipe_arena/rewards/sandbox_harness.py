@@ -348,6 +348,8 @@ _GENERATOR = _type((lambda: (yield))())
 _LAZY = (map, filter, zip, enumerate, reversed)
 """Builtin iterators that call a function (or run a generator) of the tests when a later
 statement resumes them; their ``__reduce__`` names what they hold."""
+_CALLS = ("builtins", "callable_iterator")
+"""``iter(f, sentinel)``'s type, lazy like those of _LAZY."""
 _HOLDERS = (list, tuple, set, frozenset, dict)
 """Containers whose items ``reached`` looks into, subclasses too (a namedtuple, an
 ``OrderedDict``, a ``defaultdict``), as well as a ``deque``."""
@@ -360,11 +362,22 @@ def _named(t: Any, module: str, name: str) -> bool:
     return bool(t.__name__ == name and t.__module__ == module)
 
 
+def _code_names(code: Any) -> set[str]:
+    """The global names ``code`` reads, and those of the functions, lambdas and
+    comprehensions inside it (``lambda: (lambda x: t(x))(1)`` reads ``t``)."""
+    out, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        out.update(c.co_names)
+        todo.extend(k for k in c.co_consts if _type(k) is _type(code))
+    return out
+
+
 def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
     """Ids of the asserts of the test functions that the tests' variables ``names``
     hold (``u = t``), directly or as a method, a class, an instance of a test class, a
     generator (``g = gen()``, ``(t(f(x), y) for ...)``) or a lazy ``map``, ``filter``,
-    ``zip`` or itertools object, an item of a small container (a ``deque``, a
+    ``zip``, ``iter(f, sentinel)`` or itertools object, an item of a small container (a ``deque``, a
     namedtuple, an ``OrderedDict`` too), a ``partial``, or through the names, closure
     and defaults of a test function or lambda (``u = lambda r, b: t(r, b)``, ``u =
     lambda r, b, f=t: f(r, b)``): a statement that reads them and does not finish
@@ -383,7 +396,7 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 first, last = v.__dict__.get("_ra_range", (0, 0))
                 out.update(range(first, last))
                 cells = [c.cell_contents for c in v.__closure__ or ()]
-                names_read = [scope[n] for n in v.__code__.co_names if n in scope]
+                names_read = [scope[n] for n in _code_names(v.__code__) if n in scope]
                 defaults = [*(v.__defaults__ or ()), *(v.__kwdefaults__ or {}).values()]
                 todo.extend((x, depth + 1) for x in cells + names_read + defaults)
             elif _named(t, "functools", "partial"):
@@ -392,10 +405,10 @@ def reached(names: list[str], scope: dict[str, Any]) -> set[int]:
                 todo.append((v.__func__, depth + 1))
             elif t is _GENERATOR:  # ``next(g)`` resumes it: what it runs and holds
                 made, frame = _MADE_BY.get(v.gi_code), v.gi_frame
-                runs = [scope[n] for n in v.gi_code.co_names if n in scope]
+                runs = [scope[n] for n in _code_names(v.gi_code) if n in scope]
                 held = list(frame.f_locals.values()) if frame is not None else []
                 todo.extend((x, depth + 1) for x in [made, *runs, *held] if x is not None)
-            elif t in _LAZY or t.__module__ == "itertools":  # map(f, xs): f and xs
+            elif t in _LAZY or t.__module__ == "itertools" or _named(t, *_CALLS):  # f, xs
                 todo.extend((x, depth + 1) for x in v.__reduce__()[1])
             elif (isinstance(v, _HOLDERS) or _named(t, "collections", "deque")) and len(v) <= 64:
                 todo.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
