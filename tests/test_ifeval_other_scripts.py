@@ -2,7 +2,8 @@
 another script drawn as Latin ones (a Cyrillic ``о`` in ``lоve``), and commas and
 full stops behind marks Unicode names otherwise (the cedilla ``¸``, the Greek lower
 numeral sign ``͵``, the Lisu tone ``ꓸ``, the click letter ``ǃ``, the ornaments ``❟``
-and ``❗``), and capitals behind small capitals (``ᴛʜᴇ``, lowercase letters to Unicode).
+and ``❗``), and capitals behind small capitals (``ᴛʜᴇ``, lowercase letters to Unicode); and two
+"different" responses that differ only by a look-alike.
 Each is scored by lm-eval's real checkers through ``check_ifeval``, beside a plain
 answer that follows the instruction (1) and an honest answer in that script."""
 
@@ -23,6 +24,10 @@ FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less t
 FEW_A = _gt("keywords:letter_frequency", letter="a", let_frequency=3, let_relation="less than")
 NO_COMMA = _gt("punctuation:no_comma")
 LOWER = _gt("change_case:english_lowercase")
+TWO = _gt("combination:two_responses")
+FEW_CAPS = _gt(
+    "change_case:capital_word_frequency", capital_frequency=2, capital_relation="less than"
+)
 FEW_SENTENCES = _gt("length_constraints:number_sentences", num_sentences=2, relation="less than")
 
 HOSTILE = [
@@ -46,6 +51,8 @@ HOSTILE = [
     (FEW_SENTENCES, "The sea is big\u2757 Fish live in it\u2753 Boats sail\u2757", "It is big."),
     (LOWER, "the sea is \u0299\u026a\u0262 and blue. fish live in it.", "the sea is big."),
     (LOWER, "\u1d1b\u029c\u1d07 sea is big and blue. fish live in it.", "the sea is big."),
+    (TWO, "A cat is small. ****** \u0410 cat is small.", "A cat is small. ****** A dog is big."),
+    (FEW_CAPS, "The sea is \u0299\u026a\u0262 and \u1d05\u1d07\u1d07\u1d18.", "The sea is BIG."),
 ]
 
 
@@ -67,7 +74,8 @@ def test_honest_answers_in_those_scripts_keep_their_verdicts() -> None:
     """Russian and Greek answers are read as written wherever nothing is forbidden: a
     Russian answer is still Russian to ``response_language``; neither holds an English
     forbidden word; and a Cyrillic look-alike does not count towards "at least" (it is not the word
-    as shown). A letter under a cedilla (``ç``) is no comma."""
+    as shown). A letter under a cedilla (``ç``) is no comma. Two Russian responses that
+    differ in what they say still differ."""
     russian = "\u042f \u043b\u044e\u0431\u043b\u044e \u043c\u043e\u0440\u0435 \u0438 \u0441\u043e\u043b\u043d\u0446\u0435."
     assert check_ifeval(_gt("language:response_language", language="ru"), russian)[0] == 1.0
     assert check_ifeval(LOVE, russian)[0] == 1.0
@@ -76,3 +84,5 @@ def test_honest_answers_in_those_scripts_keep_their_verdicts() -> None:
     many_sea = _gt("keywords:frequency", keyword="sea", frequency=2, relation="at least")
     assert check_ifeval(many_sea, "The sea. The s\u0435a.")[0] == 0.0
     assert check_ifeval(NO_COMMA, "Gar\u00e7on and fa\u00e7ade.")[0] == 1.0
+    two_russian = "\u041a\u043e\u0442 \u043c\u0430\u043b. ****** \u041f\u0451\u0441 \u0432\u0435\u043b\u0438\u043a."
+    assert check_ifeval(TWO, two_russian)[0] == 1.0

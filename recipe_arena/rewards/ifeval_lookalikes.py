@@ -6,9 +6,10 @@ use the word love" while a reader sees "love". Folding these letters into Latin 
 every check would break honest answers in those scripts (langdetect would no longer read
 a Russian answer as Russian), so the folded text is read only as a second reading by the
 instructions that forbid a word or cap a count (``FORBIDDING``): the answer must follow
-them both as shown and with look-alikes read as the Latin letters they look like. So
-must an answer in lowercase with small capitals (``ᴛʜᴇ``, lowercase letters to Unicode,
-drawn as capitals) read as capitals (``second_reading``).
+them both as shown and with look-alikes read as the Latin letters they look like (and so
+must two responses asked to differ). So must an answer in lowercase, or one capped in
+capitalised words, with small capitals (``ᴛʜᴇ``, lowercase letters to Unicode, drawn as
+capitals) read as capitals (``second_reading``).
 """
 
 from __future__ import annotations
@@ -50,11 +51,16 @@ def small_capitals(text: str) -> str:
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
     """How instruction ``iid`` (built with ``args``) reads an answer a second time, which it
     must follow too: with look-alikes as Latin letters when it forbids a word or caps a
-    count (``forbids``), with small capitals as capitals under
-    ``change_case:english_lowercase``; None for the others."""
-    if iid == "change_case:english_lowercase":
+    count (``forbids``) or asks for two different responses (``А`` and ``A`` are one
+    answer drawn twice); with small capitals as capitals under
+    ``change_case:english_lowercase`` and under a cap on capitalised words
+    (``capital_word_frequency``, "less than"); None for the others."""
+    relation = (args or {}).get("capital_relation")
+    if iid == "change_case:english_lowercase" or relation == "less than":
         return small_capitals
-    return latin_lookalikes if forbids(iid, args) else None
+    if iid == "combination:two_responses" or forbids(iid, args):
+        return latin_lookalikes
+    return None
 
 
 def forbids(iid: str, args: dict[str, Any] | None) -> bool:
