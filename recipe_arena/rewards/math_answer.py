@@ -26,6 +26,7 @@ import functools
 import logging
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -70,6 +71,39 @@ read as written only: ``3 \\approx 4\\%``, read as ``3 \\approx 4``, was 3, and 
 written."""
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """Characters no answer holds: C0/C1 controls but tab and newline, bidi overrides."""
+_MARKS = ("Mn", "Me")
+"""Unicode categories of combining marks: one drawn on a digit (``9\\u0336`` is 9 struck
+out, ``3\\u0338`` is 3 crossed out, ``9\\u20e3`` a keycap) is not the digit a reader
+sees, while the parser reads the bare digit. The micro world writes ASCII only."""
+_INVISIBLE = "Cf"
+"""Unicode category of format characters, drawn as nothing: between two digits
+(``1\\u200b9`` shows 19) the parser read the first digit alone (1)."""
+_CLAIMS = {
+    "a negation": re.compile(
+        r"\\(?:neq?|not|neg|lnot|notin|n(?:less|gtr|leq|geq|leqslant|geqslant|leqq|geqq|sim"
+        r"|cong|equiv|mid|parallel|approx|eqq|prec|succ|preceq|succeq|subset|supset"
+        r"|subseteq|supseteq|vdash|exists))(?![a-zA-Z])"
+        "|[\u00ac\u0338\u20d2\u20e5\u2204\u2209\u220c\u2224\u2226\u2241\u2244\u2247\u2249"
+        "\u2260\u2262\u226d-\u2271\u2274\u2275\u2278\u2279\u2280\u2281\u2284\u2285\u2288"
+        "\u2289\u22ac-\u22af\u22e0-\u22e3\u22ea-\u22ed]"
+    ),
+    "an order relation": re.compile(
+        r"\\(?:lt|gt|leq?|geq?|leqslant|geqslant|leqq|geqq|ll|gg|lll|ggg|lesssim|gtrsim"
+        r"|lessapprox|gtrapprox|lneqq?|gneqq?|lnsim|gnsim|prec|succ|preceq|succeq|precsim"
+        r"|succsim|lessdot|gtrdot)(?![a-zA-Z])"
+        "|[\u2264\u2265\u2266\u2267\u2272\u2273\u226a\u226b\u227a-\u227f\u22d6\u22d7"
+        "\u2a7d\u2a7e\uff1c\uff1e]"
+    ),
+}
+"""Claims an answer may make only where the reference does: that the value is *not*
+something (``\\neq 9``, ``x \\not= 9``, ``\\neg 9``) or is bounded by it (``\\lt 9``,
+``\\le 9``, ``x \\ll 9``). The parser reads such a relation with one side missing, or one
+it does not know, as the number beside it: ``\\boxed{\\neq 9}`` scored 1 for 9. The
+ASCII signs ``<``, ``>`` and ``!=`` are left out: the micro world writes ``<`` and ``>``
+in its think tags and arrows (``38->8``), and its verdicts must not move."""
+_CLAIM_SIGNS = {"a negation": re.compile("!="), "an order relation": re.compile("[<>]")}
+"""The ASCII signs of each kind of ``_CLAIMS``, left out there: a reference holding one
+holds that kind (``x<3`` is still matched by ``x \\lt 3``)."""
 _MODULUS_RE = re.compile(r"(?<![a-zA-Z])[bp]?mod(?![a-zA-Z])", re.IGNORECASE)
 _MODULUS_LEAD_RE = re.compile(r"[\s\\(]*(?:\\(?:text|mathrm|operatorname)\s*\{\s*\(?\s*)?$")
 """What opens a modulus clause before its ``mod``: ``\\``, ``(``, ``\\text{ (``."""
@@ -208,6 +242,23 @@ def copies_question(pred: str, prompt: str, gold: str) -> bool:
     asked, ref = _copy_core(copy_form(prompt)), _copy_core(copy_form(gold))
     sides = [c for c in (_copy_core(x) for x in _COPY_SIDES.split(copy_form(pred))) if c]
     return bool(sides) and all(_copied(side, asked, ref) for side in sides)
+
+
+def marked_digit(pred: str) -> str | None:
+    """The first combining mark (``_MARKS``) right after a digit of ``pred``, or the first
+    run of format characters (``_INVISIBLE``) between two digits, or None: the digits a
+    reader sees there are not those the parser reads."""
+    for i, digit in enumerate(pred[:-1]):
+        if not digit.isdigit():
+            continue
+        if unicodedata.category(pred[i + 1]) in _MARKS:
+            return pred[i + 1]
+        j = i + 1
+        while j < len(pred) and unicodedata.category(pred[j]) == _INVISIBLE:
+            j += 1
+        if i + 1 < j < len(pred) and pred[j].isdigit():
+            return pred[i + 1]
+    return None
 
 
 def drop_modulus(pred: str) -> str:
@@ -371,6 +422,16 @@ def check_math(
     bad = _CONTROL_RE.search(pred)
     if bad:
         return 0.0, f"answer holds a control character (U+{ord(bad.group()):04X}, {how})"
+    mark = marked_digit(pred)
+    if mark:
+        return 0.0, f"answer has U+{ord(mark):04X} on or after a digit ({how})"
+    claims = [
+        kind
+        for kind, rx in _CLAIMS.items()
+        if rx.search(pred) and not (rx.search(gold) or _CLAIM_SIGNS[kind].search(gold))
+    ]
+    if claims:
+        return 0.0, f"answer states {claims[0]} the reference does not ({how})"
     left = [kind for kind, rx in _COMPUTING.items() if rx.search(pred) and not rx.search(gold)]
     if left:
         return 0.0, f"answer leaves {left[0]} for the verifier to compute ({how})"
