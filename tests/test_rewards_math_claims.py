@@ -91,6 +91,8 @@ MARKED = [
     ("\\boxed{1\u2060\u200b9}", "1"),  # a word joiner and a zero-width space: shows 19
     ("\\boxed{9\ufe0f}", "9"),  # a variation selector
     ("The final answer is 1\u200b9.", "1"),
+    ("\\boxed{3\u00b2}", "3"),  # shows 3 squared, 9: the superscript was dropped
+    ("\\boxed{10\u2076}", "10"),  # shows a million
 ]
 
 
@@ -98,19 +100,21 @@ MARKED = [
 def test_a_digit_with_a_mark_or_an_invisible_character_after_it_scores_0(
     response: str, misread: str
 ) -> None:
-    """A combining mark drawn on a digit or an invisible format character between two: a
-    reader sees a struck-out 9 or 19 where the parser read 9 or 1, and it scored 1 for
-    that. It scores 0 now, the character named by code point."""
+    """A combining mark drawn on a digit, a power in superscript digits after one or an
+    invisible format character between two: a reader sees a struck-out 9, 3 squared or
+    19 where the parser read 9, 3 or 1, and it scored 1 for that. It scores 0 now, the character named by code point."""
     score, reason = check_math(misread, response)
     record("math verifier: digits read otherwise than shown", 1, int(score == 0.0))
     assert score == 0.0 and "on or after a digit" in reason, reason
     assert reason.isascii()
 
 
-def test_invisible_characters_away_from_digits_keep_their_verdict() -> None:
-    """A format character after a last digit or between words hides no digit: the
-    verdict is the parser's as before (1 for these, against gold 9)."""
+def test_characters_that_hide_no_digit_keep_their_verdict() -> None:
+    """A format character after a last digit or between words hides no digit, and a
+    superscript one changes no value: the verdict is the parser's as before (1 for
+    these, against gold 9)."""
     assert check_math("9", "\\boxed{9\u200b}")[0] == 1.0
+    assert check_math("9", "\\boxed{9\u00b9}")[0] == 1.0
     assert check_math("9", "\\boxed{9 \\text{ap\u200dples}}")[0] == 1.0
 
 

@@ -78,6 +78,9 @@ sees, while the parser reads the bare digit. The micro world writes ASCII only."
 _INVISIBLE = "Cf"
 """Unicode category of format characters, drawn as nothing: between two digits
 (``1\\u200b9`` shows 19) the parser read the first digit alone (1)."""
+_SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+"""Superscript digits: after a digit they show a power (``3\\u00b2`` is 9, ``10\\u2076`` a
+million) that the parser drops (3, 10). A lone ``\\u00b9`` changes no value."""
 _CLAIMS = {
     "a negation": re.compile(
         r"\\(?:neq?|not|neg|lnot|notin|n(?:less|gtr|leq|geq|leqslant|geqslant|leqq|geqq|sim"
@@ -245,13 +248,17 @@ def copies_question(pred: str, prompt: str, gold: str) -> bool:
 
 
 def marked_digit(pred: str) -> str | None:
-    """The first combining mark (``_MARKS``) right after a digit of ``pred``, or the first
-    run of format characters (``_INVISIBLE``) between two digits, or None: the digits a
-    reader sees there are not those the parser reads."""
+    """The first combining mark (``_MARKS``) or power in superscript digits
+    (``_SUPERSCRIPTS``) right after a digit of ``pred``, or the first run of format
+    characters (``_INVISIBLE``) between two digits, or None: the number a reader sees
+    there is not the one the parser reads."""
     for i, digit in enumerate(pred[:-1]):
         if not digit.isdigit():
             continue
         if unicodedata.category(pred[i + 1]) in _MARKS:
+            return pred[i + 1]
+        power = len(pred) - i - 1 - len(pred[i + 1 :].lstrip(_SUPERSCRIPTS))
+        if pred[i + 1 : i + 1 + power] not in ("", "\u00b9"):
             return pred[i + 1]
         j = i + 1
         while j < len(pred) and unicodedata.category(pred[j]) == _INVISIBLE:
