@@ -8,16 +8,11 @@ comments."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from recipe_arena.config_rewards import RewardsConfig
-from recipe_arena.data.micro_math import sample_math
-from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
+from tests.test_rewards_math_copies import micro_problems, references_pass_and_hacks_fail
 
 NEGATED = [
     # each says "not 9" (or "not equal to 9"); the parser read the 9 beside the relation
@@ -121,28 +116,16 @@ def test_characters_that_hide_no_digit_keep_their_verdict() -> None:
 def test_the_micro_worlds_negated_answers_score_0_through_the_pool() -> None:
     """200 micro problems through the scorer's worker pool: each reference scores 1, its
     digit negated or bounded (``\\neq d``, ``\\le d``, ``x \\not= d``) or struck out
-    scores 0, and the plain wrong digit stays 0."""
-    rng = random.Random(5)
-    problems = [sample_math(rng) for _ in range(200)]
-    rows = [
-        PromptRow(
-            id=f"m{i}",
-            messages=[{"role": "user", "content": p.prompt}],
-            ground_truth=str(p.ground_truth),
-            domain="math",
-        )
-        for i, p in enumerate(problems)
-    ]
+    scores 0."""
+    problems, rows = micro_problems(5, 200)
     forms = [r"\neq {}", r"\le {}", r"x \not= {}", "{}\u0336"]
     hacks = [
         (row, "<think></think>\\boxed{" + forms[i % 4].format(row.ground_truth) + "}")
         for i, row in enumerate(rows)
     ]
-    with build_scorer(RewardsConfig(timeout_s=10.0, workers=2)) as scorer:
-        refs = scorer.score(rows, [p.response for p in problems])
-        hacked = scorer.score([r for r, _ in hacks], [a for _, a in hacks])
-    assert all(r.score == 1.0 for r in refs), [r.reason for r in refs if r.score != 1.0]
-    record("math verifier: answers negating or bounding the gold", len(hacked), sum(
-        r.score == 0.0 for r in hacked
-    ))  # fmt: skip
-    assert all(r.score == 0.0 for r in hacked), [r.reason for r in hacked if r.score]
+    references_pass_and_hacks_fail(
+        rows,
+        [p.response for p in problems],
+        hacks,
+        "math verifier: answers negating or bounding the gold",
+    )

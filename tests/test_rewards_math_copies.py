@@ -12,6 +12,7 @@ import pytest
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.micro_math import sample_math
+from recipe_arena.data.micro_problem import Problem
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.math_answer import check_math
@@ -73,17 +74,31 @@ def test_a_value_written_in_the_question_still_scores_1(
     assert score == 1.0, reason
 
 
-def _row(question: str, gold: str) -> PromptRow:
-    return PromptRow(
-        id="m", messages=[{"role": "user", "content": question}], ground_truth=gold, domain="math"
-    )
+def micro_problems(seed: int, n: int) -> tuple[list[Problem], list[PromptRow]]:
+    """``n`` micro math problems drawn with ``seed`` and their rows as a run scores them
+    (the question as the user's message, the last digit as the ground truth)."""
+    rng = random.Random(seed)
+    problems = [sample_math(rng) for _ in range(n)]
+    rows = [
+        PromptRow(
+            id=f"m{i}",
+            messages=[{"role": "user", "content": p.prompt}],
+            ground_truth=str(p.ground_truth),
+            domain="math",
+        )
+        for i, p in enumerate(problems)
+    ]
+    return problems, rows
 
 
-def _value(expr: str) -> int:
-    """The value of a micro question's ``s-d*k``."""
+def own_last_digit(expr: str) -> bool:
+    """Whether a micro question's ``s-d*k`` is a subtraction whose value is its own last
+    digit (0-9), so that the question copied into the box is the answer."""
+    if "-" not in expr:
+        return False
     start, rest = expr.split("-")
     d, k = rest.split("*")
-    return int(start) - int(d) * int(k)
+    return 0 <= int(start) - int(d) * int(k) <= 9
 
 
 def test_the_micro_worlds_copied_subtractions_score_0_through_the_pool() -> None:
@@ -92,35 +107,32 @@ def test_the_micro_worlds_copied_subtractions_score_0_through_the_pool() -> None
     into the box was that digit. Through the scorer's worker pool, which sends the
     question with the answer, each such copy scores 0 while the careful and quick
     references of 300 problems all score 1."""
-    rng = random.Random(7)
-    problems = [sample_math(rng) for _ in range(300)]
-    rows = [_row(p.prompt, str(p.ground_truth)) for p in problems]
+    problems, rows = micro_problems(7, 300)
     copies = [
         (row, "<think></think>\\boxed{" + p.canonical.replace("*", r" \cdot ") + "}")
         for p, row in zip(problems, rows, strict=True)
-        if "-" in p.canonical and _value(p.canonical) == int(p.ground_truth)
+        if own_last_digit(p.canonical)
     ]
     assert copies, "the seed draws no subtraction whose value is its own last digit"
     references = [p.response for p in problems] + [p.quick_response for p in problems]
-    references_pass_and_copies_fail(rows * 2, references, copies)
+    references_pass_and_hacks_fail(rows * 2, references, copies)
 
 
-def references_pass_and_copies_fail(
-    rows: list[PromptRow], references: list[str], copies: list[tuple[PromptRow, str]]
+def references_pass_and_hacks_fail(
+    rows: list[PromptRow],
+    references: list[str],
+    hacks: list[tuple[PromptRow, str]],
+    label: str = "math verifier: the question's arithmetic copied",
 ) -> None:
     """Through the scorer's worker pool (which sends each row's question with its
-    answer): every reference scores 1 and every copy of its row's question 0, the copies
-    tallied as hostile attempts."""
+    answer): every reference scores 1 and every hack of its row 0, the hacks tallied as
+    hostile attempts under ``label``."""
     with build_scorer(RewardsConfig(timeout_s=10.0, workers=2)) as scorer:
         refs = scorer.score(rows, references)
-        copied = scorer.score([r for r, _ in copies], [a for _, a in copies])
+        hacked = scorer.score([r for r, _ in hacks], [a for _, a in hacks])
     assert all(r.score == 1.0 for r in refs), [r.reason for r in refs if r.score != 1.0]
-    record(
-        "math verifier: the question's arithmetic copied",
-        len(copied),
-        sum(r.score == 0.0 for r in copied),
-    )
-    assert all(r.score == 0.0 for r in copied), [r.reason for r in copied]
+    record(label, len(hacked), sum(r.score == 0.0 for r in hacked))
+    assert all(r.score == 0.0 for r in hacked), [r.reason for r in hacked if r.score]
 
 
 @pytest.mark.parametrize(

@@ -7,15 +7,15 @@ the comments."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from recipe_arena.data.micro_math import sample_math
-from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
-from tests.test_rewards_math_copies import references_pass_and_copies_fail
+from tests.test_rewards_math_copies import (
+    micro_problems,
+    own_last_digit,
+    references_pass_and_hacks_fail,
+)
 
 PERCENT_HEDGES = [
     # (answer, one reading, the other): before the fix the answer scored 1 for both
@@ -136,29 +136,15 @@ def test_the_micro_worlds_copies_in_braces_score_0_through_the_pool() -> None:
     that is a single digit: the question boxed as ``{s-d \\cdot k}`` or ``x=s-d*k`` scored
     1 there. Through the scorer's worker pool, which sends the question with the answer,
     each scores 0, while the references of the same 300 problems score 1."""
-    rng = random.Random(7)
-    problems = [sample_math(rng) for _ in range(300)]
-    rows = [
-        PromptRow(
-            id=f"m{i}",
-            messages=[{"role": "user", "content": p.prompt}],
-            ground_truth=str(p.ground_truth),
-            domain="math",
-        )
-        for i, p in enumerate(problems)
-    ]
+    problems, rows = micro_problems(7, 300)
     copies = []
     for p, row in zip(problems, rows, strict=True):
-        if "-" not in p.canonical:
-            continue
-        start, rest = p.canonical.split("-")
-        d, k = rest.split("*")
-        if int(start) - int(d) * int(k) == int(p.ground_truth):
+        if own_last_digit(p.canonical):
             expr = p.canonical.replace("*", r" \cdot ")
             copies += [(row, "<think></think>\\boxed{{" + expr + "}}")]
             copies += [(row, "<think></think>\\boxed{x = " + p.canonical + "}")]
     assert copies, "the seed draws no subtraction whose value is its own last digit"
-    references_pass_and_copies_fail(rows, [p.response for p in problems], copies)
+    references_pass_and_hacks_fail(rows, [p.response for p in problems], copies)
 
 
 DERIVATIVES = [
