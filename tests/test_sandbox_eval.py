@@ -45,6 +45,18 @@ RIGHT_FORMS = [  # the forms a right program's strings are evaluated in: as befo
 ]
 
 
+def all_held(label: str, strings: dict[str, object]) -> None:
+    """Each of ``strings`` handed back by ``expr`` under ``TESTS`` beside a wrong ``g``
+    scores 0 (tallied under ``label``): a string that forged the report scored 1."""
+    got = {}
+    for name, string in strings.items():
+        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
+        got[name] = check_code(TESTS, fenced(program), all_pass=False)
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record(label, len(got), len(held))
+    assert len(held) == len(got), got
+
+
 @needs_full
 def test_a_string_the_tests_evaluate_cannot_reach_the_check_sides_internals() -> None:
     """``assert eval(expr(1)) == 2`` and ``assert g(5) == 25`` with a wrong ``g``: an
@@ -57,14 +69,8 @@ def test_a_string_the_tests_evaluate_cannot_reach_the_check_sides_internals() ->
     or a module's module (``re.enum``): every route scores 0. Strings a right program
     hands them (arithmetic, ``math.sqrt``, the tests' own names, a comprehension,
     ``re.sub``) are evaluated as before."""
-    got = {}
-    for name, route in ROUTES.items():
-        string = route.replace("FORGE", repr(FORGE)) + " or 2"
-        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
-        got[name] = check_code(TESTS, fenced(program), all_pass=False)
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: strings the tests evaluate", len(got), len(held))
-    assert len(held) == len(got), got
+    strings = {k: route.replace("FORGE", repr(FORGE)) + " or 2" for k, route in ROUTES.items()}
+    all_held("code sandbox: strings the tests evaluate", strings)
     right = "def expr(s):\n    return s"
     assert check_code(RIGHT_FORMS, fenced(right)) == (1.0, "passed 8/8")
 
@@ -134,17 +140,13 @@ def test_a_string_the_vetting_cannot_parse_is_not_run() -> None:
     reads (stripped, bytes as bytes) and runs nothing it could not parse: each scores
     0, and a right ``expr`` handing back ``' 1+1'`` or bytes still scores 1."""
     route = "__import__('builtins').exec(FORGE) or 2".replace("FORGE", repr(FORGE))
-    got = {}
-    for name, form in UNPARSED.items():
-        if isinstance(form, bytes):
-            string: object = form.replace(b"ROUTE", route.encode())
-        else:
-            string = form.replace("ROUTE", route)
-        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
-        got[name] = check_code(TESTS, fenced(program), all_pass=False)
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: strings the vetting cannot parse", len(got), len(held))
-    assert len(held) == len(got), got
+    strings = {
+        k: form.replace(b"ROUTE", route.encode())
+        if isinstance(form, bytes)
+        else form.replace("ROUTE", route)
+        for k, form in UNPARSED.items()
+    }
+    all_held("code sandbox: strings the vetting cannot parse", strings)
     right = "def expr(s):\n    return {1: ' 1+1', 2: '\\t2*3', 3: b'# coding: latin-1\\n4'}[s]"
     tests = ["assert eval(expr(1)) == 2", "assert eval(expr(2)) == 6", "assert eval(expr(3)) == 4"]
     assert check_code(tests, fenced(right)) == (1.0, "passed 3/3")
