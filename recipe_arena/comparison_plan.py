@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from recipe_arena.yaml_bounds import YamlBoundsError, load_bounded
+
 PLAN_FILE = "comparison.json"
 NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}"
 """What a run's ``name`` (and so an arm's, which prefixes its runs' names) may be: one
@@ -119,12 +121,13 @@ def read_json(path: Path) -> Any:
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """The run's resolved config.yaml as a plain mapping (yaml's safe loading);
-    ArtifactError when it is not one with the run's pipeline."""
+    """The run's resolved config.yaml as a plain mapping (yaml's safe loading, within
+    ``yaml_bounds``' bounds: a run folder handed over may hold anything); ArtifactError
+    when it is not one with the run's pipeline."""
     path = run_dir / "config.yaml"
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raw = load_bounded(path, _YAML_LOADER)
+    except (yaml.YAMLError, UnicodeDecodeError, YamlBoundsError) as e:
         raise ArtifactError(f"{path}: not a YAML config ({' '.join(str(e).split())})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("pipeline"), dict):
         raise ArtifactError(f"{path}: not a run's config (no pipeline section)")

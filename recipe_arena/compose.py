@@ -18,10 +18,11 @@ minutes, grow without limit or end in a traceback:
   quadratically with length).
 - ``hydra.*`` keys and ``hydra/`` groups are refused: Hydra only composes here, its job
   settings (run directory, logging, launcher, search path) would be silently ignored.
-- Every recipe file is read as a YAML event stream first (``check_recipe_files``): at
-  most ``MAX_RECIPE_BYTES``, nested at most ``MAX_YAML_DEPTH`` deep, and at most
-  ``MAX_YAML_NODES`` nodes once its aliases are expanded (an alias "bomb" of a few
-  hundred bytes expands to billions), with no ``hydra`` key.
+- Every recipe file is read as a YAML event stream first (``check_recipe_files``, with
+  ``yaml_bounds.load_bounded``): at most ``MAX_YAML_BYTES``, nested at most
+  ``MAX_YAML_DEPTH`` deep, and at most ``MAX_YAML_NODES`` nodes once its aliases are
+  expanded (an alias "bomb" of a few hundred bytes expands to billions), with no
+  ``hydra`` key.
 """
 
 from __future__ import annotations
@@ -53,18 +54,8 @@ MAX_VALUE_DEPTH = 16
 """Nesting of ``[...]`` and ``{...}`` in an override value, at most (a config is at most
 4 levels deep; Hydra's parser overflowed the stack between 100 and 150 levels)."""
 
-MAX_RECIPE_BYTES = 1 << 20
-"""Size of one recipe file, at most (the largest shipped one is about 2 KB)."""
-
 MAX_RECIPE_FILES = 1000
 """YAML files under the recipes folder, at most."""
-
-MAX_YAML_DEPTH = 32
-"""Nesting of one recipe file, at most."""
-
-MAX_YAML_NODES = 100_000
-"""Nodes of one recipe file with its aliases expanded, at most (a shipped recipe file
-has under 200)."""
 
 
 def _short(value: object, limit: int = 120) -> str:
@@ -165,53 +156,22 @@ _CHECKED: dict[Path, tuple[int, int, int]] = {}
 
 
 def _check_recipe_file(path: Path, size: int) -> None:
-    """Stream the file's YAML events (libyaml's parser: no recursion, no object built),
-    counting depth and alias-expanded nodes, before anything builds it; then look for
-    Hydra settings in what it holds."""
+    """Read the file within ``yaml_bounds``' bounds (its YAML events streamed and counted
+    before anything builds it); then look for Hydra settings in what it holds."""
     import yaml
 
-    if size > MAX_RECIPE_BYTES:
-        raise ConfigError(f"recipe file {path} is {size} bytes; at most {MAX_RECIPE_BYTES}")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    sizes: dict[str, int] = {}  # anchor -> nodes of its subtree, once closed
-    stack: list[list[Any]] = []  # open collections: [anchor, nodes so far]
-    total = 0
+    from recipe_arena.yaml_bounds import MAX_YAML_BYTES, YamlBoundsError, load_bounded
+
+    if size > MAX_YAML_BYTES:
+        raise ConfigError(f"recipe file {path} is {size} bytes; at most {MAX_YAML_BYTES}")
     try:
-        with open(path, "rb") as f:
-            text = f.read(MAX_RECIPE_BYTES + 1)
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                stack.append([event.anchor, 1])
-                if len(stack) > MAX_YAML_DEPTH:
-                    raise ConfigError(
-                        f"recipe file {path} nests more than {MAX_YAML_DEPTH} levels deep"
-                    )
-                continue
-            if isinstance(event, yaml.AliasEvent):
-                if event.anchor not in sizes:
-                    raise ConfigError(
-                        f"recipe file {path}: alias *{event.anchor} refers to no complete node"
-                    )
-                count = sizes[event.anchor]
-            elif isinstance(event, yaml.ScalarEvent):
-                count = 1
-                if event.anchor is not None:
-                    sizes[event.anchor] = 1
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                anchor, count = stack.pop()
-                if anchor is not None:
-                    sizes[anchor] = count
-            else:
-                continue
-            if stack:
-                stack[-1][1] += count
-                if stack[-1][1] > MAX_YAML_NODES:
-                    raise ConfigError(_too_many(path))
-            else:
-                total += count
-                if total > MAX_YAML_NODES:
-                    raise ConfigError(_too_many(path))
-        data = yaml.load(text, Loader=loader)  # bounded now  # noqa: S506 - a safe loader
+        data = load_bounded(path)
+    except YamlBoundsError as e:
+        raise ConfigError(f"recipe file {path}: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"recipe file {path}: cannot be read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"recipe file {path}: not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
         msg = " ".join(str(e).split())
         raise ConfigError(f"recipe file {path}: not valid YAML ({msg})") from None
@@ -229,13 +189,6 @@ def _check_recipe_file(path: Path, size: int) -> None:
             f"recipe file {path}: {hydra[0]!r} is a Hydra setting, which is not used "
             "(Hydra only composes the recipe here); remove it"
         )
-
-
-def _too_many(path: Path) -> str:
-    return (
-        f"recipe file {path} expands to more than {MAX_YAML_NODES} nodes "
-        "(YAML aliases repeat what they name); write the values out or use fewer aliases"
-    )
 
 
 def compose_raw(overrides: list[str]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 from recipe_arena.compose import ConfigError
 from recipe_arena.config import DEFAULT_RECIPE
 from recipe_arena.cpu_isa import Isa
+from recipe_arena.yaml_bounds import YamlBoundsError, load_bounded
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")]
 
@@ -207,9 +208,13 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def load_spec(path: Path) -> StudySpec:
-    """The study file, validated; ConfigError (one line) if it is not a valid study."""
+    """The study file, validated; ConfigError (one line) if it is not a valid study, or
+    is beyond ``yaml_bounds``' bounds (a study file from someone else nested 20,000 deep
+    ended in a RecursionError traceback, and a 200 MB one was read for minutes)."""
     try:
-        raw = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+        raw = load_bounded(Path(path), _UniqueKeyLoader)
+    except YamlBoundsError as e:
+        raise ConfigError(f"study file {path}: {e}") from None
     except OSError as e:
         raise ConfigError(f"study file {path}: {e.strerror}") from None
     except UnicodeDecodeError as e:

@@ -79,6 +79,11 @@ def _edit_plan(run: Path, change) -> None:  # type: ignore[no-untyped-def]
     path.write_text(json.dumps(plan))
 
 
+def _replace_with_link(path: Path, target: str) -> None:
+    path.unlink()
+    path.symlink_to(target)
+
+
 def _cut(run: Path, name: str) -> None:
     data = (run / name).read_bytes()
     (run / name).write_bytes(data[: len(data) // 2])
@@ -124,6 +129,11 @@ DAMAGE = {
         lambda run: (run / "config.yaml").write_text("pipeline: [\n"),
         ("config.yaml: not a YAML config",),
     ),
+    # read whole before: the report grew in memory until it was killed
+    "config a link to /dev/zero": (
+        lambda run: _replace_with_link(run / "config.yaml", "/dev/zero"),
+        ("config.yaml: not a YAML config", "not a regular file"),
+    ),
     "stages.json a list": (
         lambda run: (run / "stages.json").write_text("[]\n"),
         ("stages.json: not a run's record",),
@@ -150,10 +160,16 @@ DAMAGE = {
 }
 
 
-FIRST = ("torn line before the end", "a score of 7", "arm named ../x", "study.json cut short")
+FIRST = (
+    "torn line before the end",
+    "a score of 7",
+    "arm named ../x",
+    "study.json cut short",
+    "config a link to /dev/zero",
+)
 """The damages the default suite renders (the one that gave a silently wrong figure, an
-edited value, a path, a cut JSON): each report costs about 2 s; the rest run with
-``-m slow``."""
+edited value, a path, a cut JSON, a file that never ends): each report costs
+about 2 s; the rest run with ``-m slow``."""
 
 
 @pytest.mark.parametrize(

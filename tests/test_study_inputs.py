@@ -48,6 +48,15 @@ def _one_line(done: subprocess.CompletedProcess[str], *needles: str) -> None:
         assert needle in err, err
 
 
+def _bomb() -> str:
+    """A study whose ``common`` is a billion-laughs list: 9 levels of 9 aliases of the
+    level below, 9**9 strings once built, in under 1 KB."""
+    lines = ['l0: &l0 ["rl.lr=0"' + ', "rl.lr=0"' * 8 + "]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    common = "common: [budget=smoke, rl.schedule=deterministic, rl.steps=2]"
+    return "\n".join(lines) + "\n" + BASE.replace(common, "common: *l8")
+
+
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
@@ -77,6 +86,11 @@ def _one_line(done: subprocess.CompletedProcess[str], *needles: str) -> None:
             ),
             ("two arms are named 'centered_aa'", "A/A control"),
         ),
+        # beyond yaml_bounds: PyYAML's composer recursed per level (a RecursionError
+        # traceback), and an alias bomb would be built before pydantic saw it
+        (BASE + "x: " + "[" * 500 + "]" * 500 + "\n", ("32 levels deep",)),
+        (_bomb(), ("expands to more than 100000 nodes",)),
+        ("# " + "x" * (1 << 20) + "\n", ("larger than 1048576 bytes",)),
     ],
 )
 def test_a_mistaken_study_file_stops_in_one_line(
@@ -100,3 +114,18 @@ def test_a_mistaken_option_stops_in_one_line(
     done = _study(tmp_path, BASE, *args, f"out_dir={tmp_path / 'out'}")
     _one_line(done, *needles)
     assert not (tmp_path / "out" / "tiny" / "report.md").exists()
+
+
+def test_a_study_file_that_never_ends_stops_in_one_line(tmp_path: Path) -> None:
+    """A study file that is a link to ``/dev/zero`` was read until memory ran out (and a
+    FIFO would block): it is refused before it is opened."""
+    link = tmp_path / "zero.yaml"
+    link.symlink_to("/dev/zero")
+    done = subprocess.run(
+        [sys.executable, "-m", "recipe_arena.cli", "study", str(link)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    _one_line(done, "zero.yaml", "not a regular file")
