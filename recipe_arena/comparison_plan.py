@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,10 +113,23 @@ class ArtifactError(ValueError):
     A report stops on it rather than compute its figures without the damaged part."""
 
 
+MAX_JSON_BYTES = 16 << 20
+"""Size of one JSON artifact (``study.json``, ``comparison.json``, ``stages.json``), at
+most: the committed ones are under 11 KB; a report reads a file whole."""
+
+
 def read_json(path: Path) -> Any:
-    """The JSON document at ``path``; ArtifactError naming it when it is not one."""
+    """The JSON document at ``path``; ArtifactError naming it when it is not one, is not
+    a regular file (a link to ``/dev/zero`` was read until memory ran out) or is larger
+    than ``MAX_JSON_BYTES``."""
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise ArtifactError(f"{path}: not a JSON document (not a regular file)")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            data = f.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            raise ValueError(f"larger than {MAX_JSON_BYTES} bytes")
+        return json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise ArtifactError(f"{path}: not a JSON document ({e})") from None
 

@@ -153,6 +153,12 @@ DAMAGE = {
         lambda run: _edit_plan(run, lambda arm: arm.update(seeds=["0", "1"])),
         ("comparison.json: not a comparison plan", "are not integers"),
     ),
+    "comparison.json a link to /dev/zero": (
+        lambda run: _replace_with_link(
+            run.parent.parent / "rows" / f"{ROW}.default" / "comparison.json", "/dev/zero"
+        ),
+        ("comparison.json: not a JSON document", "not a regular file"),
+    ),
     "study.json cut short": (
         lambda run: _cut(run.parent.parent, "study.json"),
         ("study.json: not a JSON document",),
