@@ -141,8 +141,8 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config.yaml"
     try:
         raw = load_bounded(path, _YAML_LOADER)
-    except (yaml.YAMLError, UnicodeDecodeError, YamlBoundsError) as e:
-        raise ArtifactError(f"{path}: not a YAML config ({' '.join(str(e).split())})") from None
+    except YamlBoundsError as e:
+        raise ArtifactError(f"{path}: not a YAML config ({e})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("pipeline"), dict):
         raise ArtifactError(f"{path}: not a run's config (no pipeline section)")
     return raw

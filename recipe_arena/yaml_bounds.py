@@ -30,16 +30,15 @@ MAX_YAML_NODES = 100_000
 
 
 class YamlBoundsError(ValueError):
-    """A YAML file beyond the bounds, or not a regular file; the message is one line,
-    without the file's name (the caller names it)."""
+    """A YAML file beyond the bounds, not a regular file, not UTF-8 or not YAML; the
+    message is one line, without the file's name (the caller names it)."""
 
 
 def load_bounded(path: Path, loader: Any = None) -> Any:
     """The YAML document at ``path``, built with ``loader`` (libyaml's safe loader by
     default) only once its size, depth and alias-expanded node count are within the
-    module's bounds. Raises YamlBoundsError beyond them or for a file that is not a
-    regular file, OSError when it cannot be read, UnicodeDecodeError when it is not
-    UTF-8 text, and yaml.YAMLError when it is not YAML."""
+    module's bounds. Raises YamlBoundsError (one line) beyond them, for a file that is
+    not a regular file, not UTF-8 text or not YAML; OSError when it cannot be read."""
     import yaml
 
     if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block or never end
@@ -48,10 +47,15 @@ def load_bounded(path: Path, loader: Any = None) -> Any:
         data = f.read(MAX_YAML_BYTES + 1)
     if len(data) > MAX_YAML_BYTES:
         raise YamlBoundsError(f"larger than {MAX_YAML_BYTES} bytes, the most a YAML file may hold")
-    text = data.decode("utf-8")
-    safe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    check_events(yaml.parse(text, Loader=safe))
-    return yaml.load(text, Loader=loader or safe)  # bounded now  # noqa: S506 - safe loaders
+    try:
+        text = data.decode("utf-8")
+        safe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        check_events(yaml.parse(text, Loader=safe))
+        return yaml.load(text, Loader=loader or safe)  # bounded now  # noqa: S506 - safe loaders
+    except UnicodeDecodeError as e:
+        raise YamlBoundsError(f"not UTF-8 text (byte {e.start})") from None
+    except yaml.YAMLError as e:
+        raise YamlBoundsError(f"not valid YAML ({' '.join(str(e).split())})") from None
 
 
 def check_events(events: Any) -> None:
