@@ -147,7 +147,7 @@ def check_recipe_files(root: Path) -> None:
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if _CHECKED.get(path) == stamp:
             continue
-        _check_recipe_file(path, st.st_size)
+        _check_recipe_file(path)
         _CHECKED[path] = stamp
 
 
@@ -155,13 +155,11 @@ _CHECKED: dict[Path, tuple[int, int, int]] = {}
 """Recipe files that passed ``_check_recipe_file``, by (inode, size, mtime)."""
 
 
-def _check_recipe_file(path: Path, size: int) -> None:
+def _check_recipe_file(path: Path) -> None:
     """Read the file within ``yaml_bounds``' bounds (its YAML events streamed and counted
     before anything builds it); then look for Hydra settings in what it holds."""
-    from recipe_arena.yaml_bounds import MAX_YAML_BYTES, YamlBoundsError, load_bounded
+    from recipe_arena.yaml_bounds import YamlBoundsError, load_bounded
 
-    if size > MAX_YAML_BYTES:
-        raise ConfigError(f"recipe file {path} is {size} bytes; at most {MAX_YAML_BYTES}")
     try:
         data = load_bounded(path)
     except YamlBoundsError as e:
