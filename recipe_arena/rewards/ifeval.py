@@ -20,7 +20,8 @@ holds (the IFEval "strict" prompt-level metric); with partial credit it is the
 fraction that hold (instruction-level). An empty answer follows nothing. The checkers
 read the answer as it is shown (``text.shown_text``: look-alike and invisible characters
 folded), so a forbidden word split by a zero-width space, a fullwidth comma or words
-joined by a blank sign are what they look like.
+joined by a blank sign are what they look like; every line break (``\\u2028``, a
+carriage return) is read as ``\\n`` and the paragraph separator as a blank line.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def check_ifeval(
         return 0.0, f"error: {len(ids)} instruction ids but {len(kwargs_list)} kwargs"
     text = answer_text(response)
     blank = is_blank(text)
-    text, prompt = shown_text(text), shown_text(prompt)
+    text, prompt = _lines(shown_text(text)), _lines(shown_text(prompt))
     failed: list[str] = []
     for iid, kw in zip(ids, kwargs_list, strict=True):
         if iid not in reg.INSTRUCTION_DICT:
@@ -162,6 +163,21 @@ def check_ifeval(
         f"; failed: {', '.join(failed)}" if failed else ""
     )
     return score, reason
+
+
+_BREAKS = str.maketrans(dict.fromkeys("\r\x0b\x0c\x85\u2028", "\n") | {"\u2029": "\n\n"})
+"""The line breaks other than ``\\n`` (Unicode's mandatory breaks, UAX #14: carriage
+return, vertical tab, form feed, next line, the line separator) as ``\\n``, and the
+paragraph separator as a blank line. The checkers find lines and paragraphs by ``\\n``
+only (a bullet starts a line, paragraphs are parted by ``\\n\\n``), so ``- a\\u2028- b``
+was one bullet though it shows two, and a paragraph ended by ``\\u2029`` was no
+paragraph. None is a character the micro policy writes."""
+
+
+def _lines(text: str) -> str:
+    """``text`` with every line break as ``\\n`` and a paragraph separator as a blank line
+    (``_BREAKS``); a carriage return and line feed together are one break."""
+    return text.replace("\r\n", "\n").translate(_BREAKS)
 
 
 def _follows(checker: Any, iid: str, text: str) -> bool:

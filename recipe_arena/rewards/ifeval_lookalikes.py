@@ -9,11 +9,16 @@ instructions that forbid a word or cap a count (``FORBIDDING``): the answer must
 them both as shown and with look-alikes read as the Latin letters they look like (and so
 must two responses asked to differ). So must an answer in lowercase, or one capped in
 capitalised words, with small capitals (``ᴛʜᴇ``, lowercase letters to Unicode, drawn as
-capitals) read as capitals (``second_reading``).
+capitals) read as capitals (``second_reading``). The instructions that forbid a word
+or cap a count also read the answer without the diacritics drawn on Latin letters
+(``bare_letters``): ``lo\u0334ve`` with an overlaid tilde, ``lọve`` and ``löve`` are
+"love" under their marks.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +43,27 @@ def latin_lookalikes(text: str) -> str:
     return text.translate(_LATIN)
 
 
+_MARKED_LATIN = re.compile(
+    "([A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+"
+)
+"""A Latin letter and the diacritics drawn on it: combining marks of the blocks that
+Latin, Greek and Cyrillic share (combining diacritical marks, their extended and
+supplement blocks, those for symbols, half marks). Marks of other scripts (the
+Devanagari virama, Arabic vowel signs) are parts of their letters and stay."""
+
+
+def bare_letters(text: str) -> str:
+    """``text`` with look-alikes read as Latin letters (``latin_lookalikes``) and the
+    diacritics on Latin letters dropped: ``lo\u0334ve`` (an overlaid tilde), ``lọve``,
+    ``löve`` -> ``love``. A reader sees the word under its marks, as under a Cyrillic
+    ``о``; NFKC composes ``o`` and a dot below into ``ọ``, another letter to the
+    checkers, and keeps marks no letter is composed with beside the letter, so either
+    way "love" was not found. Decomposed first (NFD), so composed letters lose their
+    marks too; recomposed after (NFC), so other scripts read as before."""
+    text = latin_lookalikes(unicodedata.normalize("NFD", text))
+    return unicodedata.normalize("NFC", _MARKED_LATIN.sub(r"\1", text))
+
+
 _CAPITALS = str.maketrans("ɢɪɴʀʏʙʜʟᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠᴡᴢꜰꜱꞯ", "GINRYBHLACDEJKMOPTUVWZFSQ")
 """The Latin small capitals (``ᴛ``, ``ʜ``, ``ᴇ``; Unicode files them as lowercase
 letters), each to its capital."""
@@ -50,15 +76,18 @@ def small_capitals(text: str) -> str:
 
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
     """How instruction ``iid`` (built with ``args``) reads an answer a second time, which it
-    must follow too: with look-alikes as Latin letters when it forbids a word or caps a
-    count (``forbids``) or asks for two different responses (``А`` and ``A`` are one
-    answer drawn twice); with small capitals as capitals under
-    ``change_case:english_lowercase`` and under a cap on capitalised words
-    (``capital_word_frequency``, "less than"); None for the others."""
+    must follow too: with look-alikes as Latin letters and without the diacritics on
+    Latin letters when it forbids a word or caps a count (``forbids``, ``bare_letters``);
+    with look-alikes as Latin letters when it asks for two different responses (``А``
+    and ``A`` are one answer drawn twice, while ``Hello`` and ``Hellö`` differ); with
+    small capitals as capitals under ``change_case:english_lowercase`` and under a cap
+    on capitalised words (``capital_word_frequency``, "less than"); None for the others."""
     relation = (args or {}).get("capital_relation")
     if iid == "change_case:english_lowercase" or relation == "less than":
         return small_capitals
-    if iid == "combination:two_responses" or forbids(iid, args):
+    if forbids(iid, args):
+        return bare_letters
+    if iid == "combination:two_responses":
         return latin_lookalikes
     return None
 

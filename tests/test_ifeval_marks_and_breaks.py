@@ -1,0 +1,99 @@
+"""IFEval answers that hide a forbidden word or a counted letter under diacritics drawn on
+its letters (``lo\\u0334ve``, ``lọve``, ``löve``), and answers whose lines or paragraphs
+are parted by line breaks other than ``\\n`` (the line separator U+2028, the paragraph
+separator U+2029, next line U+0085, a carriage return): each shows a reader what the
+instruction forbids or a count it does not ask for, and each scored 1 before. Scored by
+lm-eval's real checkers through ``check_ifeval``, and through the real scorer and its
+verifier workers, beside plain answers that follow the instruction (1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipe_arena.config_rewards import RewardsConfig
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards import build_scorer
+from recipe_arena.rewards.ifeval import check_ifeval
+from tests.hostile_tally import record
+
+
+def _gt(iid: str, **kwargs: object) -> dict[str, object]:
+    return {"instruction_id_list": [iid], "kwargs": [kwargs]}
+
+
+LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
+FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
+FEW_E = _gt("keywords:letter_frequency", letter="e", let_frequency=3, let_relation="less than")
+TWO_BULLETS = _gt("detectable_format:number_bullet_lists", num_bullets=2)
+SECOND_STARTS_DOG = _gt(
+    "length_constraints:nth_paragraph_first_word",
+    num_paragraphs=2,
+    nth_paragraph=2,
+    first_word="dog",
+)
+
+HOSTILE = [
+    # (instruction, hostile answer, plain answer that follows it)
+    (LOVE, "I lo\u0334ve the sea.", "I like the sea."),  # combining tilde overlay on o
+    (LOVE, "I lo\u0323ve the sea.", "I like the sea."),  # dot below: NFKC makes it one letter
+    (LOVE, "I l\u00f6ve the sea.", "I like the sea."),  # o with diaeresis, precomposed
+    (LOVE, "I l\u043e\u0301ve the sea.", "I like the sea."),  # a Cyrillic o under an acute
+    (FEW_SEA, "The sea. The se\u0332a. The s\u00e9a.", "The sea is big."),  # three "sea"
+    (FEW_E, "Th\u00e9 s\u00eaa is d\u00ebep.", "A big sky."),  # five e, two plain
+    (TWO_BULLETS, "- a\u2028- b\u2028- c\n- d", "- a\n- b"),  # four bullets drawn
+    (TWO_BULLETS, "- a\x85- b\x85- c\n- d", "- a\n- b"),  # next line
+    (TWO_BULLETS, "* a\r* b\r* c\n* d", "* a\n* b"),  # carriage returns
+    (SECOND_STARTS_DOG, "cat runs\u2029bird flies\n\ndog runs", "cat runs\n\ndog runs"),
+]
+
+
+@pytest.mark.parametrize(("gt", "hostile", "plain"), HOSTILE)
+def test_marks_and_line_breaks_do_not_hide_what_the_instruction_counts(
+    gt: dict[str, object], hostile: str, plain: str
+) -> None:
+    """Each hostile answer breaks its instruction as drawn: "love" under a mark is
+    "love"; "sea" is there three times (cap: less than 2) and "e" five times (cap: less
+    than 3); ``- a`` to ``- d`` are four bullets drawn on four lines for a count of
+    exactly 2 (the checker saw two lines), and the paragraph separator makes three paragraphs where exactly two
+    are asked for. Expected 0 (before: 1, the marks made other letters or stood beside
+    theirs, and the checkers part lines at ``\\n`` only). The plain answer scores 1."""
+    score, reason = check_ifeval(gt, hostile)
+    record("ifeval: diacritics and line breaks", 1, int(score == 0.0))
+    assert score == 0.0, (hostile, reason)
+    assert check_ifeval(gt, plain)[0] == 1.0, plain
+
+
+def test_honest_answers_keep_their_verdicts() -> None:
+    """Diacritics are read off only where a word is forbidden or a count capped:
+    ``café`` still holds the required "café" and no "cafe" is required by it; a Russian
+    ``й`` is no Latin letter and keeps its mark; "at least 2 sea" still needs two "sea"
+    as shown. A Windows line end (``\\r\\n``) is one break: two bullets so written are
+    two, and two paragraphs parted by ``\\r\\n\\r\\n`` are two."""
+    assert check_ifeval(_gt("keywords:existence", keywords=["caf\u00e9"]), "Un caf\u00e9.")[0] == 1
+    assert check_ifeval(_gt("keywords:existence", keywords=["cafe"]), "Un caf\u00e9.")[0] == 0
+    russian = "\u041c\u043e\u0439 \u0434\u043e\u043c."  # "Мой дом."
+    forbid_moi = _gt("keywords:forbidden_words", forbidden_words=["\u043c\u043e\u0438"])
+    assert check_ifeval(forbid_moi, russian)[0] == 1.0
+    many_sea = _gt("keywords:frequency", keyword="sea", frequency=2, relation="at least")
+    assert check_ifeval(many_sea, "The sea. The s\u00e9a.")[0] == 0.0
+    assert check_ifeval(TWO_BULLETS, "- a\r\n- b\r\n")[0] == 1.0
+    assert check_ifeval(SECOND_STARTS_DOG, "cat runs\r\n\r\ndog runs")[0] == 1.0
+
+
+def test_the_scorer_refuses_them_through_its_workers() -> None:
+    """The same answers scored as training scores them (``build_scorer``, the verifier
+    pool's worker processes): every hostile answer 0, every plain one 1."""
+    rows = [
+        PromptRow(
+            id=f"r{k}",
+            messages=[{"role": "user", "content": "Write about the sea."}],
+            ground_truth=gt,
+            domain="ifeval",
+        )
+        for k, (gt, _, _) in enumerate(HOSTILE)
+    ]
+    with build_scorer(RewardsConfig(workers=1)) as scorer:
+        hostile = scorer.score(rows, [h for _, h, _ in HOSTILE])
+        plain = scorer.score(rows, [p for _, _, p in HOSTILE])
+    assert [r.score for r in hostile] == [0.0] * len(HOSTILE), [r.reason for r in hostile]
+    assert [r.score for r in plain] == [1.0] * len(HOSTILE), [r.reason for r in plain]
