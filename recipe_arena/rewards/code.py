@@ -43,7 +43,7 @@ MAX_REPORT_BYTES = 4 << 20
 ``R``, ``F``), so tests of ``MAX_TESTS_CHARS`` in short statements fit. A report cut
 here fails every assert: an ``R i 0`` past the cut would leave an earlier ``R i 1``
 of the same helper's assert standing."""
-_REPORT_RE = re.compile(r"^(T|R|S|F|N|E) ?(.*)$")
+_REPORT_RE = re.compile(r"^(T|H|K|R|S|F|N|D|E) ?(.*)$")
 
 
 def extract_code(response: str) -> str | None:
@@ -54,13 +54,19 @@ def extract_code(response: str) -> str | None:
 
 def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
     """(number of asserts or None, indices that passed, note) from the check side's
-    report lines; an assert passes only on an ``R i 1``, no ``R i 0``, and no ``S``
+    report lines; an assert passes only on an ``R i 1``, no ``R i 0``, no ``S``
     naming it that no ``F`` followed (a statement cut short by the time limit or the
-    check side's end, which may have run it again: ``sandbox_harness._Report``)."""
+    check side's end, which may have run it again: ``sandbox_harness._Report``), and,
+    for one inside a test function (``H``), a ``D`` or a ``K`` naming it: a run cut
+    short between two statements never ran the later ones, which may call that
+    function again, unless none of them could (``sandbox_split.settled``)."""
     total: int | None = None
     passed: set[int] = set()
     failed: set[int] = set()
     running: set[int] = set()  # named by the statement that has not finished
+    inner: set[int] = set()  # inside test functions: fail unless every statement ran
+    kept: set[int] = set()  # ... or no statement left could run them
+    done = False
     note = ""
     for raw in stdout.decode("utf-8", "replace").splitlines():
         m = _REPORT_RE.match(raw)
@@ -73,15 +79,18 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
             parts = rest.split()
             if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) < 9:
                 (passed if parts[1] == "1" else failed).add(int(parts[0]))
-        elif kind == "S":
-            running.update(int(p) for p in rest.split() if p.isdigit() and len(p) < 9)
+        elif kind in "SHK":
+            ids = (int(p) for p in rest.split() if p.isdigit() and len(p) < 9)
+            {"S": running, "H": inner, "K": kept}[kind].update(ids)
         elif kind == "F":
             running.clear()
+        elif kind == "D":
+            done = True
         elif kind == "E" and not note.startswith("error:"):
             note = "error: " + rest[:300]  # the row could not be judged: wins over a note
         elif kind == "N" and not note:
             note = rest[:300]
-    return total, passed - failed - running, note
+    return total, passed - failed - running - (set() if done else inner - kept), note
 
 
 def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int, str]:

@@ -13,11 +13,12 @@ sandbox_wire.py and sandbox_remote.py).
 - the *check side* (uid ``uid_c``, one process, its own RLIMIT_AS): reads the row's
   tests from stdin, rewrites them (sandbox_split), runs them whole, holding the
   program's objects as ``Remote`` handles, and reports to the verifier on a private
-  copy of stdout: ``T n`` (asserts), ``S i j ...`` (asserts the top-level statement
-  now starting may run), ``R i 0|1`` per assert when the statement that ran it ends,
-  then ``F`` (it finished: an ``S`` without ``F`` fails its asserts, ``_Report``),
-  ``N text`` (first error note), ``E text`` (the row cannot be judged: tests that do
-  not parse, or an unsupported test form).
+  copy of stdout: ``T n`` (asserts), ``H i j ...`` (those inside test functions),
+  ``K i j ...`` (those of them no later statement can run), ``S i j ...`` (asserts the top-level statement now starting may run), ``R i 0|1``
+  per assert when the statement that ran it ends, then ``F`` (it finished: an ``S``
+  without ``F`` fails its asserts, ``_Report``), ``N text`` (first error note), ``D``
+  (every statement ran: without it the ``H`` asserts fail), ``E text`` (the row
+  cannot be judged: tests that do not parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
@@ -246,7 +247,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     except (ValueError, RecursionError, MemoryError, SyntaxError) as e:
         say("E " + _clean(f"{_type(e).__name__}: {e}"))
         return
-    say(f"T {plan['n_asserts']}")
+    report.start(plan["n_asserts"], plan["inner"])
     channel = _Channel(to_p, from_p)
     _REQUEST[:] = [channel.request]
     channel.start(req["code"])
@@ -304,9 +305,10 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # assert it holds or ran, and every assert of the test functions it called: a loop's
     # assert (or a helper's, called once per case) that passed its first cases would
     # otherwise pass when the program raises or exits on a later one.
-    for (src, ids), reads in zip(plan["stmts"], plan["reads"], strict=True):
+    for (src, ids), reads, keep in zip(plan["stmts"], plan["reads"], plan["settled"], strict=True):
         # and those of the test functions it reaches that passed so far (one cut short
         # ends the run, so only an earlier R i 1 could stand; fewer S lines)
+        report.keep(keep)  # no later statement runs them: a cut here keeps their R
         report.open(ids)  # first: reached() may run code of an object a string made
         may = {i for i in reached(reads, scope) if outcome.get(i)} | set(ids)
         report.open(may)
@@ -328,8 +330,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         report.close()
         touched.clear()
         entered.clear()
-    if notes:
-        say("N " + _clean(notes[0]))
+    report.finish(notes)
 
 
 def _mark(first: int, last: int) -> Any:
@@ -449,8 +450,30 @@ class _Report:
         """Name ``ids`` as asserts the running statement may run (new ones only)."""
         new = sorted(set(ids) - self.named)
         self.named.update(new)
-        for k in range(0, len(new), 300):  # lines short enough to be written whole
-            self.say("S " + " ".join(map(str, new[k : k + 300])))
+        self._ids("S", new)
+
+    def _ids(self, kind: str, ids: list[int]) -> None:
+        for k in range(0, len(ids), 300):  # lines short enough to be written whole
+            self.say(f"{kind} " + " ".join(map(str, ids[k : k + 300])))
+
+    def start(self, n_asserts: int, inner: list[int]) -> None:
+        """``T n``, then ``H`` lines naming the asserts inside test functions: a later
+        statement may run them again, so the verifier fails them unless the run ends
+        with ``D`` (``finish``) or a ``K`` (``keep``) named them: a run cut short between two statements, by the time
+        limit or the check side's end, never ran the later ones (``t(f(1), 2)``
+        passed, ``r = f(2)`` never returned, ``t(r, 4)`` never ran)."""
+        self.say(f"T {n_asserts}")
+        self._ids("H", inner)
+
+    def keep(self, ids: list[int]) -> None:
+        """``K``: asserts of ``H`` that no statement from the next on can run."""
+        self._ids("K", ids)
+
+    def finish(self, notes: list[str]) -> None:
+        """The first note (``N``), then ``D``: every statement ran."""
+        if notes:
+            self.say("N " + _clean(notes[0]))
+        self.say("D")
 
     def open_range(self, first: int, last: int) -> range:
         """A test function holding asserts ``first..last-1`` was entered: name them."""

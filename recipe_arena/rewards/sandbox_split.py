@@ -158,6 +158,7 @@ class _Rewriter(ast.NodeTransformer):
         first = self.plan["n_asserts"]
         self.generic_visit(node)
         last = self.plan["n_asserts"]
+        self.plan["inner"].update(range(first, last))
         if last > first:
             args: list[ast.expr] = [ast.Constant(first), ast.Constant(last)]
             enter = ast.Expr(ast.Call(ast.Name("_ra_enter", ast.Load()), args, []))
@@ -221,6 +222,37 @@ def helper_asserts(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> 
     return out
 
 
+def settled(
+    stmts: list[Any], body: list[ast.stmt], defs: dict[str, tuple[set[int], set[str]]],
+    inner: set[int],
+) -> list[list[int]]:  # fmt: skip
+    """Per top-level statement (``stmts``: with their assert ids, ``body``: the parsed
+    ones), the asserts of ``inner`` (those inside test functions) that no statement
+    from it on can run, those not listed before: a run cut short there keeps their
+    verdicts (``K``). A statement keeps pending the asserts it names (its ids, with
+    ``helper_asserts``), and all of them when it reads a variable of the tests, itself
+    or through a test function it names (one may hold a test function: ``u = t``)."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    free = {n.name: used_names(n) for n in body if isinstance(n, kinds) and n.name in defs}
+    variables = bound_names(ast.Module(body=body, type_ignores=[])) - defs.keys()
+    pending: set[int] = set()
+    out: list[list[int]] = []
+    for (_, ids), node in zip(reversed(stmts), reversed(body), strict=True):
+        todo = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defs]
+        named: set[str] = set()
+        while todo:  # the test functions it names, and those they name in turn
+            if (d := todo.pop()) not in named:
+                named.add(d)
+                todo.extend(r for r in defs[d][1] if r in defs)
+        reads = used_names(node).union(*(free.get(d, set()) for d in named))
+        pending |= inner if reads & variables else inner & set(ids)
+        out.append(sorted(inner - pending))
+    out.reverse()
+    return [
+        sorted(set(now) - set(before)) for before, now in zip([[], *out[:-1]], out, strict=True)
+    ]
+
+
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
     rewritten; the ids are those it holds and those of the test functions it names,
@@ -230,7 +262,10 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     binds itself, ``CHECK_NAMES``) and ``star`` ([name, module] pairs of program names
     the tests' ``from m import *`` binds, ``star_names``) and ``reads`` (per statement,
     the names of the tests it reads: where the check side looks for the test functions
-    it may call, ``sandbox_harness.reached``).
+    it may call, ``sandbox_harness.reached``) and ``inner`` (the ids of the asserts
+    inside test functions: a later statement may run them again, so a run cut short
+    before its last statement fails them, ``code.parse_report``) and ``settled`` (per
+    statement, those of ``inner`` no statement from it on can run, ``settled``).
     Raises ValueError on tests that do not parse, and on asserts that read no name of
     the program: they would pass any program (a function named like a builtin, ``max``,
     is the builtin here), so the row cannot judge one."""
@@ -257,6 +292,7 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         "check_names": [[n, CHECK_NAMES[n]] for n in sorted(checker)],
         "star": star_names(every, program),
         "reads": [],
+        "inner": set(),
     }
     rw = _Rewriter(program, plan)
     for st in every.body:
@@ -269,6 +305,8 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     defs = test_defs(plan["stmts"], every.body)
     for entry, st in zip(plan["stmts"], every.body, strict=True):
         entry[1] = sorted(set(entry[1]) | helper_asserts(st, defs))
+    plan["settled"] = settled(plan["stmts"], every.body, defs, plan["inner"])
+    plan["inner"] = sorted(plan["inner"])
     if plan["n_asserts"] and not program:
         raise ValueError(
             "the tests read no name of the program, so any program would pass them "

@@ -1,0 +1,53 @@
+"""A run the time limit cuts short between two calls of a test helper, attacked through
+the real sandbox (``check_code``, as a verifier worker calls it): the program is right
+on the first case and never returns from a statement that names no assert, so the
+statements that would call the helper again never run."""
+
+from __future__ import annotations
+
+from recipe_arena.rewards.code import check_code
+from recipe_arena.rewards.sandbox import Limits
+from recipe_arena.rewards.sandbox_split import split_tests
+from tests.hostile_tally import record
+from tests.sandbox_attack_base import fenced
+from tests.test_sandbox import needs_full
+
+T = "def t(r, b):\n    assert r == b"
+CUT = {  # the statement that never returns names no assert; a later one calls t again
+    "setup": (T, "t(dbl(1), 2)", "r = dbl(2)", "t(r, 4)"),
+    "bare_call": (T, "t(dbl(1), 2)", "dbl(2)", "t(dbl(2), 4)"),
+    "printed": (T, "t(dbl(1), 2)", "print(dbl(2))", "t(dbl(3), 6)"),
+    "alias_later": (T, "t(dbl(1), 2)", "x = dbl(2)", "u = t", "u(x, 4)"),
+}
+HANGS = "import time\ndef dbl(x):\n    if x == 1:\n        return 2\n    time.sleep(60)"
+RIGHT = "def dbl(x):\n    return 2 * x"
+
+
+@needs_full
+def test_a_run_cut_before_a_helpers_later_call_fails_its_asserts() -> None:
+    """``def t(r, b): assert r == b``, ``t(dbl(1), 2)``, ``r = dbl(2)``, ``t(r, 4)``
+    with a ``dbl`` right on 1 that sleeps on 2: it scored 1.0 ("passed 1/1") under
+    ``all_pass``, since ``t(dbl(1), 2)`` reported ``t``'s assert passed, ``r =
+    dbl(2)`` names no assert (nothing to fail when the 2 s limit cut it), and ``t(r,
+    4)`` never ran. Likewise for a bare ``dbl(2)``, a ``print(dbl(2))``, and a helper
+    called later through a variable (``u = t``). An assert inside a test function
+    now counts only when the run reaches its end or no statement left could call it
+    again: 0.0 ("passed 0/1") under both rewards. The right ``dbl`` still scores 1, and
+    a run cut in a last statement that calls no helper keeps the helper's credit:
+    ``check(dbl)`` then ``assert dbl(2) == 4`` cut short is 1 of 2 (0.5)."""
+    lim = Limits(wall_s=2.0)  # each run waits out its 2 s
+    got = {
+        (k, all_pass): check_code(list(t), fenced(HANGS), all_pass, lim)
+        for k, t in CUT.items()
+        for all_pass in ((True, False) if k == "setup" else (True,))
+    }
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: a run cut before a helper's later call", len(got), len(held))
+    assert len(held) == len(got), got
+    assert got["setup", True] == (0.0, "passed 0/1; timed out after 2s")
+    for name, tests in CUT.items():
+        assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
+    finished = ["def check(c):\n    assert c(1) == 2", "check(dbl)", "assert dbl(2) == 4"]
+    assert check_code(finished, fenced(HANGS), False, lim)[0] == 0.5
+    assert split_tests(finished)["settled"] == [[], [], [0]]
+    assert split_tests(list(CUT["setup"]))["settled"] == [[], [], [], []]
