@@ -1,8 +1,10 @@
 """IFEval answers that hide a forbidden word or a counted letter under diacritics drawn on
 its letters (``lo\\u0334ve``, ``lọve``, ``löve``), and answers whose lines or paragraphs
 are parted by line breaks other than ``\\n`` (the line separator U+2028, the paragraph
-separator U+2029, next line U+0085, a carriage return): each shows a reader what the
-instruction forbids or a count it does not ask for, and each scored 1 before. Scored by
+separator U+2029, next line U+0085, a carriage return), and answers whose sentences end
+in a Sentence_Terminal of another script that no list named (the Javanese pada lungsi
+``꧉``): each shows a reader what the instruction forbids or a count it does not ask
+for, and each scored 1 before. Scored by
 lm-eval's real checkers through ``check_ifeval``, and through the real scorer and its
 verifier workers, beside plain answers that follow the instruction (1)."""
 
@@ -97,3 +99,21 @@ def test_the_scorer_refuses_them_through_its_workers() -> None:
         plain = scorer.score(rows, [p for _, _, p in HOSTILE])
     assert [r.score for r in hostile] == [0.0] * len(HOSTILE), [r.reason for r in hostile]
     assert [r.score for r in plain] == [1.0] * len(HOSTILE), [r.reason for r in plain]
+
+
+FEW_SENTENCES = _gt("length_constraints:number_sentences", num_sentences=2, relation="less than")
+TERMINALS = ["\u1c7f", "\ua9c9", "\u1b5f", "\uabeb", "\u1aa8", "\U00011a42"]
+"""Sentence terminals of Unicode that no list named before: the Ol Chiki double mucaad,
+the Javanese pada lungsi, the Balinese carik pareren, the Meetei Mayek cheikhei, the Tai
+Tham kaan, the Zanabazar Square mark tsheg shad."""
+
+
+@pytest.mark.parametrize("stop", TERMINALS)
+def test_every_sentence_terminal_ends_a_sentence(stop: str) -> None:
+    """Three sentences each ended by ``stop`` are three sentences: "less than 2" fails
+    (0; before, NLTK saw one sentence and it scored 1). One sentence so ended passes."""
+    three = f"The sea is big{stop} Fish live in it{stop} Boats sail on it{stop}"
+    score = check_ifeval(FEW_SENTENCES, three)[0]
+    record("ifeval: other scripts' full stops", 1, int(score == 0.0))
+    assert score == 0.0, three
+    assert check_ifeval(FEW_SENTENCES, f"The sea is big{stop}")[0] == 1.0

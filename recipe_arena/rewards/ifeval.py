@@ -226,7 +226,16 @@ _STOPS = str.maketrans(
         "\U00011944\U00011c41\U00011c42\U00016a6e\U00016a6f\U00016af5\U00016e98\U0001bc9f"
         "\U0001da88"
         "\u061f\u07f9\u1367\u1944\u1945\u203d\u2cfa\u2cfb\u2e2e\u2e53\u2e54\ua60f\ua6f7"
-        "\U00011143\u17d4\u17d5\u104a\u104b\ua4f8\u01c3\u2753\u2754\u2755\u2757\u2762",
+        "\U00011143\u17d4\u17d5\u104a\u104b\ua4f8\u01c3\u2753\u2754\u2755\u2757\u2762"
+        "\u061d\u061e\u0700\u0837\u0839\u083d\u083e\u1368\u1735\u1736\u1aa8\u1aa9\u1aaa\u1aab"
+        "\u1b4e\u1b4f\u1b5a\u1b5b\u1b5e\u1b5f\u1b7d\u1b7e\u1b7f\u1c3b\u1c3c\u1c7e\u1c7f\u2e60"
+        "\u2e61\ua876\ua877\ua92f\ua9c8\ua9c9\uaaf0\uaaf1\uabeb\U00010f55\U00010f56\U00010f57"
+        "\U00010f58\U00010f59\U00010f86\U00010f87\U00010f88\U00010f89\U000110be\U000110bf"
+        "\U000111cd\U000111de\U000111df\U0001123b\U0001123c\U000112a9\U000113d4\U000113d5"
+        "\U000115c9\U000115ca\U000115cb\U000115cc\U000115cd\U000115ce\U000115cf\U000115d0"
+        "\U000115d1\U000115d2\U000115d3\U000115d4\U000115d5\U000115d6\U000115d7\U0001173c"
+        "\U0001173d\U0001173e\U00011946\U00011a42\U00011a43\U00011a9b\U00011a9c\U00011ef7"
+        "\U00011ef8\U00011f43\U00011f44\U00016b37\U00016b38\U00016b44\U00016d6e\U00016d6f",
         ". ",
     )
 )
@@ -235,7 +244,11 @@ a danda that NFKC leaves apart: the ideographic ``。``, the Arabic ``۔``, the 
 ``։``, the Devanagari ``।``, ...; their question and exclamation marks, the Arabic
 ``؟``, but not inverted ones, which open a sentence; the Khmer khan, the Myanmar
 section signs, the interrobang; the Lisu tone ``ꓸ`` and the click letter ``ǃ``, drawn
-as ``.`` and ``!``; the question and exclamation mark ornaments ``❓`` ``❗``), read as ``. `` by
+as ``.`` and ``!``; the question and exclamation mark ornaments ``❓`` ``❗``; and every
+other mark that Unicode's character data (as the ``regex`` package 2026.12 holds it)
+gives the Sentence_Terminal property, such as the Javanese pada lungsi ``꧉``, the
+Balinese carik pareren, the Ol Chiki mucaad ``᱾`` and the Meetei Mayek cheikhei ``꯫``),
+read as ``. `` by
 ``length_constraints:number_sentences`` only: NLTK's sentence splitter ends sentences
 at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
 sentences written without spaces between them (Chinese, Japanese)."""
