@@ -23,8 +23,9 @@ import gzip
 import json
 import os
 import socket
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -189,13 +190,78 @@ def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
-def open_log(path: Path) -> IO[str]:
+LOG_MAX_LINE_CHARS = 16 << 20
+"""Length of one line of a JSON-lines log, at most, in characters. A micro run's longest
+line is an evaluation record of about 32,000 characters (its 500 held-out questions' ids,
+domains, sources and scores, about 64 characters a question), so a line this long holds
+some 250,000 questions. A line that never ends (a log linked to ``/dev/zero``) is
+refused, not read into memory."""
+
+LOG_MAX_CHARS = 256 << 20
+"""Text of one JSON-lines log, at most, in characters, after a gzipped log is expanded.
+A 96-step micro run logs about 240,000 characters of metrics and 320,000 of evaluation
+records; a run a hundred times longer stays far below. A gzip bomb (a few MB expanding
+to gigabytes of records) is refused, since its records would take several times its
+text in memory."""
+
+LOG_MAX_LINES = 1_000_000
+"""Lines of one JSON-lines log, at most: a 96-step micro run logs 149 metrics lines and
+10 evaluation records. Bounds the records a short-lined log would make (a gzip of a few
+MB expanding to ``LOG_MAX_CHARS`` of ``{}`` lines would be 90 million objects, several
+GB)."""
+
+
+class LogReadError(OSError):
+    """A JSON-lines log that is not a regular file, holds a line longer than
+    ``LOG_MAX_LINE_CHARS`` or more than ``LOG_MAX_LINES`` lines or ``LOG_MAX_CHARS``
+    characters in all; the message says which. An OSError, so a report names the file as
+    one it cannot read whole."""
+
+
+class LogLines:
+    """The lines of an open log, each with its newline, read within ``LOG_MAX_LINE_CHARS``
+    a line, ``LOG_MAX_LINES`` lines and ``LOG_MAX_CHARS`` in all (LogReadError past
+    any); a context manager that closes the file."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._read = 0
+        self._lines = 0
+
+    def __enter__(self) -> LogLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stream.close()
+
+    def __iter__(self) -> Iterator[str]:
+        while line := self._stream.readline(LOG_MAX_LINE_CHARS + 1):
+            if len(line) > LOG_MAX_LINE_CHARS:
+                raise LogReadError(f"a line longer than {LOG_MAX_LINE_CHARS} characters")
+            self._read += len(line)
+            self._lines += 1
+            if self._read > LOG_MAX_CHARS:
+                raise LogReadError(f"longer than {LOG_MAX_CHARS} characters")
+            if self._lines > LOG_MAX_LINES:
+                raise LogReadError(f"more than {LOG_MAX_LINES} lines")
+            yield line
+
+    def readlines(self) -> list[str]:
+        return list(self)
+
+
+def open_log(path: Path) -> LogLines:
     """A JSON-lines log for reading: ``path``, or its gzipped copy ``path``.gz when only
     that exists (an exported study keeps its runs' logs gzipped, at a twentieth of the
-    size)."""
+    size). Bounded (``LogLines``), since reports read run folders handed over by others;
+    LogReadError at once when the file is not a regular one (a FIFO would block)."""
     if not path.exists() and (packed := path.with_name(path.name + ".gz")).exists():
-        return gzip.open(packed, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        path = packed
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise LogReadError("not a regular file")
+    if path.suffix == ".gz":
+        return LogLines(gzip.open(path, "rt", encoding="utf-8", errors="replace"))
+    return LogLines(open(path, encoding="utf-8", errors="replace"))
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

@@ -134,6 +134,21 @@ DAMAGE = {
         lambda run: _replace_with_link(run / "config.yaml", "/dev/zero"),
         ("config.yaml: not a YAML config", "not a regular file"),
     ),
+    # read whole before: a line of zeros that never ends
+    "metrics a link to /dev/zero": (
+        lambda run: (
+            (run / "metrics.jsonl.gz").unlink(),
+            (run / "metrics.jsonl").symlink_to("/dev/zero"),
+        ),
+        ("metrics.jsonl", "cannot be read whole", "not a regular file"),
+    ),
+    # 40 million records from a 0.5 MB gzip: several GB before
+    "metrics a gzip bomb": (
+        lambda run: (run / "metrics.jsonl.gz").write_bytes(
+            gzip.compress(b"{}\n" * 40_000_000, compresslevel=1)
+        ),
+        ("metrics.jsonl", "cannot be read whole", "more than 1000000 lines"),
+    ),
     "stages.json a list": (
         lambda run: (run / "stages.json").write_text("[]\n"),
         ("stages.json: not a run's record",),
@@ -172,6 +187,7 @@ FIRST = (
     "arm named ../x",
     "study.json cut short",
     "config a link to /dev/zero",
+    "metrics a link to /dev/zero",
 )
 """The damages the default suite renders (the one that gave a silently wrong figure, an
 edited value, a path, a cut JSON, a file that never ends): each report costs
