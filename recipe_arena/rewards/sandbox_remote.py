@@ -287,9 +287,12 @@ may be the program's, and it runs on the check side, which holds the expected va
 and writes the report. Refused: the names of UNSAFE_NAMES, names starting with ``_``,
 attributes starting with UNSAFE_ATTRS (dunders, frames, code), imports, a name bound to
 a module outside SAFE_MODULES (``os``, which the tests imported), a module's
-attribute that is a module (``re.enum``) and a binding of a name that the scope it runs
-in or the builtins already bind (``(isclose := ...)``, ``all = ...``: the tests' later
-asserts would call the program's function), ``_binds_here``."""
+attribute that is a module (``re.enum``), such an attribute read by a class pattern
+(``case object(__globals__=g)``) or any positional item of one (it reads the names its
+class lists, ``__match_args__``, which a class made with ``type`` chooses), and a
+binding of a name that the scope it runs in or the builtins already bind
+(``(isclose := ...)``, ``all = ...``: the tests' later asserts would call the
+program's function), ``_binds_here``."""
 
 
 def _bound(name: str, scopes: tuple[Any, ...]) -> Any:
@@ -308,6 +311,10 @@ def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
         bound = _bound(n.id, scopes)
         if _type(bound) is module_type and bound.__name__ not in SAFE_MODULES:
             return n.id
+    if isinstance(n, ast.MatchClass):  # ``case C(g)`` reads ``C.__match_args__[0]``
+        if n.patterns:
+            return "a class pattern's positional item"
+        return next((a for a in n.kwd_attrs if a.startswith(UNSAFE_ATTRS)), None)
     if isinstance(n, ast.Attribute):
         if n.attr.startswith(UNSAFE_ATTRS):
             return n.attr

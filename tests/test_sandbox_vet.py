@@ -1,0 +1,63 @@
+"""Ways around the vetting of a string the tests evaluate (``sandbox_remote._vet``),
+attacked through the real sandbox (``check_code``, as a verifier worker calls it): a
+string of the program's that reaches an attribute the vetting refuses by another road
+runs any code on the check side, which holds the expected values and writes the
+report."""
+
+from __future__ import annotations
+
+from recipe_arena.rewards.code import check_code
+from tests.hostile_tally import record
+from tests.sandbox_attack_base import fenced
+from tests.test_sandbox import needs_full
+
+# Forges the report: every assert passed and the statement finished, then ends the
+# check side before a real verdict is written.
+FORGE = (
+    "import os\nfor d in range(3, 64):\n    try:\n        os.write(d, b'R 0 1\\nR 1 1\\nF\\nD\\n')\n"
+    "    except OSError:\n        pass\nos._exit(0)\n"
+)
+MATCH = {  # a class pattern reads an attribute named in a string, not an ast.Attribute
+    "keyword_pattern": "match (lambda: 0):\n    case object(__globals__=gl):\n        gl['__builtins__'].exec(FORGE)",
+    "positional_pattern": (
+        "M = type('M', (type,), {'__instancecheck__': lambda c, x: True})\n"
+        "C = M('C', (), {'__match_args__': ('__globals__',)})\n"
+        "match (lambda: 0):\n    case C(gl):\n        gl['__builtins__'].exec(FORGE)"
+    ),
+}  # fmt: skip
+
+
+def scores(tests: list[str], strings: dict[str, str]) -> dict[str, tuple[float, str]]:
+    """``check_code`` of ``tests`` for each string handed back by ``expr``, beside a
+    ``g`` and an ``area`` that are wrong."""
+    out = {}
+    for name, string in strings.items():
+        program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0\ndef area(r):\n    return 0"
+        out[name] = check_code(tests, fenced(program), all_pass=True)
+    return out
+
+
+@needs_full
+def test_a_class_pattern_in_an_executed_string_reads_no_refused_attribute() -> None:
+    """``exec(expr(1))`` then ``assert g(5) == 25`` with a wrong ``g``: ``expr``
+    returning ``match (lambda: 0): case object(__globals__=gl): gl['__builtins__']
+    .exec(FORGE)`` reached the check side's builtins, since a class pattern's keyword
+    names an attribute as a string the vetting never saw; FORGE wrote ``R 0 1`` and
+    ended the check side: 1.0 ("passed 1/1"). So did a positional item of a class
+    made with ``type`` whose ``__match_args__`` names ``__globals__`` (a metaclass
+    makes a lambda its instance). A keyword that starts like a refused attribute, and
+    any positional item of a class pattern, are now refused: 0.0. A ``match`` on a
+    sequence, or with a plain keyword (``case float(real=r)``), runs as before."""
+    tests = ["exec(expr(1))", "assert g(5) == 25"]
+    got = scores(tests, {k: s.replace("FORGE", repr(FORGE)) for k, s in MATCH.items()})
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: class patterns in strings the tests evaluate", len(got), len(held))
+    assert len(held) == len(got), got
+    right = [
+        "d = {}",
+        "exec(expr('match [1, 2]:\\n    case [a, b]:\\n        w = a + b'), d)",
+        "assert d['w'] == 3",
+        "exec(expr('match 1.5:\\n    case float(real=r):\\n        v = r'), d)",
+        "assert d['v'] == 1.5",
+    ]
+    assert check_code(right, fenced("def expr(s):\n    return s")) == (1.0, "passed 2/2")
