@@ -61,3 +61,38 @@ def test_a_class_pattern_in_an_executed_string_reads_no_refused_attribute() -> N
         "assert d['v'] == 1.5",
     ]
     assert check_code(right, fenced("def expr(s):\n    return s")) == (1.0, "passed 2/2")
+
+
+ALIASES = {  # a safe module held under a name the vetting does not know is one
+    "comprehension": "[y.enum.sys.modules['builtins'].exec(FORGE) for y in [re]] and 2",
+    "walrus": "(y := re) and y.enum.sys.modules['builtins'].exec(FORGE) or 2",
+    "lambda_default": "(lambda y=re: y.enum.sys.modules['builtins'].exec(FORGE))() or 2",
+    "argument": "(lambda y: y.enum.sys.modules['builtins'].exec(FORGE))(re) or 2",
+}
+
+
+@needs_full
+def test_a_safe_module_is_only_read_from_in_an_evaluated_string() -> None:
+    """``assert eval(expr(1)) == 2`` and ``assert g(5) == 25`` with a wrong ``g``:
+    ``expr`` returning ``[y.enum.sys.modules['builtins'].exec(FORGE) for y in [re]]``
+    passed the vetting, which refuses ``re.enum`` (a module's module) only where the
+    module is read by its own name; FORGE wrote ``R 0 1``, ``R 1 1`` and ended the
+    check side: 1.0 ("passed 2/2"), and likewise through a walrus, a lambda's default
+    or its argument. And ``exec(expr(1))`` of ``math.isclose = lambda *a, **k: True``
+    before ``assert math.isclose(area(2), 12.566370614359172)`` passed an ``area``
+    returning 0 (1.0, "passed 1/1"). A name bound to a module is now refused unless
+    the string reads an attribute of it: 0.0 for each; ``math.sqrt(4)`` and
+    ``re.sub(...)`` in a string evaluate as before."""
+    tests = ["import re", "assert eval(expr(1)) == 2", "assert g(5) == 25"]
+    got = scores(tests, {k: s.replace("FORGE", repr(FORGE)) for k, s in ALIASES.items()})
+    patch = ["import math", "exec(expr(1))", "assert math.isclose(area(2), 12.566370614359172)"]
+    got |= scores(patch, {"patched_isclose": "math.isclose = lambda *a, **k: True"})
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: a module under another name in an evaluated string", len(got), len(held))
+    assert len(held) == len(got), got
+    right = [
+        "import math, re",
+        "assert eval(expr('math.sqrt(4) + len([1])')) == 3",
+        'assert eval(expr(\'re.sub("a", "b", "aa")\')) == "bb"',
+    ]
+    assert check_code(right, fenced("def expr(s):\n    return s")) == (1.0, "passed 2/2")

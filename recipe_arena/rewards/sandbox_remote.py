@@ -286,11 +286,13 @@ UNSAFE_ATTRS = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 may be the program's, and it runs on the check side, which holds the expected values
 and writes the report. Refused: the names of UNSAFE_NAMES, names starting with ``_``,
 attributes starting with UNSAFE_ATTRS (dunders, frames, code), imports, a name bound to
-a module outside SAFE_MODULES (``os``, which the tests imported), a module's
-attribute that is a module (``re.enum``), such an attribute read by a class pattern
-(``case object(__globals__=g)``) or any positional item of one (it reads the names its
-class lists, ``__match_args__``, which a class made with ``type`` chooses), and a
-binding of a name that the scope it runs in or the builtins already bind
+a module outside SAFE_MODULES (``os``, which the tests imported), one bound to a safe
+module but to read an attribute of it (``re.sub``; not ``[y.enum for y in [re]]``,
+whose ``y.enum`` is no module's attribute here, nor ``math.isclose = ...``), a
+module's attribute that is a module (``re.enum``), such an attribute read by a class
+pattern (``case object(__globals__=g)``) or any positional item of one (it reads the
+names its class lists, ``__match_args__``, which a class made with ``type`` chooses),
+and a binding of a name that the scope it runs in or the builtins already bind
 (``(isclose := ...)``, ``all = ...``: the tests' later asserts would call the
 program's function), ``_binds_here``."""
 
@@ -300,8 +302,10 @@ def _bound(name: str, scopes: tuple[Any, ...]) -> Any:
     return next((sc[name] for sc in scopes if name in sc), None)
 
 
-def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
-    """What node ``n`` of a string the tests evaluate reads that it may not, or None."""
+def _unsafe(n: ast.AST, scopes: tuple[Any, ...], reads: set[int]) -> str | None:
+    """What node ``n`` of a string the tests evaluate reads that it may not, or None;
+    ``reads``: the ids of the names whose attribute the string reads (``re`` in
+    ``re.sub``), the one use of a module it may make."""
     module_type = _type(builtins)
     if isinstance(n, (ast.Import, ast.ImportFrom)):
         return "an import"
@@ -309,7 +313,9 @@ def _unsafe(n: ast.AST, scopes: tuple[Any, ...]) -> str | None:
         if n.id[:1] == "_" or n.id in UNSAFE_NAMES:
             return n.id
         bound = _bound(n.id, scopes)
-        if _type(bound) is module_type and bound.__name__ not in SAFE_MODULES:
+        if _type(bound) is module_type and (
+            bound.__name__ not in SAFE_MODULES or id(n) not in reads
+        ):  # under another name (``[y.enum for y in [re]]``) or assigned to: not checked
             return n.id
     if isinstance(n, ast.MatchClass):  # ``case C(g)`` reads ``C.__match_args__[0]``
         if n.patterns:
@@ -384,8 +390,13 @@ def _vet(source: Any, mode: str, scopes: tuple[Any, ...]) -> None:
     tree = ast.parse(source, "<string>", mode) if _type(source) in (str, bytes) else source
     if not isinstance(tree, ast.AST):
         return
+    reads = {
+        id(a.value)
+        for a in ast.walk(tree)
+        if isinstance(a, ast.Attribute) and _type(a.ctx) is ast.Load
+    }
     for n in ast.walk(tree):
-        bad = _unsafe(n, scopes)
+        bad = _unsafe(n, scopes, reads)
         if bad is not None:
             raise ProbeError(f"the test evaluates a string that reads {bad[:40]}: not run")
     for name in _binds_here(tree):  # ``(all := ...)`` would decide the tests' later asserts
