@@ -51,3 +51,19 @@ def test_a_run_cut_before_a_helpers_later_call_fails_its_asserts() -> None:
     assert check_code(finished, fenced(HANGS), False, lim)[0] == 0.5
     assert split_tests(finished)["settled"] == [[], [], [0]]
     assert split_tests(list(CUT["setup"]))["settled"] == [[], [], [], []]
+
+
+@needs_full
+def test_a_run_cut_before_a_call_by_a_computed_name_fails_the_helper() -> None:
+    """``t(dbl(1), 2)``, ``dbl(2)`` (never returns), then ``globals()['t'](dbl(2),
+    4)``: the last statement names neither ``t`` nor a variable, so ``t``'s assert was
+    listed as one no statement left could run (``K``) before the cut, and the
+    ``R 0 1`` of the first call stood: 1.0 ("passed 1/1") under ``all_pass``. A
+    statement reading ``globals``, ``eval``, ``getattr`` and the like now keeps every
+    helper's asserts pending: 0.0 ("passed 0/1"), and no ``K`` is planned."""
+    tests = [T, "t(dbl(1), 2)", "dbl(2)", "globals()['t'](dbl(2), 4)"]
+    got = check_code(tests, fenced(HANGS), True, Limits(wall_s=2.0))
+    record("code sandbox: a run cut before a call by a computed name", 1, int(got[0] == 0.0))
+    assert got == (0.0, "passed 0/1; timed out after 2s")
+    assert split_tests(tests)["settled"] == [[], [], [], []]
+    assert check_code(tests, fenced(RIGHT)) == (1.0, "passed 1/1")

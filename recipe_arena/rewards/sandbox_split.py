@@ -222,6 +222,11 @@ def helper_asserts(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> 
     return out
 
 
+BY_NAME = frozenset(("globals", "locals", "vars", "eval", "exec", "compile", "getattr"))
+"""Builtins that reach a test function by a name computed at run time
+(``globals()['t'](f(2), 4)``): a statement reading one may call any of them."""
+
+
 def settled(
     stmts: list[Any], body: list[ast.stmt], defs: dict[str, tuple[set[int], set[str]]],
     inner: set[int],
@@ -231,7 +236,8 @@ def settled(
     from it on can run, those not listed before: a run cut short there keeps their
     verdicts (``K``). A statement keeps pending the asserts it names (its ids, with
     ``helper_asserts``), and all of them when it reads a variable of the tests, itself
-    or through a test function it names (one may hold a test function: ``u = t``)."""
+    or through a test function it names (one may hold a test function: ``u = t``), or
+    one of BY_NAME."""
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     free = {n.name: used_names(n) for n in body if isinstance(n, kinds) and n.name in defs}
     variables = bound_names(ast.Module(body=body, type_ignores=[])) - defs.keys()
@@ -245,7 +251,7 @@ def settled(
                 named.add(d)
                 todo.extend(r for r in defs[d][1] if r in defs)
         reads = used_names(node).union(*(free.get(d, set()) for d in named))
-        pending |= inner if reads & variables else inner & set(ids)
+        pending |= inner if reads & (variables | BY_NAME) else inner & set(ids)
         out.append(sorted(inner - pending))
     out.reverse()
     return [
