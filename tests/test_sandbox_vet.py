@@ -96,3 +96,37 @@ def test_a_safe_module_is_only_read_from_in_an_evaluated_string() -> None:
         'assert eval(expr(\'re.sub("a", "b", "aa")\')) == "bb"',
     ]
     assert check_code(right, fenced("def expr(s):\n    return s")) == (1.0, "passed 2/2")
+
+
+OBJ = "try:\n    re.zzz\nexcept AttributeError as e:\n    m = e.obj\n"
+HELD = {  # a module an AttributeError hands back, under a name the vetting does not know
+    "error_object": OBJ + "m.enum.sys.modules['builtins'].exec(FORGE)",
+    "error_object_by_pattern": (
+        "try:\n    re.zzz\nexcept AttributeError as e:\n    match e:\n"
+        "        case AttributeError(obj=m):\n            m.enum.sys.modules['builtins'].exec(FORGE)"
+    ),
+}
+
+
+@needs_full
+def test_a_module_an_attribute_error_holds_is_not_reached() -> None:
+    """``exec(expr(1))`` then ``assert g(5) == 25`` with a wrong ``g``: ``expr``
+    returning ``try: re.zzz`` ``except AttributeError as e: m = e.obj`` then
+    ``m.enum.sys.modules['builtins'].exec(FORGE)`` got the ``re`` module back from the
+    error (``obj``, Python 3.10 on) under a name the vetting did not know was a
+    module, whose ``enum`` it read: FORGE wrote the report, 1.0 ("passed 1/1"); the
+    same through ``case AttributeError(obj=m)``. And ``e.obj.isclose = lambda *a, **k:
+    True`` after ``math.zzz`` let an ``area`` returning 0 pass ``assert
+    math.isclose(area(2), 12.566370614359172)``: 1.0. ``obj``, and an attribute named
+    like a module a safe module holds (``enum``, ``sys``), are now refused on any
+    object: 0.0 for each."""
+    tests = ["import re", "exec(expr(1))", "assert g(5) == 25"]
+    got = scores(tests, {k: s.replace("FORGE", repr(FORGE)) for k, s in HELD.items()})
+    patch = ["import math", "exec(expr(1))", "assert math.isclose(area(2), 12.566370614359172)"]
+    patched = (
+        "try:\n    math.zzz\nexcept AttributeError as e:\n    e.obj.isclose = lambda *a, **k: True"
+    )
+    got |= scores(patch, {"patched_isclose": patched})
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: a module an AttributeError holds", len(got), len(held))
+    assert len(held) == len(got), got

@@ -287,12 +287,12 @@ may be the program's, and it runs on the check side, which holds the expected va
 and writes the report. Refused: the names of UNSAFE_NAMES, names starting with ``_``,
 attributes starting with UNSAFE_ATTRS (dunders, frames, code), imports, a name bound to
 a module outside SAFE_MODULES (``os``, which the tests imported), one bound to a safe
-module but to read an attribute of it (``re.sub``; not ``[y.enum for y in [re]]``,
-whose ``y.enum`` is no module's attribute here, nor ``math.isclose = ...``), a
-module's attribute that is a module (``re.enum``), such an attribute read by a class
-pattern (``case object(__globals__=g)``) or any positional item of one (it reads the
-names its class lists, ``__match_args__``, which a class made with ``type`` chooses),
-and a binding of a name that the scope it runs in or the builtins already bind
+module but to read an attribute of it (``re.sub``; not ``[y.enum for y in [re]]``
+nor ``math.isclose = ...``), an attribute named like a module a safe module holds
+(``re.enum``, ``m.enum`` whatever ``m`` is) or ``obj`` (``_refused_attr``), such an
+attribute read by a class pattern (``case object(__globals__=g)``) or any positional
+item of one (it reads the names its class lists, ``__match_args__``, which a class
+made with ``type`` chooses), and a binding of a name that the scope it runs in or the builtins already bind
 (``(isclose := ...)``, ``all = ...``: the tests' later asserts would call the
 program's function), ``_binds_here``."""
 
@@ -320,14 +320,26 @@ def _unsafe(n: ast.AST, scopes: tuple[Any, ...], reads: set[int]) -> str | None:
     if isinstance(n, ast.MatchClass):  # ``case C(g)`` reads ``C.__match_args__[0]``
         if n.patterns:
             return "a class pattern's positional item"
-        return next((a for a in n.kwd_attrs if a.startswith(UNSAFE_ATTRS)), None)
-    if isinstance(n, ast.Attribute):
-        if n.attr.startswith(UNSAFE_ATTRS):
-            return n.attr
-        mod = _bound(n.value.id, scopes) if isinstance(n.value, ast.Name) else None
-        if _type(mod) is module_type and _type(getattr(mod, n.attr, None)) is module_type:
-            return n.attr
+        return next((a for a in n.kwd_attrs if _refused_attr(a)), None)
+    if isinstance(n, ast.Attribute) and _refused_attr(n.attr):
+        return n.attr
     return None
+
+
+def _refused_attr(name: str) -> bool:
+    """Whether a string the tests evaluate may not read attribute ``name`` of anything:
+    UNSAFE_ATTRS, ``obj`` (an AttributeError's object: ``math`` from ``math.zzz``,
+    held under a name the vetting does not know is a module), and the name of a
+    module that a safe module the check side imported holds (``re.enum``,
+    ``json.decoder``, ``statistics.sys``), whatever object it is read from."""
+    if name.startswith(UNSAFE_ATTRS) or name == "obj":
+        return True
+    module_type = _type(builtins)
+    return any(
+        _type(getattr(sys.modules[m], name, None)) is module_type
+        for m in SAFE_MODULES
+        if m in sys.modules
+    )
 
 
 _INNER = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
