@@ -26,6 +26,7 @@ def _gt(iid: str, **kwargs: object) -> dict[str, object]:
 LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
 FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
 FEW_E = _gt("keywords:letter_frequency", letter="e", let_frequency=3, let_relation="less than")
+TWO = _gt("combination:two_responses")
 TWO_BULLETS = _gt("detectable_format:number_bullet_lists", num_bullets=2)
 SECOND_STARTS_DOG = _gt(
     "length_constraints:nth_paragraph_first_word",
@@ -42,6 +43,7 @@ HOSTILE = [
     (LOVE, "I l\u043e\u0301ve the sea.", "I like the sea."),  # a Cyrillic o under an acute
     (FEW_SEA, "The sea. The se\u0332a. The s\u00e9a.", "The sea is big."),  # three "sea"
     (FEW_E, "Th\u00e9 s\u00eaa is d\u00ebep.", "A big sky."),  # five e, two plain
+    (TWO, "A cat is small. ****** A cat is smal\u0301l.", "A cat. ****** A dog."),
     (TWO_BULLETS, "- a\u2028- b\u2028- c\n- d", "- a\n- b"),  # four bullets drawn
     (TWO_BULLETS, "- a\x85- b\x85- c\n- d", "- a\n- b"),  # next line
     (TWO_BULLETS, "* a\r* b\r* c\n* d", "* a\n* b"),  # carriage returns
@@ -56,9 +58,11 @@ def test_marks_and_line_breaks_do_not_hide_what_the_instruction_counts(
     """Each hostile answer breaks its instruction as drawn: "love" under a mark is
     "love"; "sea" is there three times (cap: less than 2) and "e" five times (cap: less
     than 3); ``- a`` to ``- d`` are four bullets drawn on four lines for a count of
-    exactly 2 (the checker saw two lines), and the paragraph separator makes three paragraphs where exactly two
-    are asked for. Expected 0 (before: 1, the marks made other letters or stood beside
-    theirs, and the checkers part lines at ``\\n`` only). The plain answer scores 1."""
+    exactly 2 (the checker saw two lines), and the paragraph separator makes three
+    paragraphs where exactly two are asked for; two responses that differ by an acute
+    on one letter are one response drawn twice. Expected 0 (before: 1, the marks made
+    other letters or stood beside theirs, and the checkers part lines at ``\\n`` only).
+    The plain answer scores 1."""
     score, reason = check_ifeval(gt, hostile)
     record("ifeval: diacritics and line breaks", 1, int(score == 0.0))
     assert score == 0.0, (hostile, reason)
@@ -70,7 +74,8 @@ def test_honest_answers_keep_their_verdicts() -> None:
     ``café`` still holds the required "café" and no "cafe" is required by it; a Russian
     ``й`` is no Latin letter and keeps its mark; "at least 2 sea" still needs two "sea"
     as shown. A Windows line end (``\\r\\n``) is one break: two bullets so written are
-    two, and two paragraphs parted by ``\\r\\n\\r\\n`` are two."""
+    two, and two paragraphs parted by ``\\r\\n\\r\\n`` are two; a prompt to repeat
+    written with ``\\r\\n`` is repeated by its faithful copy."""
     assert check_ifeval(_gt("keywords:existence", keywords=["caf\u00e9"]), "Un caf\u00e9.")[0] == 1
     assert check_ifeval(_gt("keywords:existence", keywords=["cafe"]), "Un caf\u00e9.")[0] == 0
     russian = "\u041c\u043e\u0439 \u0434\u043e\u043c."  # "Мой дом."
@@ -80,6 +85,8 @@ def test_honest_answers_keep_their_verdicts() -> None:
     assert check_ifeval(many_sea, "The sea. The s\u00e9a.")[0] == 0.0
     assert check_ifeval(TWO_BULLETS, "- a\r\n- b\r\n")[0] == 1.0
     assert check_ifeval(SECOND_STARTS_DOG, "cat runs\r\n\r\ndog runs")[0] == 1.0
+    repeat = _gt("combination:repeat_prompt", prompt_to_repeat="Write a poem.\r\nAbout the sea.")
+    assert check_ifeval(repeat, "Write a poem.\r\nAbout the sea. It is big.")[0] == 1.0
 
 
 def test_the_scorer_refuses_them_through_its_workers() -> None:
@@ -117,3 +124,32 @@ def test_every_sentence_terminal_ends_a_sentence(stop: str) -> None:
     record("ifeval: other scripts' full stops", 1, int(score == 0.0))
     assert score == 0.0, three
     assert check_ifeval(FEW_SENTENCES, f"The sea is big{stop}")[0] == 1.0
+
+
+@pytest.mark.parametrize("mark", ["\u0301", "\u0323", "\u20e3"])
+def test_a_mark_on_a_full_stop_does_not_join_sentences(mark: str) -> None:
+    """Three sentences whose stops carry a combining mark (an acute, a dot below, the
+    enclosing keycap) are three: "less than 2 sentences" fails (0; before, NLTK split
+    none of them and it scored 1). A mark on a letter before the stop changes nothing:
+    one sentence passes."""
+    three = f"The sea is big.{mark} Fish live in it!{mark} Boats sail on it?{mark}"
+    score = check_ifeval(FEW_SENTENCES, three)[0]
+    record("ifeval: diacritics and line breaks", 1, int(score == 0.0))
+    assert score == 0.0, three
+    assert check_ifeval(FEW_SENTENCES, f"The sea is bi{mark}g.")[0] == 1.0
+
+
+MANY_WORDS = _gt("length_constraints:number_words", num_words=20, relation="at least")
+
+
+@pytest.mark.parametrize("mark", ["\u0301", "\u20dd", "\u0e31"])
+def test_a_mark_on_no_letter_is_no_word(mark: str) -> None:
+    """Four words and 20 combining marks each drawn on a space (an acute, the enclosing
+    circle, the Thai mai han-akat) are four words: "at least 20 words" fails (0; before,
+    each mark was a ``\\w`` run of its own, 24 words, and it scored 1). Twenty words that
+    carry the mark on a letter are still 20 words: 1."""
+    hostile = "The sea is big." + f" {mark}" * 20
+    score = check_ifeval(MANY_WORDS, hostile)[0]
+    record("ifeval: diacritics and line breaks", 1, int(score == 0.0))
+    assert score == 0.0, hostile
+    assert check_ifeval(MANY_WORDS, " ".join([f"se{mark}a"] * 20))[0] == 1.0

@@ -29,6 +29,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -261,13 +263,45 @@ _READ_AS = {
 
 def _as_checked(iid: str, text: str) -> str:
     """``text`` as the checker ``iid`` reads it: with other scripts' commas and the marks
-    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``) and their full stops as ``. `` for
-    ``length_constraints:number_sentences`` (``_STOPS``), as it is for every other
-    instruction."""
+    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``)
+    and their full stops as ``. `` for ``length_constraints:number_sentences``
+    (``_STOPS``); without the marks ``_MARKS_DROPPED`` names for those two and
+    ``length_constraints:number_words``; as it is for every other instruction."""
     if iid == "punctuation:no_comma":
         text = text.replace(_SPACING_CEDILLA, " ,")
     table = _READ_AS.get(iid)
-    return text.translate(table) if table else text
+    text = text.translate(table) if table else text
+    drawn_on = _MARKS_DROPPED.get(iid)
+    return _without_marks(text, drawn_on) if drawn_on else text
+
+
+_MARKS_DROPPED: dict[str, Callable[[str], bool]] = {
+    "length_constraints:number_sentences": lambda base: base in ".!?",
+    "length_constraints:number_words": lambda base: not base.isalnum(),
+}
+"""Instructions that read an answer without some combining marks, by the character the
+mark is drawn on: a stop (NLTK's sentence splitter ends no sentence at a stop followed by
+a mark, so three sentences ended by ``.\\u0301``, a full stop under an acute, passed "less
+than 2 sentences" as one), and for the word count, no letter or digit (a space, a stop,
+the answer's start: a mark there is a ``\\w`` run of its own, so 20 floating accents
+`` \\u0301`` were 20 more words for "at least 20 words"). Marks on letters stay."""
+
+
+def _without_marks(text: str, drawn_on: Callable[[str], bool]) -> str:
+    """``text`` without the combining marks whose base (the last character before them
+    that is not a mark, ``""`` at the start) ``drawn_on`` picks. ASCII text has none."""
+    if text.isascii():
+        return text
+    out: list[str] = []
+    base = ""
+    for c in text:
+        if unicodedata.category(c) in ("Mn", "Me", "Mc"):
+            if drawn_on(base):
+                continue
+        else:
+            base = c
+        out.append(c)
+    return "".join(out)
 
 
 _LANGUAGE_CHECKS = frozenset(
@@ -296,12 +330,13 @@ def _unreadable_letters(text: str) -> bool:
 
 
 def _shown(value: Any) -> Any:
-    """An instruction's argument read as the answer is (``shown_text``): a string, or a
-    list of strings (keywords), folded alike, so a keyword matches its own spelling."""
+    """An instruction's argument read as the answer is (``shown_text``, ``_lines``): a
+    string, or a list of strings (keywords), folded alike, so a keyword matches its own
+    spelling and a prompt to repeat written with ``\\r\\n`` its faithful copy."""
     if isinstance(value, str):
-        return shown_text(value)
+        return _lines(shown_text(value))
     if isinstance(value, list):
-        return [shown_text(v) if isinstance(v, str) else v for v in value]
+        return [_lines(shown_text(v)) if isinstance(v, str) else v for v in value]
     return value
 
 

@@ -10,9 +10,9 @@ them both as shown and with look-alikes read as the Latin letters they look like
 must two responses asked to differ). So must an answer in lowercase, or one capped in
 capitalised words, with small capitals (``ᴛʜᴇ``, lowercase letters to Unicode, drawn as
 capitals) read as capitals (``second_reading``). The instructions that forbid a word
-or cap a count also read the answer without the diacritics drawn on Latin letters
-(``bare_letters``): ``lo\u0334ve`` with an overlaid tilde, ``lọve`` and ``löve`` are
-"love" under their marks.
+or cap a count, and two responses asked to differ, also read the answer without the
+diacritics drawn on Latin letters (``bare_letters``): ``lo\u0334ve`` with an overlaid
+tilde, ``lọve`` and ``löve`` are "love" under their marks.
 """
 
 from __future__ import annotations
@@ -77,18 +77,16 @@ def small_capitals(text: str) -> str:
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
     """How instruction ``iid`` (built with ``args``) reads an answer a second time, which it
     must follow too: with look-alikes as Latin letters and without the diacritics on
-    Latin letters when it forbids a word or caps a count (``forbids``, ``bare_letters``);
-    with look-alikes as Latin letters when it asks for two different responses (``А``
-    and ``A`` are one answer drawn twice, while ``Hello`` and ``Hellö`` differ); with
-    small capitals as capitals under ``change_case:english_lowercase`` and under a cap
-    on capitalised words (``capital_word_frequency``, "less than"); None for the others."""
+    Latin letters (``bare_letters``) when it forbids a word or caps a count
+    (``forbids``) or asks for two different responses (``А`` and ``A`` are one answer
+    drawn twice, and so are ``small`` and ``smal\u0301l``); with small capitals as
+    capitals under ``change_case:english_lowercase`` and under a cap on capitalised
+    words (``capital_word_frequency``, "less than"); None for the others."""
     relation = (args or {}).get("capital_relation")
     if iid == "change_case:english_lowercase" or relation == "less than":
         return small_capitals
-    if forbids(iid, args):
+    if iid == "combination:two_responses" or forbids(iid, args):
         return bare_letters
-    if iid == "combination:two_responses":
-        return latin_lookalikes
     return None
 
 
