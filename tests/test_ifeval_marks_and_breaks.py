@@ -27,6 +27,7 @@ LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
 FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
 FEW_E = _gt("keywords:letter_frequency", letter="e", let_frequency=3, let_relation="less than")
 TWO = _gt("combination:two_responses")
+END = _gt("startend:end_checker", end_phrase="The end.")
 TWO_BULLETS = _gt("detectable_format:number_bullet_lists", num_bullets=2)
 SECOND_STARTS_DOG = _gt(
     "length_constraints:nth_paragraph_first_word",
@@ -48,6 +49,8 @@ HOSTILE = [
     (TWO_BULLETS, "- a\x85- b\x85- c\n- d", "- a\n- b"),  # next line
     (TWO_BULLETS, "* a\r* b\r* c\n* d", "* a\n* b"),  # carriage returns
     (SECOND_STARTS_DOG, "cat runs\u2029bird flies\n\ndog runs", "cat runs\n\ndog runs"),
+    (END, "Hi.\n\u202e.dne ehT\txyz", "Hi.\n\u202e.dne ehT"),  # drawn "The end.", tab, "zyx"
+    (END, "Hi.\n\u202e.dne ehT\x0bxyz", "Hi. The end."),  # "zyx" on a line of its own
 ]
 
 
@@ -60,9 +63,12 @@ def test_marks_and_line_breaks_do_not_hide_what_the_instruction_counts(
     than 3); ``- a`` to ``- d`` are four bullets drawn on four lines for a count of
     exactly 2 (the checker saw two lines), and the paragraph separator makes three
     paragraphs where exactly two are asked for; two responses that differ by an acute
-    on one letter are one response drawn twice. Expected 0 (before: 1, the marks made
-    other letters or stood beside theirs, and the checkers part lines at ``\\n`` only).
-    The plain answer scores 1."""
+    on one letter are one response drawn twice; an override drawn across a tab or a
+    vertical tab ends with "zyx", as rule L1 of the bidirectional algorithm draws the
+    runs on either side of a segment separator apart. Expected 0 (before: 1, the marks
+    made other letters or stood beside theirs, the checkers part lines at ``\\n`` only,
+    and the override was read reversed whole, "zyx", tab, "The end."). The plain answer
+    scores 1."""
     score, reason = check_ifeval(gt, hostile)
     record("ifeval: diacritics and line breaks", 1, int(score == 0.0))
     assert score == 0.0, (hostile, reason)
@@ -153,3 +159,18 @@ def test_a_mark_on_no_letter_is_no_word(mark: str) -> None:
     record("ifeval: diacritics and line breaks", 1, int(score == 0.0))
     assert score == 0.0, hostile
     assert check_ifeval(MANY_WORDS, " ".join([f"se{mark}a"] * 20))[0] == 1.0
+
+
+def test_an_override_cut_by_tabs_is_read_in_linear_time() -> None:
+    """125 nested right-to-left overrides, then a tab every 12 characters over 100,000
+    characters: rule L1 puts each tab at level 0, so the line climbs from 0 to 125 and
+    back at every tab. Read with its levels packed (an even gap of levels reverses
+    nothing), the verdict takes about 0.4 s (unpacked, 8,000 x 125 nested runs took
+    3.6 s of a verifier's 5 s deadline); 1.5 s is the bound here."""
+    import time
+
+    hostile = ("\u202e" * 125 + "abc def\tghi " * 8400)[:100_000]
+    check_ifeval(END, "The end.")  # the checkers load once per process, not timed
+    start = time.perf_counter()
+    check_ifeval(END, hostile)
+    assert time.perf_counter() - start < 1.5

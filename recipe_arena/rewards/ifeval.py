@@ -146,7 +146,7 @@ def check_ifeval(
         return 0.0, f"error: {len(ids)} instruction ids but {len(kwargs_list)} kwargs"
     text = answer_text(response)
     blank = is_blank(text)
-    text, prompt = _lines(shown_text(text)), _lines(shown_text(prompt))
+    text, prompt = shown_text(_lines(text)), shown_text(_lines(prompt))
     failed: list[str] = []
     for iid, kw in zip(ids, kwargs_list, strict=True):
         if iid not in reg.INSTRUCTION_DICT:
@@ -173,7 +173,9 @@ return, vertical tab, form feed, next line, the line separator) as ``\\n``, and 
 paragraph separator as a blank line. The checkers find lines and paragraphs by ``\\n``
 only (a bullet starts a line, paragraphs are parted by ``\\n\\n``), so ``- a\\u2028- b``
 was one bullet though it shows two, and a paragraph ended by ``\\u2029`` was no
-paragraph. None is a character the micro policy writes."""
+paragraph. Read before ``shown_text``, so that an override ends at each of them as the
+line does (a vertical tab or a form feed, to the bidirectional algorithm, does not end
+one). None is a character the micro policy writes."""
 
 
 def _lines(text: str) -> str:
@@ -330,13 +332,13 @@ def _unreadable_letters(text: str) -> bool:
 
 
 def _shown(value: Any) -> Any:
-    """An instruction's argument read as the answer is (``shown_text``, ``_lines``): a
+    """An instruction's argument read as the answer is (``_lines``, ``shown_text``): a
     string, or a list of strings (keywords), folded alike, so a keyword matches its own
     spelling and a prompt to repeat written with ``\\r\\n`` its faithful copy."""
     if isinstance(value, str):
-        return _lines(shown_text(value))
+        return shown_text(_lines(value))
     if isinstance(value, list):
-        return [_lines(shown_text(v)) if isinstance(v, str) else v for v in value]
+        return [shown_text(_lines(v)) if isinstance(v, str) else v for v in value]
     return value
 
 

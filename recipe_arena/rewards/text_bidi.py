@@ -6,8 +6,8 @@ directional formatting (U+202C) or the paragraph's end, from right to left: writ
 A checker that reads the characters in the order they were written sees "evol" or "The
 end." instead, so an answer could pass "do not use the word love" while showing it, or
 "end with The end." while showing something else. ``visual_order`` puts such spans in
-the order they are drawn (the Unicode bidirectional algorithm's explicit levels and its
-rule L2, with L4's mirrored brackets); text without an override is left as written, so
+the order they are drawn (the Unicode bidirectional algorithm's explicit levels, rule
+L1's reset of tabs and line ends, rule L2, with L4's mirrored brackets); text without an override is left as written, so
 right-to-left scripts written without one keep the logical order lm-eval's checkers read.
 """
 
@@ -32,6 +32,10 @@ _PARAGRAPH_END = frozenset("\n\r\x1c\x1d\x1e\x85\u2029")
 embedding, override and isolate ends with them."""
 _LINE_END = _PARAGRAPH_END | {"\u2028"}
 """Where a line ends: each line is reordered by itself (rule L2)."""
+_SEGMENT_END = frozenset("\t\x0b\x1f")
+"""Segment separators (class S: tab, vertical tab, unit separator). Rule L1 puts them,
+and the white space before them or at a line's end, at the paragraph's level: an
+override does not carry its order across a tab."""
 _MIRROR = str.maketrans("()<>[]{}«»‹›", ")(><][}{»«›‹")
 """Brackets drawn mirrored at a right-to-left level (rule L4): ``<<`` drawn right to left
 reads ``>>``."""
@@ -74,9 +78,9 @@ def _line(chars: list[str], levels: list[int]) -> str:
     Walked once, as nested runs: a run at a level or above holds characters at that
     level and the runs above it, and is reversed when it closes (inner runs first, as
     L2 reverses the highest level first), so the work is linear in the line's length
-    beside the copying of reversed text."""
+    beside the copying of reversed text. Levels are first packed (``_packed``)."""
     runs: list[list[str]] = [[]]  # runs[f]: pieces of the open run at level f or above
-    for c, lv in zip(chars, levels, strict=True):
+    for c, lv in zip(chars, _packed(levels), strict=True):
         while len(runs) - 1 > lv:
             _close(runs)
         while len(runs) - 1 < lv:
@@ -87,10 +91,40 @@ def _line(chars: list[str], levels: list[int]) -> str:
     return "".join(runs[0])
 
 
+def _packed(levels: list[int]) -> list[int]:
+    """``levels`` renumbered to the fewest that L2 reads alike: between two levels a line
+    holds (and 0), every level in the gap reverses the same runs, so an even gap reverses
+    nothing and an odd one as one level. Parity, which mirrors brackets, is kept. A line
+    that goes from level 0 to 125 at every tab (rule L1) opened and closed 125 nested runs
+    at each; packed, one."""
+    packed, prev, new = {}, 0, 0
+    for lv in sorted(set(levels)):
+        new, prev = new + (lv - prev) % 2, lv
+        packed[lv] = new
+    return [packed[lv] for lv in levels]
+
+
 def _close(runs: list[list[str]]) -> None:
     """Close the innermost open run (at level ``len(runs) - 1``, at least 1): reversed,
     it becomes one piece of the run around it."""
     runs[-2].append("".join(runs.pop())[::-1])
+
+
+def _reset(text: str, levels: list[int]) -> list[int]:
+    """``levels`` with rule L1 applied: segment separators, line ends, and the white
+    space before them or at the text's end at level 0, so that ``\u202e.dne ehT\txyz``
+    is drawn "The end.", a tab, "zyx" rather than "zyx", a tab, "The end."."""
+    out = list(levels)
+    reset = True  # at the end of the text, as before a line end
+    for k in range(len(text) - 1, -1, -1):
+        c = text[k]
+        if c in _SEGMENT_END or c in _LINE_END:
+            out[k], reset = 0, True
+        elif reset and c.isspace():
+            out[k] = 0
+        else:
+            reset = False
+    return out
 
 
 def visual_order(text: str) -> str:
@@ -99,7 +133,7 @@ def visual_order(text: str) -> str:
     ``shown_text`` to drop). Text without an override is returned as it is."""
     if not _OVERRIDES.intersection(text):
         return text
-    levels = _levels(text)
+    levels = _reset(text, _levels(text))
     out, start = [], 0
     for k, c in enumerate(text + "\n"):
         if c in _LINE_END or k == len(text):
