@@ -23,12 +23,14 @@ scores stay in the temporary file, whose path the error names.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
 import stat
 import sys
 import tempfile
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,6 +309,33 @@ def _score(
     return out
 
 
+_UNSEEN = ("Cc", "Cf", "Zl", "Zp")
+"""Categories written escaped in an output line: C1 controls and DEL (``\\x9b`` starts a
+terminal escape sequence), format characters (a right-to-left override ``\\u202e``
+redraws the rest of the line backwards) and the line and paragraph separators."""
+
+
+@functools.cache
+def _unseen_escapes() -> dict[int, str]:
+    """Each character of ``_UNSEEN`` outside ASCII but DEL, to its JSON escape (built once,
+    on the first line that is not ASCII)."""
+    return {
+        c: json.dumps(chr(c))[1:-1]
+        for c in range(0x7F, sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in _UNSEEN
+    }
+
+
+def _escaped_line(line: str) -> str:
+    """The JSON ``line`` with each character of ``_UNSEEN`` written as its ``\\u`` escape:
+    the same JSON value, shown as it is. ``json.dumps`` escapes C0 controls only, so a
+    response holding ``\\u202e`` printed to a terminal (verify writes to stdout without an
+    output file) drew the row's score and reason reversed or sent escapes."""
+    if line.isascii() and "\x7f" not in line:
+        return line
+    return line.translate(_unseen_escapes())
+
+
 def _printable(text: str) -> str:
     """``text`` with its control characters shown as spaces (a reason is one line)."""
     return "".join(c if c.isprintable() else " " for c in text)
@@ -350,7 +379,7 @@ class _Tally:
                     {"line": rec.get("line"), "id": str(rec.get("id", ""))[:200], "score": None,
                      "reason": f"error: row cannot be written back as JSON ({type(e).__name__})"}
                 )  # fmt: skip
-            out.write(line + "\n")
+            out.write(_escaped_line(line) + "\n")
         out.flush()
         self.n += len(chunk)
         if chunk:
