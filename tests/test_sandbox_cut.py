@@ -67,3 +67,22 @@ def test_a_run_cut_before_a_call_by_a_computed_name_fails_the_helper() -> None:
     assert got == (0.0, "passed 0/1; timed out after 2s")
     assert split_tests(tests)["settled"] == [[], [], [], []]
     assert check_code(tests, fenced(RIGHT)) == (1.0, "passed 1/1")
+
+
+@needs_full
+def test_a_helper_held_by_a_variable_fails_when_an_object_stalls_the_run() -> None:
+    """``u = t``, ``u(1, 2)`` (passes), ``p = eval(make(1))`` (an object of a class a
+    string of the program's made, whose every attribute lookup never returns), then
+    ``u(2, 4 if p else 4)`` with ``dbl(2)`` wrong: looking into ``p`` for the test
+    functions the statement reaches stalled the check side to the 3 s limit before
+    ``t``'s assert was named, and the ``R 0 1`` of ``u(1, 2)`` stood: 1.0 ("passed
+    1/1"), listed as not covered. The run never reached its end and the statement
+    reads variables, so ``t``'s assert is not kept: 0.0 ("passed 0/1")."""
+    made = (
+        "type('A', (), {'__getattribute__': lambda s, n: any(x is None for x in iter(int, 1))})()"
+    )
+    program = f"def make(x):\n    return {made!r}\ndef dbl(a):\n    return 2 if a == 1 else 0"
+    tests = ["def t(a, b):\n    assert dbl(a) == b", "u = t", "u(1, 2)", "p = eval(make(1))"]
+    got = check_code([*tests, "u(2, 4 if p else 4)"], fenced(program), True, Limits(wall_s=3.0))
+    record("code sandbox: a helper held by a variable, the run stalled", 1, int(got[0] == 0.0))
+    assert got == (0.0, "passed 0/1; timed out after 3s")
