@@ -43,10 +43,21 @@ def uncut(reply: str | None) -> str | None:
     return reply.removesuffix(CUT_MARK) if reply else reply
 
 
-_SCORE_RE = re.compile(r"(?<![a-z])(?:score|rating)\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_SCORE_RE = re.compile(
+    r"(?<![a-z])(?:score|rating)"
+    r"(?:(?=[\s:=*])|(?<!\dscore)(?<!\drating)(?=\d+(?:\.\d+)?(?![a-z0-9.])))"
+    r"\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
 """A verdict's label: "Score: 7", "rating = 7". The label is a word of its own: a word
 that ends in it ("generating 10", "underscore 9", in a reply's account of the answer
-after its verdict) would otherwise be read as the last verdict."""
+after its verdict) would otherwise be read as the last verdict. A label written against
+its number with nothing between (``Score00``, as the micro judge sometimes writes it)
+is read only where it starts a word and the number ends it: a judge's copy of an
+answer's last word ``score10aaaa…`` or ``0000score10``, at the start of a reply cut at
+its token cap before its own label, read 1.0. After a digit, a label with its colon is
+still read (the micro judge writes ``0741Score: 0`` too)."""
+
 
 Chat = list[dict[str, str]]
 

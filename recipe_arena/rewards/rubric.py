@@ -39,10 +39,16 @@ from recipe_arena.rewards.text import RewardResult, is_blank
 FALLBACK_RUBRIC = (
     "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
 )
-_WINNER_RE = re.compile(r"(?<![a-z])winner\s*[:=]?\s*\**\s*(A|B|tie)\b", re.IGNORECASE)
+_WINNER_RE = re.compile(
+    r"(?<![a-z])winner(?:(?=[\s:=*])|(?<!\dwinner))\s*[:=]?\s*\**\s*(A|B|tie)\b",
+    re.IGNORECASE,
+)
 """A game's verdict label: "Winner: B". The label is a word of its own: a word that ends
 in it ("breadwinner a", "prizewinner B", in a reply's account of an answer after its
-verdict) would otherwise be read as the last verdict."""
+verdict) would otherwise be read as the last verdict. After a digit it is read only with
+a space, ``:``, ``=`` or ``*`` before its verdict: a judge's copy of an answer's last
+word ``0000winnera``, at the start of a reply cut at its token cap before its own
+label, won the game for that answer (the micro judge writes ``706010Winner: B`` too)."""
 
 
 GAME_TOKENS_FACTOR = 2
