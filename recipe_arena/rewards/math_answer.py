@@ -17,7 +17,8 @@ the same kind (``_COMPUTING``), and one right only with its modulus clause score
 copied from the question, such an expression is the answer without the work
 (``(38+7 \\cdot 3) \\bmod 10`` for the last digit of 38+7*3). For the same reason an
 answer that is arithmetic on numbers copied from the question scores 0 unless it is
-written as the reference is (``copies_question``).
+written as the reference is (``copies_question``). An answer holding a character
+outside ASCII is read as LaTeX only (``_read_answer``), never as a number picked out of it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from recipe_arena.rewards.math_unicode import ascii_shown, read_as_latex
 from recipe_arena.rewards.text import answer_text
 
 # math-verify warns on every call that its own timeout is off; that is deliberate here.
@@ -371,13 +373,22 @@ def _parsed(s: str) -> tuple[Any, ...]:
     return tuple(parse(f"${s}$", parsing_timeout=None))
 
 
+def _read_answer(s: str) -> list[Any]:
+    """The reading of an answer's spelling ``s``: ``_parse``'s, or for one holding a
+    character outside ASCII (not drawn as nothing or a space) the LaTeX reading only
+    (``math_unicode``): ``9\\u00b75`` (9 times 5) was read as 9."""
+    shown = ascii_shown(s)
+    return list(_parsed(shown) if shown.isascii() else read_as_latex(shown))
+
+
 def equivalent(gold: str, pred: str) -> bool:
-    """True when some spelling of ``pred`` equals some spelling of ``gold`` under SymPy."""
+    """True when some spelling of ``pred`` (read by ``_read_answer``) equals some spelling
+    of ``gold`` under SymPy."""
     from math_verify import verify
 
     golds = [g for g in (_parse(x) for x in normalise(gold)) if g]
     for p in normalise(pred):
-        parsed = _parse(p)
+        parsed = _read_answer(p)
         if parsed and any(verify(g, parsed, timeout_seconds=None) for g in golds):
             return True
     return False
