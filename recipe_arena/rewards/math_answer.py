@@ -18,7 +18,8 @@ copied from the question, such an expression is the answer without the work
 (``(38+7 \\cdot 3) \\bmod 10`` for the last digit of 38+7*3). For the same reason an
 answer that is arithmetic on numbers copied from the question scores 0 unless it is
 written as the reference is (``copies_question``). An answer holding a character
-outside ASCII is read as LaTeX only (``_read_answer``), never as a number picked out of it.
+outside ASCII is read as LaTeX only (``_read_answer``), never as a number picked out of it,
+and one holding LaTeX the parser drops or does not read as drawn scores 0 (``math_markup``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from recipe_arena.rewards.math_markup import unread_markup
 from recipe_arena.rewards.math_unicode import ascii_shown, read_as_latex
 from recipe_arena.rewards.text import answer_text
 
@@ -463,6 +465,9 @@ def check_math(
         how = how if ok else f"{how}, wrong without its modulus"
     if ok and copies_question(drop_modulus(pred), prompt, gold):  # 15-2*3 \mod 10 too
         ok, how = False, f"{how}, the question's arithmetic copied"
+    unread = unread_markup(pred, gold) if ok else None
+    if unread:
+        return 0.0, f"answer holds {unread} ({how})"
     short = " ".join(pred.split())
     short = short if len(short) <= 40 else short[:37] + "..."
     return (1.0, f"correct ({how}: {short})") if ok else (0.0, f"wrong ({how}: {short})")

@@ -1,0 +1,87 @@
+"""LaTeX in a math answer that math-verify drops or reads otherwise than it is drawn.
+
+Two kinds, both refused by ``math_answer.check_math`` (the answer scores 0):
+
+- A unit that is more than a unit. math-verify reads a ``\\text{}`` or ``\\mbox{}`` group
+  (``\\mathrm``, ``\\mathbf``, ``\\textbf`` and kin count as ``\\text``) as a unit and drops
+  it together with everything after it up to a closing brace at the end, so
+  ``9\\text{00}`` and ``9\\mathbf{00}`` (shown 900), ``9\\text{.5}`` (9.5), ``9\\text{!}``
+  (9 factorial) and ``9\\text{ m} \\cdot 5\\text{ m}`` (45 m) were all read as 9. A
+  dropped span must be one group of letters, spaces and the unit signs ``/ . - ( ) , ~``
+  and the degree sign, with a power after a letter (``\\text{ m/s}^2``, ``\\text{m²}``)
+  and no word that scales a value (``\\text{ thousand}``).
+- Markup the parser does not read as drawn (``_MARKUP``): ``9\\phantom{0}`` shows 9 and
+  was read as 9*0 = 0; ``9\\underline{00}``, ``9\\color{white}{00}``, ``9\\smash{00}`` and
+  ``9\\operatorname{00}`` show 900 and were read as 9 (the LaTeX parser stopped there and
+  math-verify took the first number). A reference holding the same command allows it.
+
+The micro world's answers hold no LaTeX command but ``\\boxed``, so none of its verdicts
+depends on this module.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_READ_BEFORE = re.compile(r"\\mathrm\{([dT])\}|\{\\rm (d)\}|\\mathrm\{th\}|\\text\s*\{\s*\}")
+"""What math-verify rewrites before it looks for units: an upright d or T is the letter
+(``\\mathrm{d}x``), ``\\mathrm{th}`` and an empty ``\\text{}`` go."""
+_TEXT_FONTS = re.compile(r"\\math(?:rm|it|bf)|\\text(?:normal|bf|it|rm)")
+"""Font commands math-verify then turns into ``\\text``."""
+_EMPTY_TEXT = re.compile(r"\\text\s*\{\s*\}")
+_MODULUS = re.compile(r"\(?\s*\\?[bp]?mod(?![a-zA-Z]).*", re.IGNORECASE | re.DOTALL)
+"""A modulus clause in a unit's text (``\\text{ (mod 10)}``), left to ``check_math``."""
+_DROPPED = re.compile(r"(\\(?:text|mbox){.*?})(\^\d|\{\^\d\})?$")
+"""math-verify's unit pattern: from the first ``\\text{`` or ``\\mbox{`` to the end."""
+_UNIT_GROUP = re.compile(r"\\(?:text|mbox)\{([^{}]*)\}(?:\^\{?\d+\}?|\{\^\d\})?")
+_UNIT_POWER = re.compile(r"(?<=[^\W\d_])(?:\^\{?\d+\}?|[\u00b2\u00b3])")
+"""A power after a letter of a unit: ``m^2``, ``s^{2}``, ``m²``."""
+_UNIT_SIGNS = frozenset(" \t\n~/.-(),\u00b0")
+_SCALING_WORDS = re.compile(
+    r"(?<![a-zA-Z])(?:hundred|thousand|million|billion|trillion|dozen|squared|cubed|factorial)",
+    re.IGNORECASE,
+)
+"""Words that change the value of the number before them: not a unit."""
+_MARKUP = re.compile(
+    r"\\(?:[hv]?phantom|smash|color|textcolor|colorbox|fcolorbox|underline|underbrace"
+    r"|overbrace|emph|[hv]box|text(?:sf|tt|up|sc|sl)|math(?:sf|tt)|[bx]?cancel|cancelto|sout"
+    r")(?![a-zA-Z])|\\operatorname\*?\s*\{[^{}]*[^a-zA-Z\s{}][^{}]*\}"
+)
+"""Commands the LaTeX parser does not read as drawn: invisible or overlaid content
+(``\\phantom``, ``\\smash``, a colour, a strike-out), decoration and fonts it does not
+know (``\\underline``, ``\\textsf``), and an operator name that is not a name."""
+
+
+def _unit_char(c: str) -> bool:
+    """Whether ``c`` may stand in a unit's text: a cased letter (any script), a combining
+    mark, a space, a format character (drawn as nothing) or one of ``_UNIT_SIGNS``. Not a digit, an operator or a letter of
+    another kind (``\\u01c3`` is a letter drawn as ``!``)."""
+    return c in _UNIT_SIGNS or unicodedata.category(c) in ("Lu", "Ll", "Lt", "Mn", "Zs", "Cf")
+
+
+def dropped_unit(pred: str) -> str | None:
+    """The span of ``pred`` that math-verify drops as a unit when that span holds more
+    than a unit (see the module's docstring), or None."""
+    text = _READ_BEFORE.sub(lambda m: m.group(1) or m.group(2) or "", pred.strip())
+    text = _EMPTY_TEXT.sub("", _TEXT_FONTS.sub(r"\\text", text))
+    m = _DROPPED.search(text)
+    if not m or not text[: m.start()].strip():  # nothing before it: math-verify keeps it
+        return None
+    unit = _UNIT_GROUP.fullmatch(m.group(0))
+    words = _UNIT_POWER.sub("", _MODULUS.sub("", unit.group(1))) if unit else ""
+    if unit and all(_unit_char(c) for c in words) and not _SCALING_WORDS.search(words):
+        return None
+    return m.group(0)
+
+
+def unread_markup(pred: str, gold: str) -> str | None:
+    """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
+    None: a unit that is more than a unit, or a command of ``_MARKUP``."""
+    unit = dropped_unit(pred)
+    if unit and not dropped_unit(gold):
+        return "text the parser drops as a unit"
+    markup = _MARKUP.search(pred)
+    if markup and not _MARKUP.search(gold):
+        return f"markup the parser does not read ({markup.group().split('{')[0]})"
+    return None
