@@ -174,3 +174,27 @@ def test_a_helper_held_as_a_lambdas_default_fails_when_a_later_case_fails() -> N
     record("code sandbox: a helper held as a lambda's default", 1, int(got == 0.0))
     assert got == 0.0
     assert check_code(tests, fenced(RIGHT)) == (1.0, "passed 1/1")
+
+
+COMPUTED = {  # the helper reached by a name the statement computes
+    "globals": (T, "t(dbl(1), 2)", "globals()['t'](dbl(2), 4)"),
+    "eval": (T, "t(dbl(1), 2)", "eval('t')(dbl(2), 4)"),
+}
+
+
+@needs_full
+def test_a_helper_reached_by_a_computed_name_fails_when_a_later_case_fails() -> None:
+    """``t(dbl(1), 2)`` then ``globals()['t'](dbl(2), 4)`` (or ``eval('t')(...)``) with
+    a ``dbl`` that raises on 2: the second statement names neither ``t`` nor a
+    variable holding it, so nothing failed the ``R 0 1`` of the first: 1.0 ("passed
+    1/1"), listed as not covered. A statement reading ``globals``, ``eval``,
+    ``getattr`` and the like now has every name of the tests looked into for the
+    test functions it may reach (``sandbox_split.BY_NAME``): 0.0, the right program
+    1.0."""
+    got = {k: check_code(list(t), fenced(RAISES), True) for k, t in COMPUTED.items()}
+    held = [k for k, (score, _) in got.items() if score == 0.0]
+    record("code sandbox: a helper reached by a computed name", len(got), len(held))
+    assert len(held) == len(got), got
+    for name, tests in COMPUTED.items():
+        assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
+    assert split_tests(list(COMPUTED["globals"]))["reads"] == [["b", "r"], ["t"], ["b", "r", "t"]]

@@ -224,7 +224,9 @@ def helper_asserts(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> 
 
 BY_NAME = frozenset(("globals", "locals", "vars", "eval", "exec", "compile", "getattr"))
 """Builtins that reach a test function by a name computed at run time
-(``globals()['t'](f(2), 4)``): a statement reading one may call any of them."""
+(``globals()['t'](f(2), 4)``): a statement reading one may call any of them, so the
+check side looks for them in every name of the tests (``reads``) and a run cut short
+before it keeps none pending (``settled``)."""
 
 
 def settled(
@@ -267,8 +269,8 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     ``stdlib_modules_read``), ``check_names`` ([name, module] pairs the check side
     binds itself, ``CHECK_NAMES``) and ``star`` ([name, module] pairs of program names
     the tests' ``from m import *`` binds, ``star_names``) and ``reads`` (per statement,
-    the names of the tests it reads: where the check side looks for the test functions
-    it may call, ``sandbox_harness.reached``) and ``inner`` (the ids of the asserts
+    the names of the tests it reads, all of them when it reads one of BY_NAME: where
+    the check side looks for the test functions it may call, ``sandbox_harness.reached``) and ``inner`` (the ids of the asserts
     inside test functions: a later statement may run them again, so a run cut short
     before its last statement fails them, ``code.parse_report``) and ``settled`` (per
     statement, those of ``inner`` no statement from it on can run, ``settled``).
@@ -302,7 +304,8 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     }
     rw = _Rewriter(program, plan)
     for st in every.body:
-        plan["reads"].append(sorted(loaded_names(st) & bound))
+        reads = loaded_names(st)  # every name of the tests, for one computing a name:
+        plan["reads"].append(sorted(bound if reads & BY_NAME else reads & bound))
         plan["ids"] = []
         new = ast.fix_missing_locations(rw.visit(st))
         assert isinstance(new, ast.AST)
