@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
 from tests.test_rewards_math_copies import micro_problems, references_pass_and_hacks_fail
@@ -78,4 +79,32 @@ def test_the_micro_worlds_digits_beside_unread_signs_score_0_through_the_pool() 
         [p.response for p in problems],
         hacks,
         "math verifier: numbers picked out of unread unicode",
+    )
+
+
+def test_the_questions_arithmetic_copied_with_unicode_operators_scores_0_through_the_pool() -> None:
+    """ "What is the last digit of 15-2*3?" (15-6 = 9) answered with the question copied,
+    its operators written as signs the LaTeX parser reads as ``*``, ``-``, ``+`` or ``/``
+    (the bullet operator ``15-2\u22193``, the star ``15-2\u22c63``, the ring ``15-2\u22183``,
+    the dot minus ``15\u22382*3``): SymPy works it out to 9 and each scored 1, the copy
+    check not knowing the sign. Through the scorer's worker pool each scores 0; 9 itself
+    scores 1, and so do ``84\u00f712`` and ``3\u22954`` judged as copies of 84/12 and 3+4."""
+    rows = [
+        PromptRow(id=q, messages=[{"role": "user", "content": q}], ground_truth=g, domain="math")
+        for q, g in [
+            ("What is the last digit of 15-2*3?", "9"),
+            ("What is 84/12?", "7"),
+            ("What is 3+4?", "7"),
+        ]
+    ]
+    signs = "\u2219\u22c6\u2218\u2297\u22a0\u22a1\u22c4\u22c8\u22c9\u22ca"
+    hacks = [(rows[0], "\\boxed{15-2" + s + "3}") for s in signs]
+    hacks += [(rows[0], "\\boxed{15\u22382*3}"), (rows[0], "\\boxed{15\u2212 2\u2219 3}")]
+    hacks += [(rows[1], "\\boxed{84\u00f712}"), (rows[1], "\\boxed{84\u221512}")]
+    hacks += [(rows[2], "\\boxed{3" + s + "4}") for s in "\u2295\u2214\u229e"]
+    references_pass_and_hacks_fail(
+        rows,
+        ["\\boxed{9}", "\\boxed{7}", "\\boxed{7}"],
+        hacks,
+        "math verifier: the question's arithmetic copied",
     )

@@ -149,8 +149,12 @@ def canonical(text: str) -> str:
 
 
 _COPY_SIGNS = str.maketrans(
-    {"\u2212": "-", "\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2217": "*"}
+    {"\u2212": "-", "\u2238": "-", "\u2214": "+", "\u2295": "+", "\u229e": "+", "\u00f7": "/"}
+    | {"\u2215": "/", **dict.fromkeys("\u00d7\u00b7\u22c5\u2217\u2218\u2219\u2297\u22a0", "*")}
+    | dict.fromkeys("\u22a1\u22c4\u22c6\u22c8\u22c9\u22ca", "*")
 )
+"""The signs outside ASCII that the LaTeX parser reads as ``-``, ``+``, ``/`` and ``*``
+(``15-2\u22193`` with the bullet operator is 15-2*3): a copy written with them is a copy."""
 _COPY_WRAP = re.compile(
     r"^\+|^[a-zA-Z]=|\\[{}]|^\.|\.$|\^\{?\\circ\}?|\u00b0"
     r"|\\(?:text|mathrm|textrm|mbox)\{[a-zA-Z]*\}$"
@@ -186,8 +190,8 @@ def _ungroup(text: str) -> str:
 
 
 def copy_form(text: str) -> str:
-    """``text`` as ``copies_question`` compares it: ``canonical``, with ``\u2212``, ``\u00d7``
-    and ``\u00b7`` as ``-`` and ``*``, without grouping braces or what ``_COPY_WRAP`` names."""
+    """``text`` as ``copies_question`` compares it: ``canonical``, with the signs of
+    ``_COPY_SIGNS`` as ASCII, without grouping braces or what ``_COPY_WRAP`` names."""
     shown, last = canonical(text.translate(_COPY_SIGNS).replace("\\operatorname{lcm}", "\\lcm")), ""
     while shown != last:
         last, shown = shown, _ungroup(_COPY_WRAP.sub("", shown))
