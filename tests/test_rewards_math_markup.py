@@ -27,6 +27,13 @@ DROPPED = [
     ("9", r"\boxed{9\smash{00}}"),  # 900
     ("9", r"\boxed{9\operatorname{00}}"),  # 900
     ("9", r"\boxed{9\textsf{00}}"),  # 900 in sans serif
+    ("9", r"\boxed{9\rlap{00}}"),  # 900, the zeros overlapping what follows
+    ("9", r"\boxed{9\raisebox{1pt}{00}}"),  # 900, the zeros raised
+    ("9", r"\boxed{9\overset{}{00}}"),  # 900
+    ("9", r"\boxed{9\tag{00}}"),  # 9 numbered (00)
+    ("9", r"\boxed{9\url{00}}"),  # 900
+    ("9", r"\boxed{9\verb|00|}"),  # 900
+    ("9", r"\boxed{9\ensuremath{00}}"),  # 900
 ]
 
 

@@ -46,17 +46,20 @@ _SCALING_WORDS = re.compile(
 _MARKUP = re.compile(
     r"\\(?:[hv]?phantom|smash|color|textcolor|colorbox|fcolorbox|underline|underbrace"
     r"|overbrace|emph|[hv]box|text(?:sf|tt|up|sc|sl)|math(?:sf|tt)|[bx]?cancel|cancelto|sout"
-    r")(?![a-zA-Z])|\\operatorname\*?\s*\{[^{}]*[^a-zA-Z\s{}][^{}]*\}"
+    r"|[lr]lap|math[lr]lap|raisebox|overset|underset|stackrel|tag|href|url|verb|ensuremath"
+    r"|mathchoice)(?![a-zA-Z])|\\operatorname\*?\s*\{[^{}]*[^a-zA-Z\s{}][^{}]*\}"
 )
 """Commands the LaTeX parser does not read as drawn: invisible or overlaid content
-(``\\phantom``, ``\\smash``, a colour, a strike-out), decoration and fonts it does not
-know (``\\underline``, ``\\textsf``), and an operator name that is not a name."""
+(``\\phantom``, ``\\smash``, a colour, a strike-out, ``\\rlap``), decoration, boxes,
+links and fonts it does not know (``\\underline``, ``\\raisebox``, ``\\overset``,
+``\\tag``, ``\\url``, ``\\textsf``), and an operator name that is not a name."""
 
 
 def _unit_char(c: str) -> bool:
     """Whether ``c`` may stand in a unit's text: a cased letter (any script), a combining
-    mark, a space, a format character (drawn as nothing) or one of ``_UNIT_SIGNS``. Not a digit, an operator or a letter of
-    another kind (``\\u01c3`` is a letter drawn as ``!``)."""
+    mark, a space, a format character (drawn as nothing) or one of ``_UNIT_SIGNS``; not a
+    digit, an operator or a letter of another kind (``\\u01c3`` is a letter drawn as
+    ``!``)."""
     return c in _UNIT_SIGNS or unicodedata.category(c) in ("Lu", "Ll", "Lt", "Mn", "Zs", "Cf")
 
 
