@@ -28,6 +28,12 @@ FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less t
 FEW_E = _gt("keywords:letter_frequency", letter="e", let_frequency=3, let_relation="less than")
 TWO = _gt("combination:two_responses")
 END = _gt("startend:end_checker", end_phrase="The end.")
+TITLE = _gt("detectable_format:title")
+LOWER = _gt("change_case:english_lowercase")
+FEW_CAPS = _gt(
+    "change_case:capital_word_frequency", capital_frequency=2, capital_relation="less than"
+)
+HIGHLIGHTS = _gt("detectable_format:number_highlighted_sections", num_highlights=2)
 TWO_BULLETS = _gt("detectable_format:number_bullet_lists", num_bullets=2)
 SECOND_STARTS_DOG = _gt(
     "length_constraints:nth_paragraph_first_word",
@@ -48,7 +54,13 @@ HOSTILE = [
     (TWO_BULLETS, "- a\u2028- b\u2028- c\n- d", "- a\n- b"),  # four bullets drawn
     (TWO_BULLETS, "- a\x85- b\x85- c\n- d", "- a\n- b"),  # next line
     (TWO_BULLETS, "* a\r* b\r* c\n* d", "* a\n* b"),  # carriage returns
+    (TWO_BULLETS, "- a\n- b\n\u0301- c\n \u0301* d", "- a\n- b"),  # accents on nothing
     (SECOND_STARTS_DOG, "cat runs\u2029bird flies\n\ndog runs", "cat runs\n\ndog runs"),
+    (LOVE, "I \ua4e1\ua4f3\ua4e6\ua4f0 the sea.", "I like the sea."),  # Lisu LOVE
+    (LOWER, "the sea is \ua4d0\ua4f2\ua4d6 and blue. fish live in it.", "the sea is big."),
+    (FEW_CAPS, "The sea is \ua4d0\ua4f2\ua4d6 and \ua4d3\ua4f0\ua4f0\ua4d1.", "The sea is BIG."),
+    (TITLE, "<<\u0301>> The sea is big.", "<<The S\u00e9a>> The sea is big."),
+    (HIGHLIGHTS, "*\u0301* and **\u0301** sea", "*sea* and *big* sea"),
     (END, "Hi.\n\u202e.dne ehT\txyz", "Hi.\n\u202e.dne ehT"),  # drawn "The end.", tab, "zyx"
     (END, "Hi.\n\u202e.dne ehT\x0bxyz", "Hi. The end."),  # "zyx" on a line of its own
 ]
@@ -61,9 +73,12 @@ def test_marks_and_line_breaks_do_not_hide_what_the_instruction_counts(
     """Each hostile answer breaks its instruction as drawn: "love" under a mark is
     "love"; "sea" is there three times (cap: less than 2) and "e" five times (cap: less
     than 3); ``- a`` to ``- d`` are four bullets drawn on four lines for a count of
-    exactly 2 (the checker saw two lines), and the paragraph separator makes three
-    paragraphs where exactly two are asked for; two responses that differ by an acute
-    on one letter are one response drawn twice; an override drawn across a tab or a
+    exactly 2 (the checker saw two lines, or two bullets, the others opened by a mark
+    drawn on nothing), and the paragraph separator makes three paragraphs where exactly
+    two are asked for; two responses that differ by an acute
+    on one letter are one response drawn twice; Lisu letters drawn as capitals show
+    "LOVE", "BIG" and "DEEP"; a title or highlight of a lone accent
+    holds nothing; an override drawn across a tab or a
     vertical tab ends with "zyx", as rule L1 of the bidirectional algorithm draws the
     runs on either side of a segment separator apart. Expected 0 (before: 1, the marks
     made other letters or stood beside theirs, the checkers part lines at ``\\n`` only,

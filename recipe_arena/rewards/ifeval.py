@@ -146,7 +146,7 @@ def check_ifeval(
         return 0.0, f"error: {len(ids)} instruction ids but {len(kwargs_list)} kwargs"
     text = answer_text(response)
     blank = is_blank(text)
-    text, prompt = shown_text(_lines(text)), shown_text(_lines(prompt))
+    text, prompt = _read(text), _read_arg(prompt)
     failed: list[str] = []
     for iid, kw in zip(ids, kwargs_list, strict=True):
         if iid not in reg.INSTRUCTION_DICT:
@@ -184,6 +184,25 @@ def _lines(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_BREAKS)
 
 
+def _read(text: str) -> str:
+    """``text`` as every checker reads it: line breaks as ``\\n`` (``_lines``), then as
+    shown (``text_bidi``, ``shown_text``)."""
+    return shown_text(_lines(text))
+
+
+def _read_arg(value: str) -> str:
+    """The prompt or an instruction's string read as the answer is (``_read``, and
+    without marks drawn on nothing, as ``_as_checked`` reads every answer)."""
+    return _without_marks(_read(value), _on_nothing)
+
+
+def _on_nothing(base: str) -> bool:
+    """Whether a mark drawn after ``base`` has no character to sit on: at the start, after
+    a space or a line break. ``\\u0301- c`` starts a line with a bullet under a floating
+    accent, and was no bullet to the checker, so four bullets drawn passed "exactly 2"."""
+    return not base or base.isspace()
+
+
 def _follows(checker: Any, iid: str, text: str) -> bool:
     """Whether ``text`` follows the instruction ``iid`` (its built ``checker``): the
     checker's verdict on ``text`` as it reads it (``_as_checked``); for an instruction
@@ -194,7 +213,9 @@ def _follows(checker: Any, iid: str, text: str) -> bool:
     if not checker.check_following(_as_checked(iid, text)):
         return False
     reread = second_reading(iid, checker.get_instruction_args())
-    if reread is not None and not checker.check_following(reread(text)):
+    if reread is not None and not checker.check_following(
+        reread(_without_marks(text, _on_nothing))
+    ):
         return False
     return not (iid in _LANGUAGE_CHECKS and _unreadable_letters(text))
 
@@ -267,26 +288,31 @@ def _as_checked(iid: str, text: str) -> str:
     """``text`` as the checker ``iid`` reads it: with other scripts' commas and the marks
     drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``)
     and their full stops as ``. `` for ``length_constraints:number_sentences``
-    (``_STOPS``); without the marks ``_MARKS_DROPPED`` names for those two and
-    ``length_constraints:number_words``; as it is for every other instruction."""
+    (``_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
+    after the cedilla ``¸``, a space and a mark, is read as a comma), or on more than
+    that for the sentence and word counts (``_MARKS_DROPPED``)."""
     if iid == "punctuation:no_comma":
         text = text.replace(_SPACING_CEDILLA, " ,")
     table = _READ_AS.get(iid)
     text = text.translate(table) if table else text
-    drawn_on = _MARKS_DROPPED.get(iid)
-    return _without_marks(text, drawn_on) if drawn_on else text
+    return _without_marks(text, _MARKS_DROPPED.get(iid, _on_nothing))
 
 
 _MARKS_DROPPED: dict[str, Callable[[str], bool]] = {
-    "length_constraints:number_sentences": lambda base: base in ".!?",
+    "length_constraints:number_sentences": lambda base: base in ".!?" or _on_nothing(base),
     "length_constraints:number_words": lambda base: not base.isalnum(),
+    "detectable_format:title": lambda base: base == "<" or _on_nothing(base),
+    "detectable_format:number_highlighted_sections": lambda b: b == "*" or _on_nothing(b),
 }
-"""Instructions that read an answer without some combining marks, by the character the
-mark is drawn on: a stop (NLTK's sentence splitter ends no sentence at a stop followed by
-a mark, so three sentences ended by ``.\\u0301``, a full stop under an acute, passed "less
-than 2 sentences" as one), and for the word count, no letter or digit (a space, a stop,
-the answer's start: a mark there is a ``\\w`` run of its own, so 20 floating accents
-`` \\u0301`` were 20 more words for "at least 20 words"). Marks on letters stay."""
+"""Instructions that read an answer without more combining marks than those drawn on
+nothing, by the character the mark is drawn on: a stop (NLTK's sentence splitter ends
+no sentence at a stop followed by a mark, so three sentences ended by ``.\\u0301``, a
+full stop under an acute, passed "less than 2 sentences" as one); for the word count,
+no letter or digit (a space, a stop, the answer's start: a mark there is a ``\\w`` run
+of its own, so 20 floating accents `` \\u0301`` were 20 more words for "at least 20
+words"); and for a title or a highlight, its opening ``<`` or ``*`` (``<<\\u0301>>`` and
+``*\\u0301*`` hold nothing but the accent drawn on the bracket, and counted). Marks on
+letters stay."""
 
 
 def _without_marks(text: str, drawn_on: Callable[[str], bool]) -> str:
@@ -332,13 +358,13 @@ def _unreadable_letters(text: str) -> bool:
 
 
 def _shown(value: Any) -> Any:
-    """An instruction's argument read as the answer is (``_lines``, ``shown_text``): a
+    """An instruction's argument read as the answer is (``_read_arg``): a
     string, or a list of strings (keywords), folded alike, so a keyword matches its own
     spelling and a prompt to repeat written with ``\\r\\n`` its faithful copy."""
     if isinstance(value, str):
-        return shown_text(_lines(value))
+        return _read_arg(value)
     if isinstance(value, list):
-        return [shown_text(_lines(v)) if isinstance(v, str) else v for v in value]
+        return [_read_arg(v) if isinstance(v, str) else v for v in value]
     return value
 
 

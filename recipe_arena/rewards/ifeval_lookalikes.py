@@ -27,7 +27,13 @@ _LATIN = str.maketrans(
     "aehijlopcsyxdqwyABESIJKMHOPCTXYQWloviakpuxABEZHIKMNOPTYX",
 )
 """Cyrillic and Greek letters drawn as a Latin letter (``о`` as ``o``, ``Р`` as ``P``,
-the palochka ``Ӏ`` as ``l``), each to that letter."""
+the palochka ``Ӏ`` as ``l``), each to that letter, and the Lisu letters drawn as Latin
+capitals (``_LISU``)."""
+
+_LISU = str.maketrans("ꓐꓑꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓲꓳꓴ", "BPDTGKJCZFMNLSRVHWXYAEIOU")
+"""The Lisu (Fraser) letters drawn as Latin capitals (``ꓡꓳꓦꓰ`` shows "LOVE"), each to that
+capital; Lisu has no case, so ``the ꓚꓮꓔ`` passed "all lowercase" and ``ꓡꓳꓦꓰ`` "do not
+use the word love". The turned and reversed ones (``ꓕ``, ``ꓘ``) are read as they are."""
 
 FORBIDDING = frozenset(
     {"keywords:forbidden_words", "keywords:frequency", "keywords:letter_frequency"}
@@ -40,7 +46,7 @@ hides what they count."""
 def latin_lookalikes(text: str) -> str:
     """``text`` with Cyrillic and Greek look-alikes of Latin letters read as those
     letters (``lоve`` -> ``love``); other characters as they are."""
-    return text.translate(_LATIN)
+    return text.translate(_LATIN).translate(_LISU)
 
 
 _MARKED_LATIN = re.compile(
@@ -70,8 +76,9 @@ letters), each to its capital."""
 
 
 def small_capitals(text: str) -> str:
-    """``text`` with Latin small capitals read as capitals (``ᴛʜᴇ`` -> ``THE``)."""
-    return text.translate(_CAPITALS)
+    """``text`` with Latin small capitals and the Lisu letters drawn as capitals read as
+    capitals (``ᴛʜᴇ`` -> ``THE``, ``ꓚꓮꓔ`` -> ``CAT``)."""
+    return text.translate(_CAPITALS).translate(_LISU)
 
 
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
