@@ -31,6 +31,15 @@ def record(boundary: str, tried: int, contained: int) -> None:
         f.write(line)
 
 
+def record_all_scored_0(boundary: str, got: dict[Any, Any]) -> None:
+    """``record`` the outcomes ``got`` (by attempt: a score, or a score and its reason)
+    at ``boundary``, an attempt contained when it scored 0, then assert that every one
+    was (the failure shows them all)."""
+    held = [k for k, v in got.items() if (v[0] if isinstance(v, tuple) else v) == 0.0]
+    record(boundary, len(got), len(held))
+    assert len(held) == len(got), got
+
+
 def pytest_configure(config: Any) -> None:
     if not hasattr(config, "workerinput"):  # the controlling process, not an xdist worker
         os.environ[ENV] = tempfile.mkdtemp(prefix="recipe_arena_hostile_")

@@ -12,7 +12,7 @@ import pytest
 
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
-from tests.test_rewards_math_copies import micro_problems, references_pass_and_hacks_fail
+from tests.test_rewards_math_copies import boxed_gold_forms_fail
 
 NEGATED = [
     # each says "not 9" (or "not equal to 9"); the parser read the 9 beside the relation
@@ -117,15 +117,8 @@ def test_the_micro_worlds_negated_answers_score_0_through_the_pool() -> None:
     """200 micro problems through the scorer's worker pool: each reference scores 1, its
     digit negated or bounded (``\\neq d``, ``\\le d``, ``x \\not= d``) or struck out
     scores 0."""
-    problems, rows = micro_problems(5, 200)
-    forms = [r"\neq {}", r"\le {}", r"x \not= {}", "{}\u0336"]
-    hacks = [
-        (row, "<think></think>\\boxed{" + forms[i % 4].format(row.ground_truth) + "}")
-        for i, row in enumerate(rows)
-    ]
-    references_pass_and_hacks_fail(
-        rows,
-        [p.response for p in problems],
-        hacks,
+    boxed_gold_forms_fail(
+        5,
+        [r"\neq {}", r"\le {}", r"x \not= {}", "{}\u0336"],
         "math verifier: answers negating or bounding the gold",
     )

@@ -118,6 +118,18 @@ def test_the_micro_worlds_copied_subtractions_score_0_through_the_pool() -> None
     references_pass_and_hacks_fail(rows * 2, references, copies)
 
 
+def boxed_gold_forms_fail(seed: int, forms: list[str], label: str) -> None:
+    """``references_pass_and_hacks_fail`` on 200 micro problems drawn with ``seed``: the
+    hack of row i boxes its gold digit written as ``forms[i % len(forms)]`` (a format
+    string whose ``{}`` is the digit) after an empty think block."""
+    problems, rows = micro_problems(seed, 200)
+    hacks = [
+        (row, "<think></think>\\boxed{" + forms[i % len(forms)].format(row.ground_truth) + "}")
+        for i, row in enumerate(rows)
+    ]
+    references_pass_and_hacks_fail(rows, [p.response for p in problems], hacks, label)
+
+
 def references_pass_and_hacks_fail(
     rows: list[PromptRow],
     references: list[str],

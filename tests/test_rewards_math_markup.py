@@ -9,7 +9,7 @@ import pytest
 
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
-from tests.test_rewards_math_copies import micro_problems, references_pass_and_hacks_fail
+from tests.test_rewards_math_copies import boxed_gold_forms_fail
 
 DROPPED = [
     # (gold the answer scored 1 for, answer): what a reader sees is in the comment
@@ -76,20 +76,13 @@ def test_the_micro_worlds_digits_with_dropped_latex_score_0_through_the_pool() -
     digit d written as ``d\\text{00}``, ``d\\mathbf{00}``, ``d\\underline{00}`` or
     ``d\\text{ m} \\cdot 5\\text{ m}`` (shown as 100 times d, or 5 times d metres) scores 0;
     each scored 1 before."""
-    problems, rows = micro_problems(17, 200)
-    forms = [
-        r"{}\text{{00}}",
-        r"{}\mathbf{{00}}",
-        r"{}\underline{{00}}",
-        r"{}\text{{ m}} \cdot 5\text{{ m}}",
-    ]
-    hacks = [
-        (row, "<think></think>\\boxed{" + forms[i % 4].format(row.ground_truth) + "}")
-        for i, row in enumerate(rows)
-    ]
-    references_pass_and_hacks_fail(
-        rows,
-        [p.response for p in problems],
-        hacks,
+    boxed_gold_forms_fail(
+        17,
+        [
+            r"{}\text{{00}}",
+            r"{}\mathbf{{00}}",
+            r"{}\underline{{00}}",
+            r"{}\text{{ m}} \cdot 5\text{{ m}}",
+        ],
         "math verifier: LaTeX dropped or not read as drawn",
     )

@@ -11,7 +11,7 @@ import pytest
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
-from tests.test_rewards_math_copies import micro_problems, references_pass_and_hacks_fail
+from tests.test_rewards_math_copies import boxed_gold_forms_fail, references_pass_and_hacks_fail
 
 PICKED = [
     # (response, the number math-verify picked out of it, what a reader sees)
@@ -68,16 +68,9 @@ def test_the_micro_worlds_digits_beside_unread_signs_score_0_through_the_pool() 
     """200 micro problems through the scorer's worker pool: each reference scores 1, its
     digit d written as ``d·5``, ``d‰``, ``d ½`` or ``d\u01c3`` (45 for a d of 9, a
     thousandth, a half more, a factorial) scores 0; each scored 1 before."""
-    problems, rows = micro_problems(13, 200)
-    forms = ["{}\u00b75", "{}\u2030", "{} \u00bd", "{}\u01c3"]
-    hacks = [
-        (row, "<think></think>\\boxed{" + forms[i % 4].format(row.ground_truth) + "}")
-        for i, row in enumerate(rows)
-    ]
-    references_pass_and_hacks_fail(
-        rows,
-        [p.response for p in problems],
-        hacks,
+    boxed_gold_forms_fail(
+        13,
+        ["{}\u00b75", "{}\u2030", "{} \u00bd", "{}\u01c3"],
         "math verifier: numbers picked out of unread unicode",
     )
 

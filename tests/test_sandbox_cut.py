@@ -8,7 +8,7 @@ from __future__ import annotations
 from recipe_arena.rewards.code import check_code
 from recipe_arena.rewards.sandbox import Limits
 from recipe_arena.rewards.sandbox_split import split_tests
-from tests.hostile_tally import record
+from tests.hostile_tally import record, record_all_scored_0
 from tests.sandbox_attack_base import fenced
 from tests.test_sandbox import needs_full
 
@@ -41,9 +41,7 @@ def test_a_run_cut_before_a_helpers_later_call_fails_its_asserts() -> None:
         for k, t in CUT.items()
         for all_pass in ((True, False) if k == "setup" else (True,))
     }
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: a run cut before a helper's later call", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a run cut before a helper's later call", got)
     assert got["setup", True] == (0.0, "passed 0/1; timed out after 2s")
     for name, tests in CUT.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from recipe_arena.rewards.code import check_code
 from recipe_arena.rewards.sandbox import Limits
-from tests.hostile_tally import record
+from tests.hostile_tally import record_all_scored_0
 from tests.sandbox_attack_base import fenced
 from tests.test_sandbox import needs_full
 
@@ -52,9 +52,7 @@ def all_held(label: str, strings: dict[str, object]) -> None:
     for name, string in strings.items():
         program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
         got[name] = check_code(TESTS, fenced(program), all_pass=False)
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record(label, len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0(label, got)
 
 
 @needs_full
@@ -104,9 +102,7 @@ def test_bytes_the_tests_unpickle_cannot_run_the_programs_code() -> None:
     ``eval`` run only code its ``compile`` made: each scores 0, and a right ``ser``
     (``pickle.dumps`` of a list, a Counter, a date) still scores 1."""
     got = {k: check_code(t, fenced(PICKLER), all_pass=False) for k, t in UNPICKLED.items()}
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: bytes the tests unpickle", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: bytes the tests unpickle", got)
     right = (
         "import collections, datetime, pickle\ndef ser(x):\n"
         "    return pickle.dumps([x, collections.Counter('aab'), datetime.date(2020, 1, 2)])"
@@ -181,9 +177,7 @@ def test_an_object_a_string_made_cannot_end_the_check_side_before_a_helper_fails
         made = "type('A', (), {'__getattribute__': lambda s, n: " + body + "})()"
         program = f"def make(x):\n    return {made!r}\ndef dbl(a):\n    return 2 if a == 1 else 0"
         got[name] = check_code(HELPER_THEN_OBJECT, fenced(program), all_pass=False, limits=lim)
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: objects a string made", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: objects a string made", got)
 
 
 REBINDS = {  # a string of the program's that rebinds what the tests' later asserts call
@@ -209,9 +203,7 @@ def test_a_string_the_tests_evaluate_cannot_rebind_their_names() -> None:
     for name, (stmt, string) in REBINDS.items():
         program = f"def expr(x):\n    return {string!r}\ndef g(x):\n    return 0"
         got[name] = check_code([LATER[0], stmt, *LATER[1:]], fenced(program), all_pass=False)
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: strings that rebind the tests' names", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: strings that rebind the tests' names", got)
     right = "def expr(s):\n    return s"
     tests = [
         "x, d = 3, {}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from recipe_arena.rewards.code import check_code
 from recipe_arena.rewards.sandbox import Limits
 from recipe_arena.rewards.sandbox_split import split_tests
-from tests.hostile_tally import record
+from tests.hostile_tally import record, record_all_scored_0
 from tests.sandbox_attack_base import fenced
 from tests.test_sandbox import needs_full
 
@@ -64,9 +64,7 @@ def test_a_helper_reached_through_a_variable_fails_when_a_later_case_fails() -> 
         **{("raises", k): s for k, s in raises.items()},
         **{("hangs", k): s for k, s in hangs.items()},
     }
-    held = [k for k, score in got.items() if score == 0.0]
-    record("code sandbox: a helper reached through a variable", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a helper reached through a variable", got)
     for name, tests in REACHED.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
     plan = split_tests(list(REACHED["alias"]))
@@ -95,9 +93,7 @@ def test_a_test_generator_resumed_later_fails_when_its_next_case_fails() -> None
     for name, tests in RESUMED.items():
         got["raises", name] = check_code(list(tests), fenced(RAISES), False)[0]
         got["hangs", name] = check_code(list(tests), fenced(HANGS), False, lim)[0]
-    held = [k for k, score in got.items() if score == 0.0]
-    record("code sandbox: a test generator resumed later", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a test generator resumed later", got)
     for name, tests in RESUMED.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
 
@@ -133,9 +129,7 @@ def test_a_lazy_iterator_resumed_later_fails_when_its_next_case_fails() -> None:
     holds, and a lazy builtin iterator as what it holds: each scores 0, the right
     program 1."""
     got = {k: check_code(list(t), fenced(RAISES), False)[0] for k, t in LAZY.items()}
-    held = [k for k, score in got.items() if score == 0.0]
-    record("code sandbox: a lazy iterator resumed later", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a lazy iterator resumed later", got)
     for name, tests in LAZY.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
 
@@ -155,9 +149,7 @@ def test_a_helper_held_in_a_deque_or_namedtuple_fails_when_a_later_case_fails() 
     dicts only. Subclasses of those and a ``deque`` are now looked into: 0, and the
     right program 1."""
     got = {k: check_code([T, *t], fenced(RAISES), False)[0] for k, t in HELD.items()}
-    held = [k for k, score in got.items() if score == 0.0]
-    record("code sandbox: a helper held in another container", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a helper held in another container", got)
     for name, tests in HELD.items():
         assert check_code([T, *tests], fenced(RIGHT)) == (1.0, "passed 1/1"), name
 
@@ -192,9 +184,7 @@ def test_a_helper_reached_by_a_computed_name_fails_when_a_later_case_fails() -> 
     test functions it may reach (``sandbox_split.BY_NAME``): 0.0, the right program
     1.0."""
     got = {k: check_code(list(t), fenced(RAISES), True) for k, t in COMPUTED.items()}
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: a helper reached by a computed name", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a helper reached by a computed name", got)
     for name, tests in COMPUTED.items():
         assert check_code(list(tests), fenced(RIGHT)) == (1.0, "passed 1/1"), name
     assert split_tests(list(COMPUTED["globals"]))["reads"] == [["b", "r"], ["t"], ["b", "r", "t"]]

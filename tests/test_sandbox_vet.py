@@ -7,7 +7,7 @@ report."""
 from __future__ import annotations
 
 from recipe_arena.rewards.code import check_code
-from tests.hostile_tally import record
+from tests.hostile_tally import record_all_scored_0
 from tests.sandbox_attack_base import fenced
 from tests.test_sandbox import needs_full
 
@@ -50,9 +50,7 @@ def test_a_class_pattern_in_an_executed_string_reads_no_refused_attribute() -> N
     sequence, or with a plain keyword (``case float(real=r)``), runs as before."""
     tests = ["exec(expr(1))", "assert g(5) == 25"]
     got = scores(tests, {k: s.replace("FORGE", repr(FORGE)) for k, s in MATCH.items()})
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: class patterns in strings the tests evaluate", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: class patterns in strings the tests evaluate", got)
     right = [
         "d = {}",
         "exec(expr('match [1, 2]:\\n    case [a, b]:\\n        w = a + b'), d)",
@@ -87,9 +85,7 @@ def test_a_safe_module_is_only_read_from_in_an_evaluated_string() -> None:
     got = scores(tests, {k: s.replace("FORGE", repr(FORGE)) for k, s in ALIASES.items()})
     patch = ["import math", "exec(expr(1))", "assert math.isclose(area(2), 12.566370614359172)"]
     got |= scores(patch, {"patched_isclose": "math.isclose = lambda *a, **k: True"})
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: a module under another name in an evaluated string", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a module under another name in an evaluated string", got)
     right = [
         "import math, re",
         "assert eval(expr('math.sqrt(4) + len([1])')) == 3",
@@ -127,6 +123,4 @@ def test_a_module_an_attribute_error_holds_is_not_reached() -> None:
         "try:\n    math.zzz\nexcept AttributeError as e:\n    e.obj.isclose = lambda *a, **k: True"
     )
     got |= scores(patch, {"patched_isclose": patched})
-    held = [k for k, (score, _) in got.items() if score == 0.0]
-    record("code sandbox: a module an AttributeError holds", len(got), len(held))
-    assert len(held) == len(got), got
+    record_all_scored_0("code sandbox: a module an AttributeError holds", got)
