@@ -17,25 +17,24 @@ from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.ifeval import check_ifeval
 from tests.hostile_tally import record
-
-
-def _gt(iid: str, **kwargs: object) -> dict[str, object]:
-    return {"instruction_id_list": [iid], "kwargs": [kwargs]}
-
-
-LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
-FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
-FEW_E = _gt("keywords:letter_frequency", letter="e", let_frequency=3, let_relation="less than")
-TWO = _gt("combination:two_responses")
-END = _gt("startend:end_checker", end_phrase="The end.")
-TITLE = _gt("detectable_format:title")
-LOWER = _gt("change_case:english_lowercase")
-FEW_CAPS = _gt(
-    "change_case:capital_word_frequency", capital_frequency=2, capital_relation="less than"
+from tests.test_ifeval_other_scripts import (
+    FEW_CAPS,
+    FEW_SEA,
+    FEW_SENTENCES,
+    LOVE,
+    LOWER,
+    TWO,
+    instruction,
 )
-HIGHLIGHTS = _gt("detectable_format:number_highlighted_sections", num_highlights=2)
-TWO_BULLETS = _gt("detectable_format:number_bullet_lists", num_bullets=2)
-SECOND_STARTS_DOG = _gt(
+
+FEW_E = instruction(
+    "keywords:letter_frequency", letter="e", let_frequency=3, let_relation="less than"
+)
+END = instruction("startend:end_checker", end_phrase="The end.")
+TITLE = instruction("detectable_format:title")
+HIGHLIGHTS = instruction("detectable_format:number_highlighted_sections", num_highlights=2)
+TWO_BULLETS = instruction("detectable_format:number_bullet_lists", num_bullets=2)
+SECOND_STARTS_DOG = instruction(
     "length_constraints:nth_paragraph_first_word",
     num_paragraphs=2,
     nth_paragraph=2,
@@ -97,16 +96,23 @@ def test_honest_answers_keep_their_verdicts() -> None:
     as shown. A Windows line end (``\\r\\n``) is one break: two bullets so written are
     two, and two paragraphs parted by ``\\r\\n\\r\\n`` are two; a prompt to repeat
     written with ``\\r\\n`` is repeated by its faithful copy."""
-    assert check_ifeval(_gt("keywords:existence", keywords=["caf\u00e9"]), "Un caf\u00e9.")[0] == 1
-    assert check_ifeval(_gt("keywords:existence", keywords=["cafe"]), "Un caf\u00e9.")[0] == 0
+    assert (
+        check_ifeval(instruction("keywords:existence", keywords=["caf\u00e9"]), "Un caf\u00e9.")[0]
+        == 1
+    )
+    assert (
+        check_ifeval(instruction("keywords:existence", keywords=["cafe"]), "Un caf\u00e9.")[0] == 0
+    )
     russian = "\u041c\u043e\u0439 \u0434\u043e\u043c."  # "Мой дом."
-    forbid_moi = _gt("keywords:forbidden_words", forbidden_words=["\u043c\u043e\u0438"])
+    forbid_moi = instruction("keywords:forbidden_words", forbidden_words=["\u043c\u043e\u0438"])
     assert check_ifeval(forbid_moi, russian)[0] == 1.0
-    many_sea = _gt("keywords:frequency", keyword="sea", frequency=2, relation="at least")
+    many_sea = instruction("keywords:frequency", keyword="sea", frequency=2, relation="at least")
     assert check_ifeval(many_sea, "The sea. The s\u00e9a.")[0] == 0.0
     assert check_ifeval(TWO_BULLETS, "- a\r\n- b\r\n")[0] == 1.0
     assert check_ifeval(SECOND_STARTS_DOG, "cat runs\r\n\r\ndog runs")[0] == 1.0
-    repeat = _gt("combination:repeat_prompt", prompt_to_repeat="Write a poem.\r\nAbout the sea.")
+    repeat = instruction(
+        "combination:repeat_prompt", prompt_to_repeat="Write a poem.\r\nAbout the sea."
+    )
     assert check_ifeval(repeat, "Write a poem.\r\nAbout the sea. It is big.")[0] == 1.0
 
 
@@ -129,7 +135,6 @@ def test_the_scorer_refuses_them_through_its_workers() -> None:
     assert [r.score for r in plain] == [1.0] * len(HOSTILE), [r.reason for r in plain]
 
 
-FEW_SENTENCES = _gt("length_constraints:number_sentences", num_sentences=2, relation="less than")
 TERMINALS = ["\u1c7f", "\ua9c9", "\u1b5f", "\uabeb", "\u1aa8", "\U00011a42"]
 """Sentence terminals of Unicode that no list named before: the Ol Chiki double mucaad,
 the Javanese pada lungsi, the Balinese carik pareren, the Meetei Mayek cheikhei, the Tai
@@ -160,7 +165,7 @@ def test_a_mark_on_a_full_stop_does_not_join_sentences(mark: str) -> None:
     assert check_ifeval(FEW_SENTENCES, f"The sea is bi{mark}g.")[0] == 1.0
 
 
-MANY_WORDS = _gt("length_constraints:number_words", num_words=20, relation="at least")
+MANY_WORDS = instruction("length_constraints:number_words", num_words=20, relation="at least")
 
 
 @pytest.mark.parametrize("mark", ["\u0301", "\u20dd", "\u0e31"])

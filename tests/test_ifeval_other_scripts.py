@@ -15,27 +15,32 @@ from recipe_arena.rewards.ifeval import check_ifeval
 from tests.hostile_tally import record
 
 
-def _gt(iid: str, **kwargs: object) -> dict[str, object]:
+def instruction(iid: str, **kwargs: object) -> dict[str, object]:
+    """The ground truth of an IFEval row holding the one instruction ``iid``."""
     return {"instruction_id_list": [iid], "kwargs": [kwargs]}
 
 
-LOVE = _gt("keywords:forbidden_words", forbidden_words=["love"])
-FEW_SEA = _gt("keywords:frequency", keyword="sea", frequency=2, relation="less than")
-FEW_A = _gt("keywords:letter_frequency", letter="a", let_frequency=3, let_relation="less than")
-NO_COMMA = _gt("punctuation:no_comma")
-LOWER = _gt("change_case:english_lowercase")
-TWO = _gt("combination:two_responses")
-FEW_CAPS = _gt(
+LOVE = instruction("keywords:forbidden_words", forbidden_words=["love"])
+FEW_SEA = instruction("keywords:frequency", keyword="sea", frequency=2, relation="less than")
+FEW_A = instruction(
+    "keywords:letter_frequency", letter="a", let_frequency=3, let_relation="less than"
+)
+NO_COMMA = instruction("punctuation:no_comma")
+LOWER = instruction("change_case:english_lowercase")
+TWO = instruction("combination:two_responses")
+FEW_CAPS = instruction(
     "change_case:capital_word_frequency", capital_frequency=2, capital_relation="less than"
 )
-FEW_SENTENCES = _gt("length_constraints:number_sentences", num_sentences=2, relation="less than")
+FEW_SENTENCES = instruction(
+    "length_constraints:number_sentences", num_sentences=2, relation="less than"
+)
 
 HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
     (LOVE, "I l\u043eve the sea.", "I like the sea."),  # Cyrillic o
     (LOVE, "I \u04c0\u03bfv\u0435 the sea.", "I like the sea."),  # palochka, omicron, ie
     (
-        _gt("keywords:forbidden_words", forbidden_words=["cope"]),
+        instruction("keywords:forbidden_words", forbidden_words=["cope"]),
         "I \u0441\u043e\u0440\u0435.",
         "I manage.",
     ),
@@ -77,11 +82,11 @@ def test_honest_answers_in_those_scripts_keep_their_verdicts() -> None:
     as shown). A letter under a cedilla (``ç``) is no comma. Two Russian responses that
     differ in what they say still differ."""
     russian = "\u042f \u043b\u044e\u0431\u043b\u044e \u043c\u043e\u0440\u0435 \u0438 \u0441\u043e\u043b\u043d\u0446\u0435."
-    assert check_ifeval(_gt("language:response_language", language="ru"), russian)[0] == 1.0
+    assert check_ifeval(instruction("language:response_language", language="ru"), russian)[0] == 1.0
     assert check_ifeval(LOVE, russian)[0] == 1.0
     greek = "\u0397 \u03b8\u03ac\u03bb\u03b1\u03c3\u03c3\u03b1 \u03b5\u03af\u03bd\u03b1\u03b9 \u03bc\u03c0\u03bb\u03b5."
     assert check_ifeval(LOVE, greek)[0] == 1.0
-    many_sea = _gt("keywords:frequency", keyword="sea", frequency=2, relation="at least")
+    many_sea = instruction("keywords:frequency", keyword="sea", frequency=2, relation="at least")
     assert check_ifeval(many_sea, "The sea. The s\u0435a.")[0] == 0.0
     assert check_ifeval(NO_COMMA, "Gar\u00e7on and fa\u00e7ade.")[0] == 1.0
     two_russian = "\u041a\u043e\u0442 \u043c\u0430\u043b. ****** \u041f\u0451\u0441 \u0432\u0435\u043b\u0438\u043a."
