@@ -232,9 +232,10 @@ _COMMAS = str.maketrans(
 leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic, Mongolian
 comma, ...), and the marks drawn as a comma that Unicode names otherwise (the Greek
 lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``, the Lisu tones
-``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``; the cedilla ``¸`` is ``_SPACING_CEDILLA``), read as ``,`` by
-``punctuation:no_comma`` only: "any commas" is any of them, while other checks
-(``json_format``) keep reading them as the marks they are."""
+``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``; the cedilla ``¸`` is
+``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is
+any of them, while other checks (``json_format``) keep reading them as the marks they
+are."""
 
 
 _SPACING_CEDILLA = " \u0327"

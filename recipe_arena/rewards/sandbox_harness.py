@@ -13,12 +13,13 @@ sandbox_wire.py and sandbox_remote.py).
 - the *check side* (uid ``uid_c``, one process, its own RLIMIT_AS): reads the row's
   tests from stdin, rewrites them (sandbox_split), runs them whole, holding the
   program's objects as ``Remote`` handles, and reports to the verifier on a private
-  copy of stdout: ``T n`` (asserts), ``H i j ...`` (those inside test functions),
-  ``K i j ...`` (those of them no later statement can run), ``S i j ...`` (asserts the top-level statement now starting may run), ``R i 0|1``
-  per assert when the statement that ran it ends, then ``F`` (it finished: an ``S``
-  without ``F`` fails its asserts, ``_Report``), ``N text`` (first error note), ``D``
-  (every statement ran: without it the ``H`` asserts fail), ``E text`` (the row
-  cannot be judged: tests that do not parse, or an unsupported test form).
+  copy of stdout: ``T n`` (asserts), ``H i j ...`` (those inside test functions), ``K i
+  j ...`` (those of them no later statement can run), ``S i j ...`` (asserts the
+  top-level statement now starting may run), ``R i 0|1`` per assert when the statement
+  that ran it ends, then ``F`` (it finished: an ``S`` without ``F`` fails its asserts,
+  ``_Report``), ``N text`` (first error note), ``D`` (every statement ran: without it
+  the ``H`` asserts fail), ``E text`` (the row cannot be judged: tests that do not
+  parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
@@ -457,10 +458,9 @@ class _Report:
             self.say(f"{kind} " + " ".join(map(str, ids[k : k + 300])))
 
     def start(self, n_asserts: int, inner: list[int]) -> None:
-        """``T n``, then ``H`` lines naming the asserts inside test functions: a later
-        statement may run them again, so the verifier fails them unless the run ends
-        with ``D`` (``finish``) or a ``K`` (``keep``) named them: a run cut short between two statements, by the time
-        limit or the check side's end, never ran the later ones (``t(f(1), 2)``
+        """``T n``, then ``H`` naming the asserts inside test functions, which the
+        verifier fails unless the run ends with ``D`` (``finish``) or a ``K`` (``keep``)
+        named them: a run cut short never ran its later statements (``t(f(1), 2)``
         passed, ``r = f(2)`` never returned, ``t(r, 4)`` never ran)."""
         self.say(f"T {n_asserts}")
         self._ids("H", inner)

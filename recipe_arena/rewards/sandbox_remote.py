@@ -287,14 +287,14 @@ may be the program's, and it runs on the check side, which holds the expected va
 and writes the report. Refused: the names of UNSAFE_NAMES, names starting with ``_``,
 attributes starting with UNSAFE_ATTRS (dunders, frames, code), imports, a name bound to
 a module outside SAFE_MODULES (``os``, which the tests imported), one bound to a safe
-module but to read an attribute of it (``re.sub``; not ``[y.enum for y in [re]]``
-nor ``math.isclose = ...``), an attribute named like a module a safe module holds
+module but to read an attribute of it (``re.sub``; not ``[y.enum for y in [re]]`` nor
+``math.isclose = ...``), an attribute named like a module a safe module holds
 (``re.enum``, ``m.enum`` whatever ``m`` is) or ``obj`` (``_refused_attr``), such an
 attribute read by a class pattern (``case object(__globals__=g)``) or any positional
-item of one (it reads the names its class lists, ``__match_args__``, which a class
-made with ``type`` chooses), and a binding of a name that the scope it runs in or the builtins already bind
-(``(isclose := ...)``, ``all = ...``: the tests' later asserts would call the
-program's function), ``_binds_here``."""
+item of one (it reads the names its class lists, ``__match_args__``, which a class made
+with ``type`` chooses), and a binding of a name that the scope it runs in or the
+builtins already bind (``(isclose := ...)``, ``all = ...``: the tests' later asserts
+would call the program's function), ``_binds_here``."""
 
 
 def _bound(name: str, scopes: tuple[Any, ...]) -> Any:

@@ -264,19 +264,20 @@ def settled(
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
     rewritten; the ids are those it holds and those of the test functions it names,
-    ``helper_asserts``: all fail when it does not finish), ``n_asserts``, ``program_names`` (the names read from the program),
-    ``modules`` (standard-library modules the check side imports for the tests,
-    ``stdlib_modules_read``), ``check_names`` ([name, module] pairs the check side
-    binds itself, ``CHECK_NAMES``) and ``star`` ([name, module] pairs of program names
-    the tests' ``from m import *`` binds, ``star_names``) and ``reads`` (per statement,
-    the names of the tests it reads, all of them when it reads one of BY_NAME: where
-    the check side looks for the test functions it may call, ``sandbox_harness.reached``) and ``inner`` (the ids of the asserts
-    inside test functions: a later statement may run them again, so a run cut short
-    before its last statement fails them, ``code.parse_report``) and ``settled`` (per
-    statement, those of ``inner`` no statement from it on can run, ``settled``).
-    Raises ValueError on tests that do not parse, and on asserts that read no name of
-    the program: they would pass any program (a function named like a builtin, ``max``,
-    is the builtin here), so the row cannot judge one."""
+    ``helper_asserts``: all fail when it does not finish), ``n_asserts``,
+    ``program_names`` (the names read from the program), ``modules`` (standard-library
+    modules the check side imports for the tests, ``stdlib_modules_read``),
+    ``check_names`` ([name, module] pairs the check side binds itself, ``CHECK_NAMES``)
+    and ``star`` ([name, module] pairs of program names the tests' ``from m import *``
+    binds, ``star_names``) and ``reads`` (per statement, the names of the tests it
+    reads, all of them when it reads one of BY_NAME: where the check side looks for the
+    test functions it may call, ``sandbox_harness.reached``) and ``inner`` (the ids of
+    the asserts inside test functions: a later statement may run them again, so a run
+    cut short before its last statement fails them, ``code.parse_report``) and
+    ``settled`` (per statement, those of ``inner`` no statement from it on can run,
+    ``settled``). Raises ValueError on tests that do not parse, and on asserts that read
+    no name of the program: they would pass any program (a function named like a
+    builtin, ``max``, is the builtin here), so the row cannot judge one."""
     mods: list[ast.Module] = []
     for t in tests:
         try:

@@ -7,8 +7,9 @@ A checker that reads the characters in the order they were written sees "evol" o
 end." instead, so an answer could pass "do not use the word love" while showing it, or
 "end with The end." while showing something else. ``visual_order`` puts such spans in
 the order they are drawn (the Unicode bidirectional algorithm's explicit levels, rule
-L1's reset of tabs and line ends, rule L2, with L4's mirrored brackets); text without an override is left as written, so
-right-to-left scripts written without one keep the logical order lm-eval's checkers read.
+L1's reset of tabs and line ends, rule L2, with L4's mirrored brackets); text without an
+override is left as written, so right-to-left scripts written without one keep the
+logical order lm-eval's checkers read.
 """
 
 from __future__ import annotations
