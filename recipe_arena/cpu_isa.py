@@ -13,7 +13,8 @@ capped kernels.
 Measured (docs/results.md, "On another processor"): the Table 9.2 study, run on an Intel
 machine whose widest set is AVX2, re-run on an AMD EPYC with AVX-512: without the cap the
 base model's held-out scores already differ; with it the per-question scores are
-identical. The cap is not enough everywhere: on an Intel Xeon with AVX-512 and AMX
+identical, and so are a row's on an AMD EPYC whose widest set is AVX2. The cap is not
+enough everywhere: on an Intel Xeon with AVX-512 and AMX
 (``MEASURED_TO_DIFFER``) the capped RL start already scores otherwise.
 """
 

@@ -332,7 +332,8 @@ def pin_kernels(isa: Isa, flags_file: Path = CPU_FLAGS) -> None:
     else:
         say(
             f"CPU kernels capped at {isa}: measured to give the same numbers on an Intel "
-            f"machine whose widest set is {isa} and on an AMD EPYC with AVX-512"
+            f"machine whose widest set is {isa} and on AMD EPYC processors with AVX-512 "
+            f"and with {isa} only"
         )
 
 
