@@ -205,21 +205,22 @@ def test_defs(stmts: list[Any], body: list[ast.stmt]) -> dict[str, tuple[set[int
     return defs
 
 
-def helper_asserts(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> set[int]:
-    """Ids of the asserts of the test functions and classes (``test_defs``) ``st``
-    names, and of those they name in turn: ``t(dbl(2), 4)`` fails ``t``'s assert when
-    ``dbl`` raises before ``t`` is entered."""
-    out: set[int] = set()
+def named_defs(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> set[str]:
+    """The test functions and classes (``test_defs``) ``st`` names, and those they name
+    in turn."""
     todo = [n.id for n in ast.walk(st) if isinstance(n, ast.Name) and n.id in defs]
     seen: set[str] = set()
     while todo:
-        name = todo.pop()
-        if name not in seen:
+        if (name := todo.pop()) not in seen:
             seen.add(name)
-            ids, reads = defs[name]
-            out |= ids
-            todo.extend(r for r in reads if r in defs)
-    return out
+            todo.extend(r for r in defs[name][1] if r in defs)
+    return seen
+
+
+def helper_asserts(st: ast.stmt, defs: dict[str, tuple[set[int], set[str]]]) -> set[int]:
+    """Ids of the asserts of the test functions and classes ``st`` names (``named_defs``):
+    ``t(dbl(2), 4)`` fails ``t``'s assert when ``dbl`` raises before ``t`` is entered."""
+    return set().union(*(defs[name][0] for name in named_defs(st, defs)))
 
 
 BY_NAME = frozenset(("globals", "locals", "vars", "eval", "exec", "compile", "getattr"))
@@ -246,12 +247,7 @@ def settled(
     pending: set[int] = set()
     out: list[list[int]] = []
     for (_, ids), node in zip(reversed(stmts), reversed(body), strict=True):
-        todo = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defs]
-        named: set[str] = set()
-        while todo:  # the test functions it names, and those they name in turn
-            if (d := todo.pop()) not in named:
-                named.add(d)
-                todo.extend(r for r in defs[d][1] if r in defs)
+        named = named_defs(node, defs)
         reads = used_names(node).union(*(free.get(d, set()) for d in named))
         pending |= inner if reads & (variables | BY_NAME) else inner & set(ids)
         out.append(sorted(inner - pending))
