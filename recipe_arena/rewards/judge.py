@@ -16,6 +16,7 @@ import json
 import re
 import threading
 import time
+import unicodedata
 import urllib.error
 import urllib.request
 from collections import Counter, OrderedDict
@@ -56,7 +57,56 @@ its number with nothing between (``Score00``, as the micro judge sometimes write
 is read only where it starts a word and the number ends it: a judge's copy of an
 answer's last word ``score10aaaa…`` or ``0000score10``, at the start of a reply cut at
 its token cap before its own label, read 1.0. After a digit, a label with its colon is
-still read (the micro judge writes ``0741Score: 0`` too)."""
+still read (the micro judge writes ``0741Score: 0`` too). Read through ``labels``, which
+holds any letter to that rule, not ASCII ones only."""
+
+
+def labels(pattern: re.Pattern[str], text: str, glued_end: str = "_.") -> list[str]:
+    """The values of ``pattern``'s verdict labels (``_SCORE_RE``, ``rubric._WINNER_RE``) in
+    ``text`` that are words of their own as drawn: the patterns part a label from a word
+    only by ASCII letters and digits, so a label glued to a letter of another script
+    (``ééééscore10``, ``0000éwinnera``), to ``_`` (``aaaa_score10``) or across a
+    combining mark or a zero-width character (``aaaa\u0301score10``,
+    ``winnera\u200bbbbb``, ``score10\u200baaaa``), one word to a reader, was read as a
+    verdict. A judge that copies the answer's last word and is cut at its token cap before
+    its own label left such a copy as its last label (a wrong answer scored 1.0 or won
+    its game). A label written against its value (``Score00``) must also end its word:
+    after its value, no letter, digit or character of ``glued_end``. Replies in ASCII
+    without ``_`` read as the patterns alone read them."""
+    return [m.group(1) for m in pattern.finditer(text) if _own_word(text, m, glued_end)]
+
+
+def _own_word(text: str, m: re.Match[str], glued_end: str) -> bool:
+    """Whether label ``m`` is a word of its own in ``text`` (``labels``): no letter or
+    ``_`` drawn before it; written against its value, no digit before it and no letter,
+    digit, ``_`` or character of ``glued_end`` after its value; written apart from it,
+    no ``_`` after its value, nor a letter reached past a character outside ASCII
+    (``Score: 10éé``, ``score:10\u200baa``; ``Score: 10tie``, as the micro judge writes
+    it, is read)."""
+    before = _drawn_beside(text, m.start(), -1)
+    after = _drawn_beside(text, m.end(1), 1)
+    if before.isalpha() or "_" in (before, after):
+        return False
+    if text[m.start(1) - 1].isalpha():  # the label touches its value
+        return not (before.isdigit() or after.isalnum() or (after != "" and after in glued_end))
+    return not (after.isalpha() and not text[m.end(1)].isascii())
+
+
+def _drawn_beside(text: str, i: int, step: int) -> str:
+    """The character drawn next to position ``i`` of ``text`` (before it for ``step`` -1,
+    from it for 1), past combining marks and format characters (zero-width spaces and
+    joiners, drawn as nothing); ``""`` at either end."""
+    j = i - 1 if step < 0 else i
+    while 0 <= j < len(text) and _unseen_or_mark(text[j]):
+        j += step
+    return text[j] if 0 <= j < len(text) else ""
+
+
+def _unseen_or_mark(c: str) -> bool:
+    """Whether ``c`` is a combining mark or a format character: drawn on the character
+    before it, or as nothing."""
+    cat = unicodedata.category(c)
+    return cat[0] == "M" or cat == "Cf"
 
 
 Chat = list[dict[str, str]]
@@ -236,7 +286,7 @@ def parse_score(text: str | None) -> float | None:
     0..10 is found."""
     if text is None:
         return None
-    found = _SCORE_RE.findall(text) or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
+    found = labels(_SCORE_RE, text) or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
     finished = not text.endswith(CUT_MARK)
     if not found and finished and len(text.strip()) <= SHORT_REPLY_CHARS:
         nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)", text)

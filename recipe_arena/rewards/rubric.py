@@ -30,6 +30,7 @@ from recipe_arena.rewards.judge import (
     Chat,
     Judge,
     judged_answer,
+    labels,
     reference,
     template,
     uncut,
@@ -94,7 +95,7 @@ def parse_winner(text: str | None) -> str | None:
     """'Winner: A' -> 'A', 'B', 'tie'; None if absent."""
     if text is None:
         return None
-    found = _WINNER_RE.findall(text)
+    found = labels(_WINNER_RE, text, "")
     return found[-1].upper().replace("TIE", "tie") if found else None
 
 
