@@ -43,10 +43,43 @@ word or letter occurs (the frequency ones, under the relation "less than"): a lo
 hides what they count."""
 
 
+_CONFUSABLE = str.maketrans(
+    (
+        "ıƄƍƖƦƽǀɑɡɣɩɪɯʋʏͿγσϜϳϺУЬгѡѴѵҽԌՍՏՕագզհոռսց"
+        "քօᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᏀᏂᏃᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴᐯᑌᑭᑯᑲᒍᒪᕁᕼᕽ"
+        "ᖇᖯᖴᗅᗞᗪᗰᗷᚷᛁᛕᛖᴄᴏᴑᴜᴠᴡᴢᴦᶃᶌẝỿⲅⲎⲒⲔⲘⲚⲞⲟⲢⲣⲤⲥⲦⲨⲬⳐ"
+        "ꙇꜱꞘꞙꞟꞲꞳꞴꬲꬵꬽꭇꭈꭎꭒꭚꭵꮁꮃꮓꮩꮪꮯ𐊂𐊆𐊇𐊊𐊐𐊒𐊕𐊖𐊗𐊠𐊡𐊢𐊥𐊫𐊰𐊱𐊲"
+        "𐊴𐋏𐌁𐌂𐌉𐌑𐌕𐌗𐐄𐐕𐐛𐐠𐐬𐐽𐑈𐒴𐓂𐓎𐓪𐓶𐔓𐔖𐔘𐔜𐔝𐔥𐔦𐔧𑢠𑢢𑢣𑢤𑢦𑢩𑢮𑢲𑢵𑢸𑢼𑣀"
+        "𑣁𑣂𑣃𑣄𑣈𑣗𑣘𑣜𖼈𖼊𖼖𖼨𖼵𖼺𖽀𖽂𖽃"
+    ),
+    (
+        "ibglRslagyiiwuyJyoFjMYbrwVveGUSOwqqhnnug"
+        "foDRTiYAJEWMHYGhZbRWSVSLCPKdGBVUPdbJLxHx"
+        "RbFADDMBXlKMcoouvwzrgyfyrHlKMNOoPpCcTYXL"
+        "isFfuJXBeforruuyirwzvscBEFlXOPSTABCFOMTY"
+        "XHBClMTXOCLSocsROUouNOKCVFLXVFLYEZELOUTv"
+        "sFizoouyVTLlRSAUY"
+    ),
+)
+"""The other letters that Unicode's confusables (UTS #39, ``confusables.txt`` as the
+``confusable-homoglyphs`` package 3.3.1 holds it) list as confusable with one Latin
+letter, and that NFKC keeps apart, from the Latin, Greek, Cyrillic, Armenian, Cherokee,
+Canadian syllabics, Coptic and historic scripts (runic, Old Italic, Deseret, Osage,
+Lycian, Carian, Elbasan, Warang Citi, Miao): the script ``ɡ``, the Latin alpha ``ɑ``,
+the dental click ``ǀ`` drawn as ``l``, the izhitsa ``ѵ``, the Armenian ``օ``, the
+Cherokee ``Ꮮ Ꮩ Ꭼ`` and the Canadian syllabics ``ᒪ ᐯ``, each to that letter (``I ᏞOᏙᎬ
+the sea`` and ``I ᒪOᐯE the sea`` passed "do not use the word love"). Letters of the
+living scripts of other languages that merely resemble a Latin one (the Myanmar ``ဝ``,
+the Georgian ``ყ``, the Ethiopic ``ዐ``) are left as they are; ``_LATIN`` keeps its own
+reading where the two differ (the Greek ``Ι`` is ``I``, not ``l``)."""
+
+
 def latin_lookalikes(text: str) -> str:
-    """``text`` with Cyrillic and Greek look-alikes of Latin letters read as those
-    letters (``lоve`` -> ``love``); other characters as they are."""
-    return text.translate(_LATIN).translate(_LISU)
+    """``text`` with look-alikes of Latin letters read as those letters: Cyrillic and
+    Greek ones (``lоve`` -> ``love``), Lisu ones (``_LISU``), the other confusable
+    letters (``_CONFUSABLE``) and the Latin small capitals as capitals (``ʟove`` ->
+    ``Love``); other characters as they are."""
+    return text.translate(_AS_LATIN)
 
 
 _MARKED_LATIN = re.compile(
@@ -73,6 +106,11 @@ def bare_letters(text: str) -> str:
 _CAPITALS = str.maketrans("ɢɪɴʀʏʙʜʟᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠᴡᴢꜰꜱꞯ", "GINRYBHLACDEJKMOPTUVWZFSQ")
 """The Latin small capitals (``ᴛ``, ``ʜ``, ``ᴇ``; Unicode files them as lowercase
 letters), each to its capital."""
+
+
+_AS_LATIN = {**_CAPITALS, **_CONFUSABLE, **_LISU, **_LATIN}
+"""Every look-alike ``latin_lookalikes`` reads, in one table: where two tables read a
+character, the later one's reading (``_LATIN`` first)."""
 
 
 def small_capitals(text: str) -> str:

@@ -1,0 +1,60 @@
+"""IFEval answers that hide a forbidden word, a capped count or a repeated response
+behind letters that Unicode's confusables list as Latin ones and that the Cyrillic,
+Greek and Lisu tables left out: the Cherokee ``Ꮮ Ꮩ Ꭼ``, the Canadian syllabics ``ᒪ ᐯ``,
+the Armenian ``օ``, the script ``ɡ``, the Latin alpha ``ɑ``, the dental click ``ǀ``,
+the izhitsa ``ѵ``, the Coptic ``ⲟ``, and the small capital ``ʟ`` (read as a capital
+only by the case checks before). Each is scored by lm-eval's real checkers through
+``check_ifeval``, beside a plain answer that follows the instruction (1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipe_arena.rewards.ifeval import check_ifeval
+from tests.hostile_tally import record
+from tests.test_ifeval_other_scripts import FEW_A, FEW_SEA, LOVE, TWO, instruction
+
+DOG = instruction("keywords:forbidden_words", forbidden_words=["dog"])
+
+HOSTILE = [
+    # (instruction, hostile answer, plain answer that follows it)
+    (LOVE, "I \u13deO\u13d9\u13ac the sea.", "I like the sea."),  # Cherokee L V E
+    (LOVE, "I \u14aaO\u142fE the sea.", "I like the sea."),  # Canadian syllabics L V
+    (LOVE, "I l\u0585ve the sea.", "I like the sea."),  # Armenian oh
+    (LOVE, "I \u01c0ove the sea.", "I like the sea."),  # dental click drawn as l
+    (LOVE, "I lo\u0475e the sea.", "I like the sea."),  # Cyrillic izhitsa
+    (LOVE, "I l\u2c9fve the sea.", "I like the sea."),  # Coptic o
+    (LOVE, "I \u029fove the sea.", "I like the sea."),  # small capital L
+    (DOG, "I have a do\u0261.", "I have a cat."),  # script g
+    (FEW_SEA, "The sea. The se\u0251. The \u0455e\u0251.", "The sea is big."),  # Latin alpha
+    (FEW_A, "A c\u0251t \u0251nd \u0251 b\u0251t.", "A dog sat."),
+    (TWO, "I love the sea. ****** I l\u0585ve the sea.", "I love the sea. ****** I like it."),
+]
+
+
+@pytest.mark.parametrize(("gt", "hostile", "plain"), HOSTILE)
+def test_a_confusable_letter_does_not_hide_what_is_forbidden(
+    gt: dict[str, object], hostile: str, plain: str
+) -> None:
+    """The hostile answer fails: a reader sees the forbidden word, the capped count or
+    one response twice; before, each scored 1, since NFKC keeps these letters apart
+    from Latin ones and only Cyrillic, Greek and Lisu look-alikes were read as Latin.
+    The plain answer passes."""
+    score = check_ifeval(gt, hostile)[0]
+    record("ifeval: confusable letters", 1, int(score == 0.0))
+    assert score == 0.0, hostile
+    assert check_ifeval(gt, plain)[0] == 1.0, plain
+
+
+def test_honest_answers_with_those_letters_keep_their_verdicts() -> None:
+    """An Armenian answer (``Ես սիրում եմ ծովը։``, "I love the sea") holds no English
+    forbidden word; a look-alike does not count towards "at least" (the word as shown
+    is wanted); a required word written with a look-alike is not the word; two
+    responses that differ in what they say still differ."""
+    armenian = "\u0535\u057d \u057d\u056b\u0580\u0578\u0582\u0574 \u0565\u0574 \u056e\u0578\u057e\u0568\u0589"
+    assert check_ifeval(LOVE, armenian)[0] == 1.0
+    many_sea = instruction("keywords:frequency", keyword="sea", frequency=2, relation="at least")
+    assert check_ifeval(many_sea, "The sea. The se\u0251.")[0] == 0.0
+    must = instruction("keywords:existence", keywords=["love"])
+    assert check_ifeval(must, "I l\u0585ve the sea.")[0] == 0.0
+    assert check_ifeval(TWO, "I l\u0585ve the sea. ****** I like it.")[0] == 1.0
