@@ -9,15 +9,18 @@ import platform
 import struct
 
 # System calls the sandbox refuses (EPERM): memory that RLIMIT_AS does not count (SysV
-# shared memory and message queues, memfd, keyrings, userfaultfd), new namespaces (a
-# user namespace could mount a tmpfs of any size), and reaching other processes
-# (ptrace, process_vm_*, pidfd_getfd, kcmp), io_uring (its operations bypass this
-# filter), bpf, perf, mounts and modules, and watching files (inotify, fanotify: what
-# the host does in the folders bound into the sandbox). ``clone`` is refused only with
-# a namespace flag; ``clone3`` gets ENOSYS so that libc falls back to ``clone``.
-# ``socket`` and ``socketpair`` are allowed for the address families in
-# ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK, AF_NETLINK,
-# AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT.
+# shared memory and message queues, memfd, keyrings, userfaultfd, and extended
+# attributes: tmpfs keeps a file's ``user.*`` attributes and POSIX ACLs in kernel
+# memory that neither RLIMIT_AS nor the size of ``/tmp`` counts, so ``setxattr`` of
+# 64 KB values on one empty file of ``/tmp`` held 1.6 GB of the host's memory after
+# 3 s), new namespaces (a user namespace could mount a tmpfs of any size), and
+# reaching other processes (ptrace, process_vm_*, pidfd_getfd, kcmp), io_uring (its
+# operations bypass this filter), bpf, perf, mounts and modules, and watching files
+# (inotify, fanotify: what the host does in the folders bound into the sandbox).
+# ``clone`` is refused only with a namespace flag; ``clone3`` gets ENOSYS so that libc
+# falls back to ``clone``. ``socket`` and ``socketpair`` are allowed for the address
+# families in ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK,
+# AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT.
 _DENY = [
     "shmget",
     "msgget",
@@ -60,6 +63,10 @@ _DENY = [
     "inotify_init",
     "inotify_init1",
     "fanotify_init",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "setxattrat",
 ]
 _SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarch64)
     "shmget": (29, 194), "msgget": (68, 186), "semget": (64, 190), "mq_open": (240, 180),
@@ -75,6 +82,7 @@ _SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarc
     "delete_module": (176, 106), "swapon": (167, 224), "swapoff": (168, 225),
     "reboot": (169, 142), "acct": (163, 89), "open_by_handle_at": (304, 265),
     "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
     "clone": (56, 220), "clone3": (435, 435), "socket": (41, 198), "socketpair": (53, 199),
 }  # fmt: skip
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}

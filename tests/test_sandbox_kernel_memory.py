@@ -1,0 +1,66 @@
+"""Host memory that a program in the sandbox could hold outside its own limits (RLIMIT_AS,
+the size of ``/tmp``), attacked through the real sandbox (``check_code``, as a verifier
+worker calls it)."""
+
+from __future__ import annotations
+
+from recipe_arena.rewards.code import check_code
+from recipe_arena.rewards.sandbox import Limits
+from tests.hostile_tally import record
+from tests.sandbox_attack_base import fenced
+from tests.test_sandbox import needs_full
+
+XATTRS = """
+import ctypes, errno, os
+def stored():
+    # 64 KB values under new names on one empty file: up to 256 MB
+    open('/tmp/f', 'w').close()
+    n = 0
+    try:
+        while n < 4096:
+            os.setxattr('/tmp/f', 'user.a%d' % n, b'x' * 65536)
+            n += 1
+    except OSError:
+        pass
+    return n * 64 // 1024
+def refused():
+    def err(call):
+        try:
+            call()
+            return 0
+        except OSError as e:
+            return e.errno
+    open('/tmp/g', 'w').close()
+    fd = os.open('/tmp/g', os.O_RDWR)
+    acl = bytes.fromhex('02000000' '0100070000000000' '0400050000000000' '2000050000000000')
+    libc = ctypes.CDLL(None, use_errno=True)
+    value = ctypes.create_string_buffer(b'v')
+    args = (ctypes.c_uint64 * 2)(ctypes.addressof(value), 1)  # value, size 1, flags 0
+    def at():
+        if libc.syscall(463, -100, b'/tmp/g', 0, b'user.at', args, 16) != 0:
+            raise OSError(ctypes.get_errno(), 'setxattrat')
+    return [
+        err(lambda: os.setxattr('/tmp/g', 'user.p', b'v')),
+        err(lambda: os.setxattr('/tmp/g', 'user.l', b'v', follow_symlinks=False)),
+        err(lambda: os.setxattr(fd, 'user.f', b'v')),
+        err(at),
+        err(lambda: os.setxattr('/tmp/g', 'system.posix_acl_access', acl)),
+    ]
+"""
+
+
+@needs_full
+def test_extended_attributes_cannot_hold_host_memory() -> None:
+    """A program stores ``user.*`` extended attributes of 64 KB on an empty file of
+    ``/tmp`` (and could set POSIX ACLs, also extended attributes): tmpfs keeps them in
+    kernel memory that neither the program's RLIMIT_AS nor the 64 MB size of ``/tmp``
+    counts (1.6 GB of the host's memory after 3 s, up to the tmpfs's inode space, about
+    an eighth of the host's memory, for the whole wall-clock limit). The tests assert
+    that it is contained: ``stored()`` is 0 MB (it stored 256 MB, its cap, before) and
+    ``setxattr``, ``lsetxattr``, ``fsetxattr``, ``setxattrat`` and the ACL write each
+    fail with EPERM, errno 1 (they returned 0 before): the program scores 1.0 only when
+    seccomp refuses them all, 0.0 before."""
+    tests = ["assert stored() == 0", "assert refused() == [1, 1, 1, 1, 1]"]
+    got = check_code(tests, fenced(XATTRS), True, Limits(wall_s=20.0))
+    record("resources", 1, int(got[0] == 1.0))
+    assert got == (1.0, "passed 2/2"), got
