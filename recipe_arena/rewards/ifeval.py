@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 import unicodedata
 from collections.abc import Callable
@@ -279,21 +280,55 @@ read as ``. `` by
 at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
 sentences written without spaces between them (Chinese, Japanese)."""
 
+_DASH_BULLETS = re.compile("^([^\\S\n]*)[\u2010\u2012-\u2015\u2212\u2043](?=[^\\S\n])", re.M)
+_STAR_BULLETS = re.compile(
+    "^([^\\S\n]*)[+\u2217\u204e\u2731\u2022\u2023\u25e6\u2219\u204c\u204d\u25cf\u25aa\u2981]"
+    "(?=[^\\S\n])",
+    re.M,
+)
+"""A line opened by a dash other than ``-`` (the hyphen ``‐``, the figure, en and em
+dashes, the horizontal bar, the minus sign ``−``, the hyphen bullet ``⁃``) or by an
+asterisk other than ``*``, a bullet sign (``∗``, ``⁎``, ``✱``, ``•``, ``‣``, ``◦``,
+``∙``, ``●``, ``▪``, ...) or markdown's other bullet ``+``, then a space: a bullet to a
+reader, read as ``-`` or ``*`` by ``detectable_format:number_bullet_lists``, whose
+checker counts lines opened by ``-`` or ``*`` only; so ``- a\\n- b\\n– c\\n• d``, four
+bullets drawn, passed "exactly 2", and an answer of two ``•`` bullets failed it."""
+
+_BLANK_LINES = re.compile(r"\n[^\S\n]+(?=\n)")
+"""A line of spaces or tabs between two line breaks: a blank line to a reader, read as
+one by ``length_constraints:nth_paragraph_first_word``, whose checker parts paragraphs
+at ``\\n\\n`` only; so three paragraphs, two parted by a line holding a space, were
+two and passed "2 paragraphs, the second starting with dog"."""
+
+_ASTERISKS = str.maketrans(dict.fromkeys("\u2217\u204e\u2731", "*"))
+"""The asterisk operator ``∗``, the low asterisk ``⁎`` and the heavy asterisk ``✱``, read
+as ``*`` by ``length_constraints:number_paragraphs``, whose checker parts paragraphs at
+``***``: three paragraphs parted by ``∗∗∗``, a divider to a reader, were one and passed
+"exactly 1 paragraph"."""
+
 _READ_AS = {
     "punctuation:no_comma": _COMMAS,
     "length_constraints:number_sentences": _STOPS,
+    "length_constraints:number_paragraphs": _ASTERISKS,
 }
 
 
 def _as_checked(iid: str, text: str) -> str:
     """``text`` as the checker ``iid`` reads it: with other scripts' commas and the marks
-    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``)
-    and their full stops as ``. `` for ``length_constraints:number_sentences``
+    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``),
+    bullets drawn by other dashes, asterisks and bullet signs as ``-`` and ``*`` for the
+    bullet count (``_DASH_BULLETS``, ``_STAR_BULLETS``), asterisks drawn otherwise as
+    ``*`` for the paragraph count (``_ASTERISKS``), lines of spaces as blank lines for
+    the paragraphs' first word (``_BLANK_LINES``), and their full stops as ``. `` for ``length_constraints:number_sentences``
     (``_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
     after the cedilla ``¸``, a space and a mark, is read as a comma), or on more than
     that for the sentence and word counts (``_MARKS_DROPPED``)."""
     if iid == "punctuation:no_comma":
         text = text.replace(_SPACING_CEDILLA, " ,")
+    if iid == "detectable_format:number_bullet_lists":
+        text = _STAR_BULLETS.sub(r"\1*", _DASH_BULLETS.sub(r"\1-", text))
+    if iid == "length_constraints:nth_paragraph_first_word":
+        text = _BLANK_LINES.sub("\n", text)
     table = _READ_AS.get(iid)
     text = text.translate(table) if table else text
     return _without_marks(text, _MARKS_DROPPED.get(iid, _on_nothing))

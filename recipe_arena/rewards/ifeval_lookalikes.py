@@ -113,10 +113,40 @@ _AS_LATIN = {**_CAPITALS, **_CONFUSABLE, **_LISU, **_LATIN}
 character, the later one's reading (``_LATIN`` first)."""
 
 
+_UNCASED = {k: v for k, v in _CONFUSABLE.items() if not (chr(k).islower() or chr(k).isupper())}
+"""The confusable letters that have no case (the Canadian syllabics ``ᗰ ᗅ ᗪ`` drawn as
+``M A D``, ``ᑲ`` drawn as ``b``, the historic scripts' ones): the case checks skip them,
+so ``the sea is ᗰᗅᗪ`` passed "all lowercase", ``THE SEA IS ᑲIG`` "all capitals" and
+``ᗰᗅᗪ and ᗷᒪᑌᗴ`` "less than 2 capitalised words"."""
+
+
 def small_capitals(text: str) -> str:
     """``text`` with Latin small capitals and the Lisu letters drawn as capitals read as
-    capitals (``ᴛʜᴇ`` -> ``THE``, ``ꓚꓮꓔ`` -> ``CAT``)."""
-    return text.translate(_CAPITALS).translate(_LISU)
+    capitals (``ᴛʜᴇ`` -> ``THE``, ``ꓚꓮꓔ`` -> ``CAT``), the confusable letters without
+    case as the Latin letters they are drawn as (``_UNCASED``), and without the combining
+    ypogegrammeni (U+0345), the one combining mark Unicode counts as a lowercase letter:
+    drawn as a dot under a capital, it made ``SEA\u0345`` no capitalised word, so five
+    capitalised words passed "less than 2"."""
+    drawn = text.translate(_CAPITALS).translate(_LISU).translate(_UNCASED)
+    return drawn.replace("\u0345", "")
+
+
+_SPACES = re.compile(r"[^\S\n]+")
+_LINE_END_SPACES = re.compile(r" ?\n ?")
+
+
+def same_spacing(text: str) -> str:
+    """``text`` with each run of spaces and tabs as one space and none beside a line
+    break: two responses that differ only there (``The sea is big.`` and ``The sea  is
+    big.``) are one response drawn twice."""
+    return _LINE_END_SPACES.sub("\n", _SPACES.sub(" ", text))
+
+
+def _two_responses(text: str) -> str:
+    """How ``combination:two_responses`` reads an answer a second time: look-alikes as
+    Latin letters, without diacritics (``bare_letters``), spacing made one
+    (``same_spacing``)."""
+    return same_spacing(bare_letters(text))
 
 
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
@@ -124,15 +154,24 @@ def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str
     must follow too: with look-alikes as Latin letters and without the diacritics on
     Latin letters (``bare_letters``) when it forbids a word or caps a count
     (``forbids``) or asks for two different responses (``А`` and ``A`` are one answer
-    drawn twice, and so are ``small`` and ``smal\u0301l``); with small capitals as
-    capitals under ``change_case:english_lowercase`` and under a cap on capitalised
+    drawn twice, and so are ``small`` and ``smal\u0301l``, and two responses that differ
+    only in their spacing: ``same_spacing``); with small capitals as capitals and
+    uncased look-alikes as the letters they are drawn as (``small_capitals``) under
+    ``change_case:english_lowercase``, ``english_capital`` and a cap on capitalised
     words (``capital_word_frequency``, "less than"); None for the others."""
     relation = (args or {}).get("capital_relation")
-    if iid == "change_case:english_lowercase" or relation == "less than":
+    if iid in _CASE_CHECKS or relation == "less than":
         return small_capitals
-    if iid == "combination:two_responses" or forbids(iid, args):
+    if iid == "combination:two_responses":
+        return _two_responses
+    if forbids(iid, args):
         return bare_letters
     return None
+
+
+_CASE_CHECKS = frozenset({"change_case:english_lowercase", "change_case:english_capital"})
+"""The instructions that want every letter in one case: read a second time with letters
+drawn as capitals or small letters read as those (``small_capitals``)."""
 
 
 def forbids(iid: str, args: dict[str, Any] | None) -> bool:
