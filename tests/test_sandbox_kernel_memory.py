@@ -1,6 +1,6 @@
-"""Host memory that a program in the sandbox could hold outside its own limits (RLIMIT_AS,
-the size of ``/tmp``), attacked through the real sandbox (``check_code``, as a verifier
-worker calls it)."""
+"""What a program in the sandbox could take of the host's kernel: memory outside its own
+limits (RLIMIT_AS, the size of ``/tmp``) and kernel code no program needs, attacked
+through the real sandbox (``check_code``, as a verifier worker calls it)."""
 
 from __future__ import annotations
 
@@ -63,4 +63,37 @@ def test_extended_attributes_cannot_hold_host_memory() -> None:
     tests = ["assert stored() == 0", "assert refused() == [1, 1, 1, 1, 1]"]
     got = check_code(tests, fenced(XATTRS), True, Limits(wall_s=20.0))
     record("resources", 1, int(got[0] == 1.0))
+    assert got == (1.0, "passed 2/2"), got
+
+
+LDISC = """
+import fcntl, os, struct
+def set_discipline(n):
+    master, pty = os.openpty()
+    try:
+        fcntl.ioctl(pty, 0x5423, struct.pack('i', n))  # TIOCSETD
+        return 0
+    except OSError as e:
+        return e.errno
+def discipline():
+    master, pty = os.openpty()
+    return struct.unpack('i', fcntl.ioctl(pty, 0x5424, bytes(4)))[0]  # TIOCGETD
+"""
+
+
+@needs_full
+def test_a_pseudo_terminals_line_discipline_cannot_be_set() -> None:
+    """A program opens a pseudo-terminal of its own and sets its line discipline
+    (``ioctl(pty, TIOCSETD, 27)``, N_NULL, built into the kernel): it returned 0 (set),
+    and on a host with ``dev.tty.ldisc_autoload=1`` asking for N_HDLC (13) or N_AX25
+    (5) makes the host's kernel load that module. The tests assert that it is refused
+    with EPERM, errno 1, for N_NULL, N_TTY (0) and N_HDLC, and that reading the
+    discipline (TIOCGETD) still works and gives N_TTY, 0: the program scores 1.0 only
+    when seccomp refuses TIOCSETD, 0.0 before."""
+    tests = [
+        "assert [set_discipline(n) for n in (27, 0, 13)] == [1, 1, 1]",
+        "assert discipline() == 0",
+    ]
+    got = check_code(tests, fenced(LDISC), True, Limits(wall_s=20.0))
+    record("escape", 1, int(got[0] == 1.0))
     assert got == (1.0, "passed 2/2"), got

@@ -20,7 +20,8 @@ import struct
 # ``clone`` is refused only with a namespace flag; ``clone3`` gets ENOSYS so that libc
 # falls back to ``clone``. ``socket`` and ``socketpair`` are allowed for the address
 # families in ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK,
-# AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT.
+# AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT. ``ioctl`` is refused with
+# TIOCSETD only (``TIOCSETD``).
 _DENY = [
     "shmget",
     "msgget",
@@ -84,6 +85,7 @@ _SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarc
     "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262),
     "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
     "clone": (56, 220), "clone3": (435, 435), "socket": (41, 198), "socketpair": (53, 199),
+    "ioctl": (16, 29),
 }  # fmt: skip
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
 _CLONE_NS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
@@ -92,6 +94,13 @@ SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
 """The only socket address families the program may open. Its network namespace has
 no interface but a down loopback, so INET sockets reach nothing; they stay allowed
 because ordinary library code creates them (and fails cleanly on connect)."""
+TIOCSETD = 0x5423
+"""The ``ioctl`` request that sets a terminal's line discipline, refused: the program may
+open a pseudo-terminal of its own (``/dev/ptmx``), and setting a line discipline on it
+reached kernel code that no program here needs (N_NULL was set; on a host with
+``dev.tty.ldisc_autoload=1``, Debian's default, asking for N_HDLC, N_SLIP, N_AX25 and
+the like makes the host's kernel load their modules, the source of several privilege
+escalations). Reading the discipline (TIOCGETD) stays allowed."""
 
 
 @functools.cache
@@ -121,6 +130,7 @@ def seccomp_filter() -> bytes | None:
     prog.append((jeq, "ENOSYS", 0, nr["clone3"]))  # type: ignore[arg-type]
     prog.append((jeq, "SOCKET", 0, nr["socket"]))  # type: ignore[arg-type]
     prog.append((jeq, "SOCKET", 0, nr["socketpair"]))  # type: ignore[arg-type]
+    prog.append((jeq, "IOCTL", 0, nr["ioctl"]))  # type: ignore[arg-type]
     prog.append((ret, 0, 0, allow))
     prog += ["CLONE", (ld, 0, 0, 16)]  # low 32 bits of args[0] (clone flags)
     prog.append((jset, "DENY", "ALLOW", _CLONE_NS))
@@ -128,6 +138,8 @@ def seccomp_filter() -> bytes | None:
     for family in sorted(SOCKET_FAMILIES.values()):
         prog.append((jeq, "ALLOW", 0, family))
     prog.append((ret, 0, 0, eafnosupport))
+    prog += ["IOCTL", (ld, 0, 0, 24)]  # low 32 bits of args[1]: the request (an int)
+    prog.append((jeq, "DENY", "ALLOW", TIOCSETD))
     prog += ["DENY", (ret, 0, 0, eperm), "ENOSYS", (ret, 0, 0, enosys)]
     prog += ["KILL", (ret, 0, 0, kill), "ALLOW", (ret, 0, 0, allow)]
     at: dict[str, int] = {}
