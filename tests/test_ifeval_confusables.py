@@ -3,7 +3,8 @@ behind letters that Unicode's confusables list as Latin ones and that the Cyrill
 Greek and Lisu tables left out: the Cherokee ``Ꮮ Ꮩ Ꭼ``, the Canadian syllabics ``ᒪ ᐯ``,
 the Armenian ``օ``, the script ``ɡ``, the Latin alpha ``ɑ``, the dental click ``ǀ``,
 the izhitsa ``ѵ``, the Coptic ``ⲟ``, and the small capital ``ʟ`` (read as a capital
-only by the case checks before). Each is scored by lm-eval's real checkers through
+only by the case checks before); and marks it lists as a comma, a full stop, a minus or
+an asterisk. Each is scored by lm-eval's real checkers through
 ``check_ifeval``, beside a plain answer that follows the instruction (1)."""
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ import pytest
 
 from recipe_arena.rewards.ifeval import check_ifeval
 from tests.hostile_tally import record
-from tests.test_ifeval_other_scripts import FEW_A, FEW_SEA, LOVE, TWO, instruction
+from tests.test_ifeval_drawn_alike import ONE_PARAGRAPH, TWO_BULLETS
+from tests.test_ifeval_other_scripts import (
+    FEW_A,
+    FEW_SEA,
+    FEW_SENTENCES,
+    LOVE,
+    NO_COMMA,
+    TWO,
+    instruction,
+)
 
 DOG = instruction("keywords:forbidden_words", forbidden_words=["dog"])
 
@@ -29,6 +39,16 @@ HOSTILE = [
     (FEW_SEA, "The sea. The se\u0251. The \u0455e\u0251.", "The sea is big."),  # Latin alpha
     (FEW_A, "A c\u0251t \u0251nd \u0251 b\u0251t.", "A dog sat."),
     (TWO, "I love the sea. ****** I l\u0585ve the sea.", "I love the sea. ****** I like it."),
+]
+
+MARKS = [
+    # (instruction, hostile answer, plain answer that follows it)
+    (NO_COMMA, "The sea is big\u066b blue and deep.", "The sea is big and deep."),
+    (NO_COMMA, "The sea is big\u060d blue and deep.", "The sea is big and deep."),
+    (FEW_SENTENCES, "It is big\U00010a50 Fish live in it\U00010a50 Boats sail\U00010a50", "It is."),
+    (TWO_BULLETS, "- a\n- b\n\u02d7 c\n\u2796 d", "- a\n- b"),
+    (TWO_BULLETS, "* a\n* b\n\u066d c\n\U0001031f d", "* a\n* b"),
+    (ONE_PARAGRAPH, "One.\n\n\u066d\u066d\u066d\n\nTwo.", "One."),
 ]
 
 
@@ -58,3 +78,18 @@ def test_honest_answers_with_those_letters_keep_their_verdicts() -> None:
     must = instruction("keywords:existence", keywords=["love"])
     assert check_ifeval(must, "I l\u0585ve the sea.")[0] == 0.0
     assert check_ifeval(TWO, "I l\u0585ve the sea. ****** I like it.")[0] == 1.0
+
+
+@pytest.mark.parametrize(("gt", "hostile", "plain"), MARKS)
+def test_a_confusable_mark_is_read_as_the_mark_it_is_drawn_as(
+    gt: dict[str, object], hostile: str, plain: str
+) -> None:
+    """Marks that Unicode's confusables list as a comma (the Arabic decimal and date
+    separators ``٫`` ``؍``), a full stop (the Kharoshthi punctuation dot), a minus
+    (``˗``, ``➖``) or an asterisk (``٭``, the Old Italic ``𐌟``): a comma for "no
+    commas", three sentences for "less than 2", four bullets for "exactly 2", two
+    paragraphs for "exactly 1". Before, each scored 1. The plain answer passes."""
+    score = check_ifeval(gt, hostile)[0]
+    record("ifeval: confusable letters", 1, int(score == 0.0))
+    assert score == 0.0, hostile
+    assert check_ifeval(gt, plain)[0] == 1.0, plain

@@ -225,7 +225,7 @@ _COMMAS = str.maketrans(
     dict.fromkeys(
         "\u055d\u060c\u07f8\u1363\u1802\u1808\u2e32\u2e34\u2e41\u2e49\u2e4c\u3001"
         "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87\u0375\u02cf"
-        "\ua4f9\ua4fb\u275f",
+        "\ua4f9\ua4fb\u275f\u060d\u066b",
         ",",
     )
 )
@@ -233,7 +233,8 @@ _COMMAS = str.maketrans(
 leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic, Mongolian
 comma, ...), and the marks drawn as a comma that Unicode names otherwise (the Greek
 lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``, the Lisu tones
-``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``; the cedilla ``¸`` is
+``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``, the Arabic date and decimal separators
+``؍`` and ``٫``, which Unicode's confusables list as commas; the cedilla ``¸`` is
 ``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is
 any of them, while other checks (``json_format``) keep reading them as the marks they
 are."""
@@ -262,7 +263,8 @@ _STOPS = str.maketrans(
         "\U000115c9\U000115ca\U000115cb\U000115cc\U000115cd\U000115ce\U000115cf\U000115d0"
         "\U000115d1\U000115d2\U000115d3\U000115d4\U000115d5\U000115d6\U000115d7\U0001173c"
         "\U0001173d\U0001173e\U00011946\U00011a42\U00011a43\U00011a9b\U00011a9c\U00011ef7"
-        "\U00011ef8\U00011f43\U00011f44\U00016b37\U00016b38\U00016b44\U00016d6e\U00016d6f",
+        "\U00011ef8\U00011f43\U00011f44\U00016b37\U00016b38\U00016b44\U00016d6e\U00016d6f"
+        "\U00010a50",
         ". ",
     )
 )
@@ -274,25 +276,29 @@ section signs, the interrobang; the Lisu tone ``ꓸ`` and the click letter ``ǃ`
 as ``.`` and ``!``; the question and exclamation mark ornaments ``❓`` ``❗``; and every
 other mark that Unicode's character data (as the ``regex`` package 2026.12 holds it)
 gives the Sentence_Terminal property, such as the Javanese pada lungsi ``꧉``, the
-Balinese carik pareren, the Ol Chiki mucaad ``᱾`` and the Meetei Mayek cheikhei ``꯫``),
+Balinese carik pareren, the Ol Chiki mucaad ``᱾`` and the Meetei Mayek cheikhei ``꯫``;
+the Kharoshthi punctuation dot, which Unicode's confusables list as a full stop),
 read as ``. `` by
 ``length_constraints:number_sentences`` only: NLTK's sentence splitter ends sentences
 at ``.``, so three sentences ended by ``。`` counted as one. The space lets it end
 sentences written without spaces between them (Chinese, Japanese)."""
 
-_DASH_BULLETS = re.compile("^([^\\S\n]*)[\u2010\u2012-\u2015\u2212\u2043](?=[^\\S\n])", re.M)
+_DASH_BULLETS = re.compile(
+    "^([^\\S\n]*)[\u2010\u2012-\u2015\u2212\u2043\u02d7\u2796](?=[^\\S\n])", re.M
+)
 _STAR_BULLETS = re.compile(
-    "^([^\\S\n]*)[+\u2217\u204e\u2731\u2022\u2023\u25e6\u2219\u204c\u204d\u25cf\u25aa\u2981]"
-    "(?=[^\\S\n])",
+    "^([^\\S\n]*)[+\u2217\u204e\u2731\u066d\U0001031f"
+    "\u2022\u2023\u25e6\u2219\u204c\u204d\u25cf\u25aa\u2981](?=[^\\S\n])",
     re.M,
 )
 """A line opened by a dash other than ``-`` (the hyphen ``‐``, the figure, en and em
-dashes, the horizontal bar, the minus sign ``−``, the hyphen bullet ``⁃``) or by an
-asterisk other than ``*``, a bullet sign (``∗``, ``⁎``, ``✱``, ``•``, ``‣``, ``◦``,
-``∙``, ``●``, ``▪``, ...) or markdown's other bullet ``+``, then a space: a bullet to a
-reader, read as ``-`` or ``*`` by ``detectable_format:number_bullet_lists``, whose
-checker counts lines opened by ``-`` or ``*`` only; so ``- a\\n- b\\n– c\\n• d``, four
-bullets drawn, passed "exactly 2", and an answer of two ``•`` bullets failed it."""
+dashes, the horizontal bar, the minus signs ``−``, ``˗`` and ``➖``, the hyphen bullet
+``⁃``) or by an asterisk other than ``*`` or a bullet sign (``∗``, ``⁎``, ``✱``, ``٭``,
+``𐌟``, ``•``, ``‣``, ``◦``, ``∙``, ``●``, ``▪``, ...) or markdown's other bullet ``+``,
+then a space: a bullet to a reader, read as ``-`` or ``*`` by
+``detectable_format:number_bullet_lists``, whose checker counts lines opened by ``-``
+or ``*`` only; so ``- a\\n- b\\n– c\\n• d``, four bullets drawn, passed "exactly
+2", and an answer of two ``•`` bullets failed it."""
 
 _BLANK_LINES = re.compile(r"\n[^\S\n]+(?=\n)")
 """A line of spaces or tabs between two line breaks: a blank line to a reader, read as
@@ -300,9 +306,10 @@ one by ``length_constraints:nth_paragraph_first_word``, whose checker parts para
 at ``\\n\\n`` only; so three paragraphs, two parted by a line holding a space, were
 two and passed "2 paragraphs, the second starting with dog"."""
 
-_ASTERISKS = str.maketrans(dict.fromkeys("\u2217\u204e\u2731", "*"))
-"""The asterisk operator ``∗``, the low asterisk ``⁎`` and the heavy asterisk ``✱``, read
-as ``*`` by ``length_constraints:number_paragraphs``, whose checker parts paragraphs at
+_ASTERISKS = str.maketrans(dict.fromkeys("\u2217\u204e\u2731\u066d\U0001031f", "*"))
+"""The asterisk operator ``∗``, the low asterisk ``⁎``, the heavy asterisk ``✱``, the
+Arabic five pointed star ``٭`` and the Old Italic ess ``𐌟`` (drawn as ``*``), read as
+``*`` by ``length_constraints:number_paragraphs``, whose checker parts paragraphs at
 ``***``: three paragraphs parted by ``∗∗∗``, a divider to a reader, were one and passed
 "exactly 1 paragraph"."""
 
@@ -315,11 +322,12 @@ _READ_AS = {
 
 def _as_checked(iid: str, text: str) -> str:
     """``text`` as the checker ``iid`` reads it: with other scripts' commas and the marks
-    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``, ``_SPACING_CEDILLA``),
-    bullets drawn by other dashes, asterisks and bullet signs as ``-`` and ``*`` for the
-    bullet count (``_DASH_BULLETS``, ``_STAR_BULLETS``), asterisks drawn otherwise as
-    ``*`` for the paragraph count (``_ASTERISKS``), lines of spaces as blank lines for
-    the paragraphs' first word (``_BLANK_LINES``), and their full stops as ``. `` for ``length_constraints:number_sentences``
+    drawn as one as ``,`` for ``punctuation:no_comma`` (``_COMMAS``,
+    ``_SPACING_CEDILLA``); bullets drawn by other dashes, asterisks and bullet signs as
+    ``-`` and ``*`` for the bullet count (``_DASH_BULLETS``, ``_STAR_BULLETS``);
+    asterisks drawn otherwise as ``*`` for the paragraph count (``_ASTERISKS``); lines
+    of spaces as blank lines for the paragraphs' first word (``_BLANK_LINES``); other
+    scripts' full stops as ``. `` for ``length_constraints:number_sentences``
     (``_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
     after the cedilla ``¸``, a space and a mark, is read as a comma), or on more than
     that for the sentence and word counts (``_MARKS_DROPPED``)."""
