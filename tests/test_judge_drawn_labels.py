@@ -14,8 +14,8 @@ from typing import Any
 
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.judge import HTTPGenerator, Judge
-from recipe_arena.rewards.rubric import tournament
+from recipe_arena.rewards.judge import HTTPGenerator, Judge, parse_score
+from recipe_arena.rewards.rubric import parse_winner, tournament
 from tests.hostile_tally import record_all_scored_0
 from tests.judge_endpoint import JudgeEndpoint, reply
 
@@ -113,3 +113,27 @@ def test_a_winner_label_glued_by_what_ascii_patterns_miss_wins_no_game() -> None
     finally:
         srv.close()
     record_all_scored_0("chat judge: labels glued by what ASCII patterns miss", got)
+
+
+def test_a_label_against_a_script_written_without_spaces_is_read() -> None:
+    """A judge that answers in Chinese, Japanese or Thai writes its label against the
+    letters of its own text (``最终Score: 8分``, ``評価Winner: B``): those scripts put no
+    space between words, so the label is a word of its own there and is read (0.8,
+    B), as before the glued-label rules; a Greek or Hangul letter against it glues."""
+    srv = JudgeEndpoint(
+        lambda body: reply(
+            "最终Score: 8分"
+            if "Answer to grade" in body["messages"][0]["content"]
+            else "評価Winner: B"
+        )
+    )
+    try:
+        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=40, timeout_s=30, retries=0))
+        assert [r.score for r in judge.score([ROW], ["It is seven."])] == [0.8]
+        res, counts = tournament(judge, ROW, ["It is six.", "It is seven."], RewardsConfig())
+        assert counts["chat/tournament_parsed"] == 2 and [r.score for r in res] == [0.5, 0.5]
+    finally:
+        srv.close()
+    assert parse_score("ผลScore: 6, and then the judge gives its reasons.") == 0.6
+    assert parse_score("αβγScore: 6, and then the judge gives its reasons.") is None
+    assert parse_winner("점수Winner: A") is None

@@ -77,19 +77,34 @@ def labels(pattern: re.Pattern[str], text: str, glued_end: str = "_.") -> list[s
 
 
 def _own_word(text: str, m: re.Match[str], glued_end: str) -> bool:
-    """Whether label ``m`` is a word of its own in ``text`` (``labels``): no letter or
-    ``_`` drawn before it; written against its value, no digit before it and no letter,
-    digit, ``_`` or character of ``glued_end`` after its value; written apart from it,
-    no ``_`` after its value, nor a letter reached past a character outside ASCII
-    (``Score: 10éé``, ``score:10\u200baa``; ``Score: 10tie``, as the micro judge writes
-    it, is read)."""
+    """Whether label ``m`` is a word of its own in ``text`` (``labels``): no letter
+    (``_joins``) or ``_`` drawn before it; written against its value, no digit before
+    it and no letter, digit, ``_`` or character of ``glued_end`` after its value;
+    written apart from it, no ``_`` after its value, nor a letter reached past a
+    character outside ASCII (``Score: 10éé``, ``score:10\u200baa``; ``Score: 10tie``,
+    as the micro judge writes it, is read)."""
     before = _drawn_beside(text, m.start(), -1)
     after = _drawn_beside(text, m.end(1), 1)
-    if before.isalpha() or "_" in (before, after):
+    if _joins(before) or after == "_":
         return False
     if text[m.start(1) - 1].isalpha():  # the label touches its value
-        return not (before.isdigit() or after.isalnum() or (after != "" and after in glued_end))
-    return not (after.isalpha() and not text[m.end(1)].isascii())
+        glued_after = _joins(after) or after.isdigit() or (after != "" and after in glued_end)
+        return not (before.isdigit() or glued_after)
+    return not (_joins(after) and not text[m.end(1)].isascii())
+
+
+_SPACELESS = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER"})
+"""Scripts written without spaces between words (by the first word of their letters'
+Unicode names): a label written against one of their letters (``评分结果Winner: A``,
+``Score: 8分``) starts or ends a word of its own there."""
+
+
+def _joins(c: str) -> bool:
+    """Whether ``c``, drawn against a label, makes it part of a longer word: ``_`` or a
+    letter of a script written with spaces between words."""
+    if c == "_":
+        return True
+    return c.isalpha() and unicodedata.name(c, "").split(" ")[0] not in _SPACELESS
 
 
 def _drawn_beside(text: str, i: int, step: int) -> str:
