@@ -89,15 +89,19 @@ _CLAIMS = {
     "a negation": re.compile(
         r"\\(?:neq?|not|neg|lnot|notin|n(?:less|gtr|leq|geq|leqslant|geqslant|leqq|geqq|sim"
         r"|cong|equiv|mid|parallel|approx|eqq|prec|succ|preceq|succeq|subset|supset"
-        r"|subseteq|supseteq|vdash|exists))(?![a-zA-Z])"
+        r"|subseteqq?|supseteqq?|[vV]d?ash|[vV]Dash|exists|shortmid|shortparallel|ni|[lrLR]"
+        r"ightarrow|[lL]eftarrow|[lL]eftrightarrow|triangle(?:left|right)(?:eq)?)|(?:small)?"
+        r"setminus)(?![a-zA-Z])"
         "|[\u00ac\u0338\u20d2\u20e5\u2204\u2209\u220c\u2224\u2226\u2241\u2244\u2247\u2249"
         "\u2260\u2262\u226d-\u2271\u2274\u2275\u2278\u2279\u2280\u2281\u2284\u2285\u2288"
-        "\u2289\u22ac-\u22af\u22e0-\u22e3\u22ea-\u22ed]"
+        "\u2289\u22ac-\u22af\u22e0-\u22e3\u22ea-\u22ed]|=(?:\\s*\\\\!)+\\s*/|/(?:\\s*\\\\!)+\\s*="
     ),
     "an order relation": re.compile(
         r"\\(?:lt|gt|leq?|geq?|leqslant|geqslant|leqq|geqq|ll|gg|lll|ggg|lesssim|gtrsim"
         r"|lessapprox|gtrapprox|lneqq?|gneqq?|lnsim|gnsim|prec|succ|preceq|succeq|precsim"
-        r"|succsim|lessdot|gtrdot)(?![a-zA-Z])"
+        r"|succsim|lessdot|gtrdot|lesseqq?gtr|gtreqq?less|lessgtr|gtrless|eqslant(?:less|gtr)"
+        r"|(?:prec|succ)(?:curlyeq|n?approx|neqq|nsim)|curlyeq(?:prec|succ)|[lg]vertneqq|[lg]neq"
+        r"|(?:var)?(?:sq)?su[bp]set(?:n?eqq?)?)(?![a-zA-Z])"
         "|[\u2264\u2265\u2266\u2267\u2272\u2273\u226a\u226b\u227a-\u227f\u22d6\u22d7"
         "\u2a7d\u2a7e\uff1c\uff1e]"
     ),
