@@ -97,3 +97,33 @@ def test_a_pseudo_terminals_line_discipline_cannot_be_set() -> None:
     got = check_code(tests, fenced(LDISC), True, Limits(wall_s=20.0))
     record("escape", 1, int(got[0] == 1.0))
     assert got == (1.0, "passed 2/2"), got
+
+
+PROTOCOLS = """
+import socket
+def opened(family, kind, protocol):
+    try:
+        socket.socket(family, kind, protocol).close()
+        return 0
+    except OSError as e:
+        return e.errno
+"""
+
+
+@needs_full
+def test_an_inet_socket_names_only_tcp_or_udp() -> None:
+    """A program asks for AF_INET and AF_INET6 sockets of protocols no program here needs:
+    UDP-Lite (``socket(AF_INET, SOCK_DGRAM, 136)``, and for AF_INET6) and MPTCP
+    (``socket(AF_INET, SOCK_STREAM, 262)``), built into this kernel, opened (0), and
+    SCTP (132), which the host's kernel loads as a module on request where it is not
+    built in. The tests assert that each gets EPROTONOSUPPORT, errno 93, and that TCP
+    and UDP still open by their own number (6, 17) and by the default 0: the program
+    scores 1.0 only when seccomp refuses the other protocols, 0.0 before."""
+    tests = [
+        "assert [opened(2, 2, 136), opened(10, 2, 136), opened(2, 1, 262)] == [93, 93, 93]",
+        "assert opened(2, 1, 132) == 93",
+        "assert [opened(2, 1, 6), opened(10, 2, 17), opened(2, 1, 0), opened(10, 2, 0)] == [0] * 4",
+    ]
+    got = check_code(tests, fenced(PROTOCOLS), True, Limits(wall_s=20.0))
+    record("escape", 1, int(got[0] == 1.0))
+    assert got == (1.0, "passed 3/3"), got

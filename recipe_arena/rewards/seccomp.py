@@ -20,8 +20,9 @@ import struct
 # ``clone`` is refused only with a namespace flag; ``clone3`` gets ENOSYS so that libc
 # falls back to ``clone``. ``socket`` and ``socketpair`` are allowed for the address
 # families in ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK,
-# AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT. ``ioctl`` is refused with
-# TIOCSETD only (``TIOCSETD``).
+# AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT, and an AF_INET or AF_INET6
+# socket for the protocols in ``INET_PROTOCOLS`` only (others get EPROTONOSUPPORT).
+# ``ioctl`` is refused with TIOCSETD only (``TIOCSETD``).
 _DENY = [
     "shmget",
     "msgget",
@@ -94,6 +95,12 @@ SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
 """The only socket address families the program may open. Its network namespace has
 no interface but a down loopback, so INET sockets reach nothing; they stay allowed
 because ordinary library code creates them (and fails cleanly on connect)."""
+INET_PROTOCOLS = {"default": 0, "IPPROTO_TCP": 6, "IPPROTO_UDP": 17}
+"""The only protocols an AF_INET or AF_INET6 socket may name (0 picks TCP or UDP by the
+socket's type): asking for another one (``socket(AF_INET, SOCK_STREAM, 132)``, SCTP;
+33, DCCP; 115, L2TP) makes the host's kernel load its module where it is not built in,
+code no program needs and the source of several privilege escalations; UDP-Lite (136)
+and MPTCP (262), built in, were opened."""
 TIOCSETD = 0x5423
 """The ``ioctl`` request that sets a terminal's line discipline, refused: the program may
 open a pseudo-terminal of its own (``/dev/ptmx``), and setting a line discipline on it
@@ -113,7 +120,7 @@ def seccomp_filter() -> bytes | None:
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, kill = 0x7FFF0000, 0x80000000
     eperm, enosys = 0x00050000 | 1, 0x00050000 | 38
-    eafnosupport = 0x00050000 | 97
+    eafnosupport, eprotonosupport = 0x00050000 | 97, 0x00050000 | 93
     # Instructions with symbolic jump targets (labels), resolved below; jumps only go
     # forward, as classic BPF requires.
     prog: list[tuple[int, str | int, str | int, int] | str] = []
@@ -135,9 +142,13 @@ def seccomp_filter() -> bytes | None:
     prog += ["CLONE", (ld, 0, 0, 16)]  # low 32 bits of args[0] (clone flags)
     prog.append((jset, "DENY", "ALLOW", _CLONE_NS))
     prog += ["SOCKET", (ld, 0, 0, 16)]  # args[0]: the address family
-    for family in sorted(SOCKET_FAMILIES.values()):
-        prog.append((jeq, "ALLOW", 0, family))
+    for name, family in sorted(SOCKET_FAMILIES.items()):
+        prog.append((jeq, "INET" if name.startswith("AF_INET") else "ALLOW", 0, family))
     prog.append((ret, 0, 0, eafnosupport))
+    prog += ["INET", (ld, 0, 0, 32)]  # low 32 bits of args[2]: the protocol (an int)
+    for protocol in sorted(INET_PROTOCOLS.values()):
+        prog.append((jeq, "ALLOW", 0, protocol))
+    prog.append((ret, 0, 0, eprotonosupport))
     prog += ["IOCTL", (ld, 0, 0, 24)]  # low 32 bits of args[1]: the request (an int)
     prog.append((jeq, "DENY", "ALLOW", TIOCSETD))
     prog += ["DENY", (ret, 0, 0, eperm), "ENOSYS", (ret, 0, 0, enosys)]
