@@ -45,6 +45,8 @@ MARKS = [
     # (instruction, hostile answer, plain answer that follows it)
     (NO_COMMA, "The sea is big\u066b blue and deep.", "The sea is big and deep."),
     (NO_COMMA, "The sea is big\u060d blue and deep.", "The sea is big and deep."),
+    (NO_COMMA, "The sea is big\u0326 blue and deep.", "Marea e mare \u0219i adânc\u0103."),
+    (NO_COMMA, "The sea is big \u0326blue and deep.", "Marea e mare s\u0326i adânc\u0103."),
     (FEW_SENTENCES, "It is big\U00010a50 Fish live in it\U00010a50 Boats sail\U00010a50", "It is."),
     (TWO_BULLETS, "- a\n- b\n\u02d7 c\n\u2796 d", "- a\n- b"),
     (TWO_BULLETS, "* a\n* b\n\u066d c\n\U0001031f d", "* a\n* b"),
@@ -85,7 +87,8 @@ def test_a_confusable_mark_is_read_as_the_mark_it_is_drawn_as(
     gt: dict[str, object], hostile: str, plain: str
 ) -> None:
     """Marks that Unicode's confusables list as a comma (the Arabic decimal and date
-    separators ``٫`` ``؍``), a full stop (the Kharoshthi punctuation dot), a minus
+    separators ``٫`` ``؍``) or drawn as one (the combining comma below, on a letter or
+    a space; a Romanian ``ș`` is no comma), a full stop (the Kharoshthi punctuation dot), a minus
     (``˗``, ``➖``) or an asterisk (``٭``, the Old Italic ``𐌟``): a comma for "no
     commas", three sentences for "less than 2", four bullets for "exactly 2", two
     paragraphs for "exactly 1". Before, each scored 1. The plain answer passes."""

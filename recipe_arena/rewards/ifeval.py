@@ -225,7 +225,7 @@ _COMMAS = str.maketrans(
     dict.fromkeys(
         "\u055d\u060c\u07f8\u1363\u1802\u1808\u2e32\u2e34\u2e41\u2e49\u2e4c\u3001"
         "\ua4fe\ua60d\ua6f5\U0001144d\U0001145a\U00016e97\U0001da87\u0375\u02cf"
-        "\ua4f9\ua4fb\u275f\u060d\u066b",
+        "\ua4f9\ua4fb\u275f\u060d\u066b\u0326",
         ",",
     )
 )
@@ -234,8 +234,9 @@ leaves apart: the Arabic ``،``, the ideographic ``、``, the Armenian, Ethiopic
 comma, ...), and the marks drawn as a comma that Unicode names otherwise (the Greek
 lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``, the Lisu tones
 ``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``, the Arabic date and decimal separators
-``؍`` and ``٫``, which Unicode's confusables list as commas; the cedilla ``¸`` is
-``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is
+``؍`` and ``٫``, which Unicode's confusables list as commas, and the combining comma
+below, drawn as a comma under its letter or a space (NFKC composes it into ``ș`` and
+``ț``, so one left is drawn apart); the cedilla ``¸`` is ``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is
 any of them, while other checks (``json_format``) keep reading them as the marks they
 are."""
 
