@@ -1,11 +1,11 @@
 """IFEval answers that hide a forbidden word, a capped count or a repeated response
 behind letters that Unicode's confusables list as Latin ones and that the Cyrillic,
-Greek and Lisu tables left out: the Cherokee ``Ꮮ Ꮩ Ꭼ``, the Canadian syllabics ``ᒪ ᐯ``,
-the Armenian ``օ``, the script ``ɡ``, the Latin alpha ``ɑ``, the dental click ``ǀ``,
-the izhitsa ``ѵ``, the Coptic ``ⲟ``, and the small capital ``ʟ`` (read as a capital
-only by the case checks before); and marks it lists as a comma, a full stop, a minus or
-an asterisk. Each is scored by lm-eval's real checkers through
-``check_ifeval``, beside a plain answer that follows the instruction (1)."""
+Greek and Lisu tables left out: the Cherokee ``Ꮮ Ꮩ Ꭼ`` and their small letters, the
+Canadian syllabics ``ᒪ ᐯ``, the Armenian ``օ``, the script ``ɡ``, the Latin alpha
+``ɑ``, the dental click ``ǀ``, the izhitsa ``ѵ``, the Coptic ``ⲟ``, and the small
+capital ``ʟ`` (read as a capital only by the case checks before); and marks it lists as
+a comma, a full stop, a minus or an asterisk. Each is scored by lm-eval's real checkers
+through ``check_ifeval``, beside a plain answer that follows the instruction (1)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
     (LOVE, "I \u13deO\u13d9\u13ac the sea.", "I like the sea."),  # Cherokee L V E
     (LOVE, "I \u14aaO\u142fE the sea.", "I like the sea."),  # Canadian syllabics L V
+    (LOVE, "I \uabaeove the sea.", "I like the sea."),  # Cherokee small L
     (LOVE, "I l\u0585ve the sea.", "I like the sea."),  # Armenian oh
     (LOVE, "I \u01c0ove the sea.", "I like the sea."),  # dental click drawn as l
     (LOVE, "I lo\u0475e the sea.", "I like the sea."),  # Cyrillic izhitsa

@@ -74,10 +74,20 @@ the Georgian ``ყ``, the Ethiopic ``ዐ``) are left as they are; ``_LATIN`` kee
 reading where the two differ (the Greek ``Ι`` is ``I``, not ``l``)."""
 
 
+_CHEROKEE_SMALL = {
+    c: ord(chr(_CONFUSABLE[ord(chr(c).upper())]).lower())
+    for c in [*range(0xAB70, 0xABC0), *range(0x13F8, 0x13FE)]
+    if ord(chr(c).upper()) in _CONFUSABLE
+}
+"""The Cherokee small letters whose capitals are confusable with a Latin letter (``ꮮ``,
+small ``Ꮮ``), each to that letter in lowercase: drawn as small capitals of the same
+shapes, ``I ꮮove the sea`` passed "do not use the word love"."""
+
+
 def latin_lookalikes(text: str) -> str:
     """``text`` with look-alikes of Latin letters read as those letters: Cyrillic and
     Greek ones (``lоve`` -> ``love``), Lisu ones (``_LISU``), the other confusable
-    letters (``_CONFUSABLE``) and the Latin small capitals as capitals (``ʟove`` ->
+    letters (``_CONFUSABLE``, ``_CHEROKEE_SMALL``) and the Latin small capitals as capitals (``ʟove`` ->
     ``Love``); other characters as they are."""
     return text.translate(_AS_LATIN)
 
@@ -108,7 +118,7 @@ _CAPITALS = str.maketrans("ɢɪɴʀʏʙʜʟᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠ�
 letters), each to its capital."""
 
 
-_AS_LATIN = {**_CAPITALS, **_CONFUSABLE, **_LISU, **_LATIN}
+_AS_LATIN = {**_CAPITALS, **_CHEROKEE_SMALL, **_CONFUSABLE, **_LISU, **_LATIN}
 """Every look-alike ``latin_lookalikes`` reads, in one table: where two tables read a
 character, the later one's reading (``_LATIN`` first)."""
 
@@ -142,11 +152,23 @@ def same_spacing(text: str) -> str:
     return _LINE_END_SPACES.sub("\n", _SPACES.sub(" ", text))
 
 
+_PLAIN_MARKS = str.maketrans(
+    dict.fromkeys("\u2018\u2019\u201b\u2032\u02bc", "'")
+    | dict.fromkeys("\u201c\u201d\u201f\u2033", '"')
+    | dict.fromkeys("\u2010\u2212", "-")
+    | {"\u2026": "..."}
+)
+"""Marks drawn as an ASCII one: the curly quotes, the prime and the modifier apostrophe
+as ``'`` and ``"``, the hyphen ``‐`` and the minus sign ``−`` as ``-``, the ellipsis
+``…`` as ``...``. Two responses that differ only by them (``It's big.`` and ``It’s
+big.``) are one response drawn twice."""
+
+
 def _two_responses(text: str) -> str:
     """How ``combination:two_responses`` reads an answer a second time: look-alikes as
-    Latin letters, without diacritics (``bare_letters``), spacing made one
-    (``same_spacing``)."""
-    return same_spacing(bare_letters(text))
+    Latin letters, without diacritics (``bare_letters``), marks drawn as ASCII ones as
+    those (``_PLAIN_MARKS``), spacing made one (``same_spacing``)."""
+    return same_spacing(bare_letters(text).translate(_PLAIN_MARKS))
 
 
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:

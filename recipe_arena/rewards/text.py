@@ -68,13 +68,26 @@ def is_blank(text: str) -> bool:
 
 
 def _unseen(c: str) -> bool:
-    """Whether ``c`` is drawn as nothing and parts nothing: a format character, a control
-    character other than whitespace (``\\x01``, ``\\x7f``, and the information separators
-    ``\\x1c``-``\\x1f``, which Python's ``isspace`` counts as space but Unicode does not),
-    or another default-ignorable code point (the combining grapheme joiner, a variation
+    """Whether ``c`` is drawn as nothing and parts nothing: a format character (but for
+    the drawn ones, ``_DRAWN_FORMAT``), a control character other than whitespace
+    (``\\x01``, ``\\x7f``, and the information separators ``\\x1c``-``\\x1f``, which
+    Python's ``isspace`` counts as space but Unicode does not), or another
+    default-ignorable code point (the combining grapheme joiner, a variation
     selector)."""
     cat = unicodedata.category(c)
-    return cat == "Cf" or (cat == "Cc" and c not in _CONTROL_SPACE) or c in _IGNORABLE
+    if cat == "Cf":
+        return c not in _DRAWN_FORMAT
+    return (cat == "Cc" and c not in _CONTROL_SPACE) or c in _IGNORABLE
+
+
+_DRAWN_FORMAT = frozenset(
+    "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd"
+)
+"""The format characters that are drawn (Unicode's prepended concatenation marks: the
+Arabic number sign and end of ayah ``۝``, the Syriac abbreviation mark, the Kaithi
+number sign): kept as shown, so ``The end.۝۝۝``, which shows three ornaments after the
+end phrase, no longer passes "end with The end.", and an answer of them is not
+empty."""
 
 
 _CONTROL_SPACE = frozenset("\t\n\x0b\x0c\r\x85")
