@@ -87,8 +87,8 @@ shapes, ``I ꮮove the sea`` passed "do not use the word love"."""
 def latin_lookalikes(text: str) -> str:
     """``text`` with look-alikes of Latin letters read as those letters: Cyrillic and
     Greek ones (``lоve`` -> ``love``), Lisu ones (``_LISU``), the other confusable
-    letters (``_CONFUSABLE``, ``_CHEROKEE_SMALL``) and the Latin small capitals as capitals (``ʟove`` ->
-    ``Love``); other characters as they are."""
+    letters (``_CONFUSABLE``, ``_CHEROKEE_SMALL``) and the Latin small capitals as
+    capitals (``ʟove`` -> ``Love``); other characters as they are."""
     return text.translate(_AS_LATIN)
 
 
@@ -135,8 +135,8 @@ def small_capitals(text: str) -> str:
     capitals (``ᴛʜᴇ`` -> ``THE``, ``ꓚꓮꓔ`` -> ``CAT``), the confusable letters without
     case as the Latin letters they are drawn as (``_UNCASED``), and without the combining
     ypogegrammeni (U+0345), the one combining mark Unicode counts as a lowercase letter:
-    drawn as a dot under a capital, it made ``SEA\u0345`` no capitalised word, so five
-    capitalised words passed "less than 2"."""
+    drawn as a small iota under a capital, it made ``SEA\u0345`` no capitalised word,
+    so four capitalised words passed "less than 2"."""
     drawn = text.translate(_CAPITALS).translate(_LISU).translate(_UNCASED)
     return drawn.replace("\u0345", "")
 
