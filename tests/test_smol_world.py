@@ -70,6 +70,34 @@ def _canonical(task_index: int) -> tuple[dict, str]:
     return item, f"```python\n{item['prompt']}{item['canonical_solution']}\n```"
 
 
+# A wrong program for each row whose check calls a helper the prompt defines: it
+# redefines that helper so that its own wrong answer checks out.
+_HELPER_FORGERIES = {
+    32: "def poly(xs, x):\n    return 0\n\ndef find_zero(xs):\n    return 12345.0\n",
+    38: "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s\n",
+    50: "def encode_shift(s):\n    return s\n\ndef decode_shift(s):\n    return s\n",
+}
+
+
+@needs
+@pytest.mark.parametrize("task_index", sorted(_HELPER_FORGERIES))
+def test_humaneval_helpers_of_the_prompt_are_the_tests_own(task_index):
+    """/32, /38 and /50 call a helper the prompt defines (``poly``, ``encode_cyclic``,
+    ``encode_shift``). A program that redefines it to agree with its own wrong answer
+    (``poly`` returning 0 beside a root of 12345.0; encoder and decoder both the
+    identity) scored 1.0 while the helper was the program's name; with the prompt's
+    helper in the tests' setup the check side computes ``poly(coeffs, 12345.0)`` (far
+    from 0) and ``encode_cyclic(s)`` (not ``s`` for a string of 10 to 20 letters), so the
+    first assert fails: 0.0. The canonical solution still scores 1.0."""
+    from recipe_arena.rewards.code import check_code
+
+    item, solution = _canonical(task_index)
+    row = load_packaged("humaneval")[task_index]
+    forged = f"```python\n{_HELPER_FORGERIES[task_index]}```"
+    assert check_code(row.ground_truth, forged)[0] == 0.0
+    assert check_code(row.ground_truth, solution)[0] == 1.0
+
+
 @needs
 @pytest.mark.parametrize("task_index", [0, 32, 129])
 def test_humaneval_reference_solutions_pass_and_wrong_ones_fail(task_index):

@@ -25,10 +25,9 @@ Deviations from the sets' reference protocols, stated once:
   that block (not prompt + completion, as the reference harness does), so a response
   that drops an import the signature needs fails. 157 of the 164 ``check`` functions are
   plain ``assert`` lists and become the verifier's assert tests (``candidate`` renamed to
-  the entry point), judged outside the sandbox; the other 7 (loops, helpers: 32, 38, 44,
-  50, 53, 129, 151) run ``check`` inside the sandbox and only its completion is
-  reported back, which a program that returns objects with a forged ``__eq__`` could
-  pass.
+  the entry point); the other 7 (loops, helpers: 32, 38, 44, 50, 53, 129, 151) run
+  ``check``'s statements at top level on the check side, with the prompt's helper
+  functions that ``check`` calls (/32, /38, /50) as the tests' own, not the program's.
 - MATH-500 answers are compared by the math verifier (SymPy equivalence through
   math-verify), not by MATH's string normalisation.
 """
@@ -111,22 +110,40 @@ class _Rename(ast.NodeTransformer):
         return ast.Name(id=self.new, ctx=node.ctx) if node.id == self.old else node
 
 
-def humaneval_tests(test_src: str, entry_point: str) -> list[str]:
-    """HumanEval's ``check(candidate)`` as the code verifier's test list: the module's
-    other statements (imports, ``METADATA``, helpers) as setup, then each statement of
-    ``check``'s body at top level with ``candidate`` renamed to ``entry_point``.
+def humaneval_tests(test_src: str, entry_point: str, prompt: str = "") -> list[str]:
+    """HumanEval's ``check(candidate)`` as the code verifier's test list: the prompt's
+    imports and the prompt's functions that ``check`` names (other than the entry
+    point), then the test module's other statements (imports, ``METADATA``, helpers) as
+    setup, then each statement of ``check``'s body at top level with ``candidate``
+    renamed to ``entry_point``.
 
     Top level, not ``check`` run whole: the sandbox evaluates a row's asserts on its
     check side and asks the program only for values (a function cannot cross that
     boundary), so loops that build inputs and assert on results (HumanEval/32, /129)
-    run as the check side's own statements, calling the program through probes."""
+    run as the check side's own statements, calling the program through probes.
+
+    The prompt's helpers are the tests' own: in 3 rows (/32 ``poly``, /38
+    ``encode_cyclic``, /50 ``encode_shift``) ``check`` calls a function the prompt
+    defines, which the reference harness takes from prompt + completion; a name the
+    tests do not bind is the program's, so a program that redefined ``poly`` to return
+    0 passed /32 with any root, and one whose encoder and decoder both returned their
+    argument passed /38 and /50."""
     module = ast.parse(test_src)
     check = next(s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == "check")
     param = check.args.args[0].arg
     body = [
         s for s in check.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]
-    setup = [ast.unparse(s) for s in module.body if s is not check]
+    named = {n.id for n in ast.walk(check) if isinstance(n, ast.Name)}
+    given = [
+        s
+        for s in ast.parse(prompt).body
+        if isinstance(s, ast.Import | ast.ImportFrom)
+        or (isinstance(s, ast.FunctionDef) and s.name != entry_point and s.name in named)
+    ]
+    if not any(isinstance(s, ast.FunctionDef) for s in given):
+        given = []
+    setup = [ast.unparse(s) for s in given + [s for s in module.body if s is not check]]
     rename = _Rename(param, entry_point)
     return setup + [ast.unparse(rename.visit(s)) for s in body]
 
@@ -142,7 +159,7 @@ def _humaneval(path: Path) -> list[PromptRow]:
                 PromptRow(
                     id=item["task_id"].replace("/", "-").lower(),
                     messages=[Message(role="user", content=text)],
-                    ground_truth=humaneval_tests(item["test"], item["entry_point"]),
+                    ground_truth=humaneval_tests(item["test"], item["entry_point"], item["prompt"]),
                     domain="code",
                 )
             )
