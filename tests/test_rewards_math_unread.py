@@ -1,6 +1,7 @@
 """Math answers math-verify read otherwise than a reader sees them: relations the negation
-and order checks did not name. Scored through the real ``check_math`` (math-verify,
-SymPy) and through the scorer's worker pool as training scores it."""
+and order checks did not name and the question's arithmetic copied with its numbers
+written with other zeros. Scored through the real ``check_math`` (math-verify, SymPy)
+and through the scorer's worker pool as training scores it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import pytest
 
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
+from tests.test_rewards_math_copies import (
+    micro_problems,
+    own_last_digit,
+    references_pass_and_hacks_fail,
+)
 
 RELATIONS = [
     # (answer, what it says of 9): each scored 1 for a gold of 9
@@ -42,3 +48,39 @@ def test_a_relation_the_checks_did_not_name_scores_0(answer: str, says: str) -> 
     assert score == 0.0 and "answer states" in reason, (says, reason)
     assert check_math(r"x \lessgtr 3", r"\boxed{x \lessgtr 3}")[0] == 1.0
     assert check_math(r"A \subseteq B", r"\boxed{A \subseteq B}")[0] == 1.0
+
+
+ZEROS = [
+    r"\boxed{015-2*3}",
+    r"\boxed{15.0-2 \cdot 3}",
+    r"\boxed{15-2 \cdot 3.0}",
+    r"\boxed{15-2 \cdot 03}",
+]
+
+
+@pytest.mark.parametrize("answer", ZEROS)
+def test_the_questions_arithmetic_with_other_zeros_is_still_a_copy(answer: str) -> None:
+    """The question "What is the last digit of 15-2*3?" answered with its own 15-2*3 (= 9),
+    a number written with a leading zero or a trailing ``.0``: the copy check compared the
+    numbers as written, so each was no copy and scored 1 for the gold 9. Each scores 0
+    now, and the worked 9 still scores 1."""
+    question = "What is the last digit of 15-2*3?"
+    score, reason = check_math("9", answer, prompt=question)
+    record("math verifier: the question's arithmetic copied", 1, int(score == 0.0))
+    assert score == 0.0 and "copied" in reason, reason
+    assert check_math("9", r"\boxed{9}", prompt=question)[0] == 1.0
+
+
+def test_the_micro_worlds_copies_with_a_leading_zero_score_0_through_the_pool() -> None:
+    """Micro questions ``s-d*k`` whose value is their own last digit, answered
+    ``\\boxed{0s-d*k}`` (the question with a leading zero, the micro world's characters),
+    through the scorer's worker pool, which sends the question with the answer: each
+    scored 1 and scores 0 now; the careful references of the 300 problems score 1."""
+    problems, rows = micro_problems(7, 300)
+    copies = [
+        (row, "<think></think>\\boxed{0" + p.canonical + "}")
+        for p, row in zip(problems, rows, strict=True)
+        if own_last_digit(p.canonical)
+    ]
+    assert copies, "the seed draws no subtraction whose value is its own last digit"
+    references_pass_and_hacks_fail(rows, [p.response for p in problems], copies)

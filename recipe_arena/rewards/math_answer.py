@@ -31,6 +31,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from recipe_arena.rewards.math_markup import unread_markup
@@ -219,11 +220,15 @@ _ASKED_RUN_RE = re.compile(r"\d+(?:\.\d+)?(?:[-+*/^]\d+(?:\.\d+)?)+")
 """An infix expression of the question (``15-2*3``), whose numbers a rearranged copy uses."""
 
 
+def _numbers(text: str) -> Counter[str]:
+    """The numbers written in ``text``, by value (``015`` and ``15.0`` are 15)."""
+    return Counter(str(Decimal(n).normalize()) for n in _NUMBER_IN_RE.findall(text))
+
+
 def _rearranged(shown: str, asked: str) -> bool:
     """Whether ``shown`` is built of exactly the numbers of one infix expression of the
-    question, each as often (``15-3*2`` or ``-2*3+15`` for ``15-2*3``)."""
-    used = Counter(_NUMBER_IN_RE.findall(shown))
-    return any(Counter(_NUMBER_IN_RE.findall(run)) == used for run in _ASKED_RUN_RE.findall(asked))
+    question, each as often, zeros aside (``15-3*2``, ``-2*3+15``, ``015-2*3.0``)."""
+    return any(_numbers(run) == _numbers(shown) for run in _ASKED_RUN_RE.findall(asked))
 
 
 def _copied(shown: str, asked: str, ref: str) -> bool:
