@@ -1,7 +1,8 @@
 """Math answers math-verify read otherwise than a reader sees them: relations the negation
-and order checks did not name and the question's arithmetic copied with its numbers
-written with other zeros. Scored through the real ``check_math`` (math-verify, SymPy)
-and through the scorer's worker pool as training scores it."""
+and order checks did not name, the question's arithmetic copied with its numbers written
+with other zeros and words dropped as a unit that bound, negate or scale the number (in
+look-alike letters too). Scored through the real ``check_math`` (math-verify, SymPy) and
+through the scorer's worker pool as training scores it."""
 
 from __future__ import annotations
 
@@ -84,3 +85,69 @@ def test_the_micro_worlds_copies_with_a_leading_zero_score_0_through_the_pool() 
     ]
     assert copies, "the seed draws no subtraction whose value is its own last digit"
     references_pass_and_hacks_fail(rows, [p.response for p in problems], copies)
+
+
+UNIT_WORDS = [
+    # (answer, what a reader sees): each scored 1 for a gold of 9, its words a unit
+    (r"\boxed{9\text{ or more}}", "at least 9"),
+    (r"\boxed{9 \text{ or fewer}}", "at most 9"),
+    (r"\boxed{9\text{ at least}}", "at least 9"),
+    (r"\boxed{9\text{ at most}}", "at most 9"),
+    (r"\boxed{9 \text{ (not)}}", "not 9"),
+    (r"\boxed{9\text{ (upper bound)}}", "at most 9"),
+    (r"\boxed{9\text{ or so}}", "about 9, or something else"),
+    (r"\boxed{9 \text{ (maybe)}}", "perhaps 9"),
+    (r"\boxed{9\text{ k}}", "9000"),
+    (r"\boxed{9\text{ grand}}", "9000"),
+    (r"\boxed{9\text{ and a half}}", "9.5"),
+    (r"\boxed{9\text{ tenths}}", "0.9"),
+    (r"\boxed{9\text{ tens}}", "90"),
+    (r"\boxed{9\text{ zero zero}}", "900"),
+    (r"\boxed{9\text{ seven}}", "97"),
+    (r"\boxed{9\text{ minus}}", "-9"),
+    (r"\boxed{9\text{ reciprocal}}", "1/9"),
+    (r"\boxed{9\text{ twice}}", "18"),
+    ("\\boxed{9\\text{ th\u043eusand}}", "9000 (a Cyrillic o)"),
+    ("\\boxed{9\\text{ th\u00f3usand}}", "9000 (an accented o)"),
+    ("\\boxed{9\\text{ t\u029cousand}}", "9000 (a small capital H)"),
+    ("\\boxed{9\\text{ thou\u200bsand}}", "9000 (a zero-width space inside)"),
+    ("\\boxed{9\\text{ \uff54housand}}", "9000 (a fullwidth t)"),
+    ("\\boxed{9\\text{ \u043er m\u043ere}}", "at least 9 (Cyrillic o)"),
+]
+
+
+@pytest.mark.parametrize(("answer", "shown"), UNIT_WORDS)
+def test_a_word_that_bounds_or_changes_the_number_is_no_unit(answer: str, shown: str) -> None:
+    """math-verify drops each answer's ``\\text{}`` as a unit and reads 9, where a reader
+    sees ``shown``: a word that bounds, negates or hedges the number (as ``\\ge 9`` and
+    ``\\neq 9``, which score 0), one that scales it or adds to it (a number word, a
+    fraction word, ``k``), or a scaling word written with look-alike letters, marks or a
+    format character, which the list of scaling words did not match. Each scored 1 for a
+    gold of 9; it scores 0 now."""
+    score, reason = check_math("9", answer)
+    record("math verifier: LaTeX dropped or not read as drawn", 1, int(score == 0.0))
+    assert score == 0.0 and "unit" in reason, (shown, reason)
+
+
+KEPT_UNITS = [
+    # units a reader reads as units: each equals the gold 9
+    r"\boxed{9 \text{ (no other digit)}}",
+    r"\boxed{9\text{ m/s}^2}",
+    r"\boxed{9\text{ quarters}}",  # units that are numbers
+    r"\boxed{9\text{ times}}",
+    r"\boxed{9\text{ square feet}}",
+    r"\boxed{9\text{ K}}",
+    r"\boxed{9\text{ half-lives}}",  # words that qualify a noun
+    r"\boxed{9\text{ one-digit numbers}}",
+    r"\boxed{9\text{ negative numbers}}",
+    "\\boxed{9\\text{ \u0433\u0440\u0430\u043c\u043c}}",  # grams, in Russian
+]
+
+
+@pytest.mark.parametrize("answer", KEPT_UNITS)
+def test_units_that_are_units_still_score_1(answer: str) -> None:
+    """A unit that is a noun (one that counts, ``quarters``, ``times``, ``K``, too), a
+    number word joined to its noun by a hyphen, and letters of other scripts that are
+    no look-alike of a scaling word: each answer is 9 and scores 1."""
+    score, reason = check_math("9", answer)
+    assert score == 1.0, reason

@@ -9,7 +9,8 @@ Two kinds, both refused by ``math_answer.check_math`` (the answer scores 0):
   (9 factorial) and ``9\\text{ m} \\cdot 5\\text{ m}`` (45 m) were all read as 9. A
   dropped span must be one group of letters, spaces and the unit signs ``/ . - ( ) , ~``
   and the degree sign, with a power after a letter (``\\text{ m/s}^2``, ``\\text{m²}``)
-  and no word that scales a value (``\\text{ thousand}``).
+  and no word that scales, bounds or negates a value (``\\text{ thousand}``,
+  ``\\text{ or more}``), in look-alike letters too.
 - Markup the parser does not read as drawn (``_MARKUP``): ``9\\phantom{0}`` shows 9 and
   was read as 9*0 = 0; ``9\\underline{00}``, ``9\\color{white}{00}``, ``9\\smash{00}`` and
   ``9\\operatorname{00}`` show 900 and were read as 9 (the LaTeX parser stopped there and
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from recipe_arena.rewards.ifeval_lookalikes import bare_letters, small_capitals
 
 _READ_BEFORE = re.compile(r"\\mathrm\{([dT])\}|\{\\rm (d)\}|\\mathrm\{th\}|\\text\s*\{\s*\}")
 """What math-verify rewrites before it looks for units: an upright d or T is the letter
@@ -39,10 +42,29 @@ _UNIT_POWER = re.compile(r"(?<=[^\W\d_])(?:\^\{?\d+\}?|[\u00b2\u00b3])")
 """A power after a letter of a unit: ``m^2``, ``s^{2}``, ``m²``."""
 _UNIT_SIGNS = frozenset(" \t\n~/.-(),\u00b0")
 _SCALING_WORDS = re.compile(
-    r"(?<![a-zA-Z])(?:hundred|thousand|million|billion|trillion|dozen|squared|cubed|factorial)",
+    r"(?<![a-zA-Z])(?:hundred|thousand|million|billion|trillion|dozen|squared|cubed|factorial)"
+    r"|(?<![a-zA-Z])(?:(?-i:k)|bn|mn|thou|grand|lakhs?|crores?|myriads?|half|halves|thirds?|(?:fif"
+    r"|six|seven|eigh|nin|ten)ths?|(?:hundred|thousand|million|billion)ths?|zero|one|two"
+    r"|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|seven"
+    r"|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|tens|minus|reciprocal|twice)"
+    r"(?![a-zA-Z-])",
     re.IGNORECASE,
 )
-"""Words that change the value of the number before them: not a unit."""
+"""Words that change the value of the number before them: not a unit (``9\\text{ k}``
+is 9000, ``9\\text{ and a half}`` 9.5, ``9\\text{ tenths}`` 0.9, ``9\\text{ zero zero}``
+900, ``9\\text{ reciprocal}`` 1/9). They are read with look-alike letters as the Latin
+letters they look like, without the marks on letters and without format characters
+(``_shown_words``): ``9\\text{ th\\u043eusand}``, with a Cyrillic o, shows 9 thousand.
+Percent (``9\\text{ percent}``) is read as ``9\\%`` is; units that are numbers
+(``K``, ``M``, ``quarters``, ``times``, ``square feet``), and words that qualify a noun
+(``one-digit``, ``half-lives``, ``negative numbers``), are units."""
+_CLAIM_WORDS = re.compile(
+    r"(?<![a-zA-Z])(?:not|never|or|least|most|than|bound|maybe|perhaps|possibly)(?![a-zA-Z])",
+    re.IGNORECASE,
+)
+"""Words that say the value is not the number, only bound it or hedge it: ``9\\text{ or
+more}``, ``9\\text{ at least}`` and ``9\\text{ (not)}`` were read as 9 (a unit), where
+``\\ge 9`` and ``\\neq 9`` score 0 (``math_answer._CLAIMS``)."""
 _MARKUP = re.compile(
     r"\\(?:[hv]?phantom|smash|color|textcolor|colorbox|fcolorbox|underline|underbrace"
     r"|overbrace|emph|[hv]box|text(?:sf|tt|up|sc|sl)|math(?:sf|tt)|[bx]?cancel|cancelto|sout"
@@ -63,6 +85,14 @@ def _unit_char(c: str) -> bool:
     return c in _UNIT_SIGNS or unicodedata.category(c) in ("Lu", "Ll", "Lt", "Mn", "Zs", "Cf")
 
 
+def _shown_words(text: str) -> str:
+    """``text`` as a reader reads its words: without format characters, NFKC (fullwidth
+    letters as letters), marks dropped and look-alikes as Latin letters (``bare_letters``:
+    ``th\\u00f3usand``, ``t\\u029cousand`` and ``th\\u043eusand`` are "thousand")."""
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return small_capitals(bare_letters(unicodedata.normalize("NFKC", text)))
+
+
 def dropped_unit(pred: str) -> str | None:
     """The span of ``pred`` that math-verify drops as a unit when that span holds more
     than a unit (see the module's docstring), or None."""
@@ -73,8 +103,9 @@ def dropped_unit(pred: str) -> str | None:
         return None
     unit = _UNIT_GROUP.fullmatch(m.group(0))
     words = _UNIT_POWER.sub("", _MODULUS.sub("", unit.group(1))) if unit else ""
-    if unit and all(_unit_char(c) for c in words) and not _SCALING_WORDS.search(words):
-        return None
+    shown = _shown_words(words)
+    if unit and all(_unit_char(c) for c in words) and not _SCALING_WORDS.search(shown):
+        return None if not _CLAIM_WORDS.search(_shown_words(unit.group(1))) else m.group(0)
     return m.group(0)
 
 
