@@ -1,7 +1,8 @@
 """Math answers math-verify read otherwise than a reader sees them: relations the negation
 and order checks did not name, the question's arithmetic copied with its numbers written
-with other zeros and words dropped as a unit that bound, negate or scale the number (in
-look-alike letters too). Scored through the real ``check_math`` (math-verify, SymPy) and
+with other zeros, words dropped as a unit that bound, negate or scale the number (in
+look-alike letters too) and LaTeX the parser cannot read (math-verify then picked a
+number out of its text). Scored through the real ``check_math`` (math-verify, SymPy) and
 through the scorer's worker pool as training scores it."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 from recipe_arena.rewards.math_answer import check_math
 from tests.hostile_tally import record
 from tests.test_rewards_math_copies import (
+    boxed_gold_forms_fail,
     micro_problems,
     own_last_digit,
     references_pass_and_hacks_fail,
@@ -151,3 +153,80 @@ def test_units_that_are_units_still_score_1(answer: str) -> None:
     no look-alike of a scaling word: each answer is 9 and scores 1."""
     score, reason = check_math("9", answer)
     assert score == 1.0, reason
+
+
+UNREAD = [
+    # (gold the answer scored 1 for, answer): what a reader sees is in the comment
+    ("9", r"\boxed{9\ul{00}}"),  # 900 underlined: the parser failed, 9 was picked
+    ("9", r"\boxed{9\mathcolor{white}{00}}"),  # 900, the zeros white (as \color)
+    ("9", r"\boxed{9\textstyle{00}}"),  # 900
+    ("9", r"\boxed{9\makebox{00}}"),  # 900
+    ("9", r"\boxed{9\textsuperscript{00}}"),  # 9 with 00 raised
+    ("9", r"\boxed{9\label{00}}"),  # 9 labelled 00
+    ("9", r"\boxed{9\unicode{x30}}"),  # 90 (U+0030 is the digit 0)
+    ("9", r"\boxed{9\char48}"),  # 90 (character 48 is the digit 0)
+    ("9", r"\boxed{9\hspace{1em}00}"),  # 9 00
+    ("9", r"\boxed{9\kern1em00}"),  # 9 00
+    ("9", r"\boxed{9\pmb{00}}"),  # 900 in bold, read as 9 \pm b{00}: 9 plus or minus 0
+    ("9", r"\boxed{9\permil}"),  # 9 per mille (0.009), read as 9
+    ("9", r"\boxed{\{3, 9, \ldots\}}"),  # a set holding 9 and 3, read as its last number
+    ("9", r"\boxed{\{1, 3, 5, 7, 9, \ldots\}}"),  # the odd numbers
+    ("9", r"\boxed{\begin{cases} 3 \\ 9 \end{cases}}"),  # two values
+]
+
+
+@pytest.mark.parametrize(("gold", "answer"), UNREAD)
+def test_a_number_picked_out_of_latex_the_parser_cannot_read_scores_0(
+    gold: str, answer: str
+) -> None:
+    """The LaTeX parser reads no value in each answer (a command it does not know), so
+    math-verify took a number out of its text: the 9 before the command, or the last
+    number of a list, where a reader sees the comment's value. Each scored 1 for
+    ``gold``; it scores 0 now, the reason naming the command (``\\pmb`` and ``\\permil``,
+    which the parser misreads, as markup it does not read)."""
+    score, reason = check_math(gold, answer)
+    record("math verifier: LaTeX dropped or not read as drawn", 1, int(score == 0.0))
+    assert score == 0.0 and "answer holds" in reason, reason
+
+
+KEPT_READ = [
+    # (gold, answer): a spacing length is no number, an answer read in one spelling is
+    ("9", r"\boxed{9\hspace{1mm}\text{cm}}"),
+    ("9", r"\boxed{\textbf{9}}"),
+    ("9", r"\boxed{x \equiv 9 \pmod{10}}"),
+    ("1/2", r"\boxed{\frac{1}{2}\%}"),
+    (r"\{1, 3, 5, \ldots\}", r"\boxed{\{1, 3, 5, \ldots\}}"),  # the reference's own form
+    (r"\begin{pmatrix}1\\2\end{pmatrix}", r"\boxed{\begin{pmatrix}1\\2\end{pmatrix}}"),
+    ("5", r"<think></think>\boxed{o<{ 5aN&@5}"),  # micro junk: a box never closed, read whole
+]
+
+
+@pytest.mark.parametrize(("gold", "answer"), KEPT_READ)
+def test_readable_latex_and_the_references_own_commands_still_score_1(
+    gold: str, answer: str
+) -> None:
+    """A spacing command's length is not a second number, an answer the parser reads in
+    some spelling keeps its reading, a command the reference holds is allowed, and an
+    unclosed ``\\boxed{`` the micro world writes, read as a short answer, is judged as
+    before: each answer equals its gold and scores 1."""
+    score, reason = check_math(gold, answer)
+    assert score == 1.0, reason
+
+
+def test_the_micro_worlds_digits_in_unread_latex_score_0_through_the_pool() -> None:
+    """200 micro problems through the scorer's worker pool: each reference scores 1, its
+    digit d written as ``d\\ul{00}``, ``d\\hspace{1em}00``, ``\\{3, d, \\ldots\\}``,
+    ``d\\text{ or more}``, ``\\nvDash d`` or ``x \\lessgtr d`` (900 if d is 9, a set, a
+    bound, a negation) scores 0; each scored 1 before."""
+    boxed_gold_forms_fail(
+        29,
+        [
+            r"{}\ul{{00}}",
+            r"{}\hspace{{1em}}00",
+            r"\{{3, {}, \ldots\}}",
+            r"{}\text{{ or more}}",
+            r"\nvDash {}",
+            r"x \lessgtr {}",
+        ],
+        "math verifier: LaTeX dropped or not read as drawn",
+    )

@@ -483,7 +483,7 @@ def check_math(
         how = how if ok else f"{how}, wrong without its modulus"
     if ok and copies_question(drop_modulus(pred), prompt, gold):  # 15-2*3 \mod 10 too
         ok, how = False, f"{how}, the question's arithmetic copied"
-    unread = unread_markup(pred, gold) if ok else None
+    unread = unread_markup(pred, gold, normalise(pred)) if ok else None
     if unread:
         return 0.0, f"answer holds {unread} ({how})"
     short = " ".join(pred.split())

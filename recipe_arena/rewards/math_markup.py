@@ -1,6 +1,6 @@
 """LaTeX in a math answer that math-verify drops or reads otherwise than it is drawn.
 
-Two kinds, both refused by ``math_answer.check_math`` (the answer scores 0):
+Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
 
 - A unit that is more than a unit. math-verify reads a ``\\text{}`` or ``\\mbox{}`` group
   (``\\mathrm``, ``\\mathbf``, ``\\textbf`` and kin count as ``\\text``) as a unit and drops
@@ -15,17 +15,23 @@ Two kinds, both refused by ``math_answer.check_math`` (the answer scores 0):
   was read as 9*0 = 0; ``9\\underline{00}``, ``9\\color{white}{00}``, ``9\\smash{00}`` and
   ``9\\operatorname{00}`` show 900 and were read as 9 (the LaTeX parser stopped there and
   math-verify took the first number). A reference holding the same command allows it.
+- LaTeX the parser cannot read at all (``_UNREAD``): an answer holding more than one
+  number, a command with a braced argument, a spacing primitive or an ellipsis, and no
+  spelling the parser reads, was judged by one number math-verify picked out of its
+  text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9).
 
-The micro world's answers hold no LaTeX command but ``\\boxed``, so none of its verdicts
-depends on this module.
+The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
+before a letter or two), so none of its verdicts depends on this module.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from recipe_arena.rewards.ifeval_lookalikes import bare_letters, small_capitals
+from recipe_arena.rewards.math_unicode import ascii_shown, read_as_latex
 
 _READ_BEFORE = re.compile(r"\\mathrm\{([dT])\}|\{\\rm (d)\}|\\mathrm\{th\}|\\text\s*\{\s*\}")
 """What math-verify rewrites before it looks for units: an upright d or T is the letter
@@ -69,12 +75,35 @@ _MARKUP = re.compile(
     r"\\(?:[hv]?phantom|smash|color|textcolor|colorbox|fcolorbox|underline|underbrace"
     r"|overbrace|emph|[hv]box|text(?:sf|tt|up|sc|sl)|math(?:sf|tt)|[bx]?cancel|cancelto|sout"
     r"|[lr]lap|math[lr]lap|raisebox|overset|underset|stackrel|tag|href|url|verb|ensuremath"
-    r"|mathchoice)(?![a-zA-Z])|\\operatorname\*?\s*\{[^{}]*[^a-zA-Z\s{}][^{}]*\}"
+    r"|mathchoice|pmb|permil|(?:text)?per(?:ten)?thousand)(?![a-zA-Z])"
+    r"|\\operatorname\*?\s*\{[^{}]*[^a-zA-Z\s{}][^{}]*\}"
 )
 """Commands the LaTeX parser does not read as drawn: invisible or overlaid content
 (``\\phantom``, ``\\smash``, a colour, a strike-out, ``\\rlap``), decoration, boxes,
 links and fonts it does not know (``\\underline``, ``\\raisebox``, ``\\overset``,
-``\\tag``, ``\\url``, ``\\textsf``), and an operator name that is not a name."""
+``\\tag``, ``\\url``, ``\\textsf``), an operator name that is not a name, ``\\pmb``
+(bold), which the parser reads as ``\\pm b`` (``9\\pmb{00}``, shown 900, was 9 plus or
+minus 0), and ``\\permil`` (``9\\permil``, 0.009, was 9).
+
+Commands it cannot read at all are ``_UNREAD``'s."""
+_UNREAD = re.compile(
+    r"\\([a-zA-Z]{2,})\*?\s*(?:\[[^\]]*\]\s*)?\{"
+    r"|\\(kern|mkern|hskip|mskip|char|mathchar|let|[gex]?def|[lcv]?dots[bcimo]?)"
+    r"(?![a-zA-Z])"
+)
+"""A command with a braced argument, a spacing or character primitive, a definition or
+an ellipsis. Where the LaTeX parser cannot read an answer holding one, math-verify took
+a number out of its text, the value before the command: ``9\\ul{00}``,
+``9\\mathcolor{white}{00}``, ``9\\textstyle{00}``, ``9\\label{00}``, ``9\\kern1em00``,
+``9\\char48`` and ``9\\unicode{x30}`` (shown 900 or 90) were 9, and the sets
+``\\{3, 9, \\ldots\\}`` and ``\\{1, 3, 5, 7, 9, \\ldots\\}`` were their last number. A
+command name needs two letters (or is named) and, but for the primitives, a brace after
+it: the micro world's junk answers that score 1 hold a backslash before a letter or two
+(``7\\eu5``), not such a command."""
+_DIMENSION = re.compile(
+    r"\\(?:hspace\*?\s*\{[^{}]*\}|(?:[hm]?kern|[hm]skip)\s*[-+]?[\d.]+\s*[a-z]{2})"
+)
+"""A spacing command with its length, whose digits are no number of the answer."""
 
 
 def _unit_char(c: str) -> bool:
@@ -109,13 +138,31 @@ def dropped_unit(pred: str) -> str | None:
     return m.group(0)
 
 
-def unread_markup(pred: str, gold: str) -> str | None:
+def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None:
+    """The first command of ``_UNREAD`` in ``pred`` that ``gold`` does not hold, when
+    ``pred`` holds more than one number and the LaTeX parser reads a value in none of its
+    ``spellings`` (``math_answer.normalise``'s): math-verify then picked one of the
+    numbers out of its text. None otherwise (``9\\hspace{1mm}\\text{cm}`` is 9)."""
+    names = [m.group(1) or m.group(2) for m in _UNREAD.finditer(pred)]
+    names = [n for n in names if not re.search(rf"\\{n}(?![a-zA-Z])", gold)]
+    names = [n for n in names if not re.fullmatch("[bp]?mod|boxed|fbox", n)]  # read elsewhere
+    if not names or len(re.findall(r"\d+", _DIMENSION.sub(" ", pred))) < 2:
+        return None
+    for spelling in spellings:
+        if any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling))):
+            return None
+    return f"\\{names[0]}"
+
+
+def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
-    None: a unit that is more than a unit, or a command of ``_MARKUP``."""
+    None: a unit that is more than a unit, a command of ``_MARKUP``, or one of ``_UNREAD``
+    in an answer none of whose ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
     markup = _MARKUP.search(pred)
     if markup and not _MARKUP.search(gold):
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
-    return None
+    unread = unread_command(pred, gold, spellings or [pred])
+    return f"LaTeX the parser cannot read ({unread})" if unread else None
