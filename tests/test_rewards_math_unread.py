@@ -230,3 +230,26 @@ def test_the_micro_worlds_digits_in_unread_latex_score_0_through_the_pool() -> N
         ],
         "math verifier: LaTeX dropped or not read as drawn",
     )
+
+
+EMPTY_GROUPS = [r"\boxed{9{}00}", r"\boxed{9{ }00}", r"\boxed{9{\,}00}", r"\boxed{9{~}00}"]
+
+
+@pytest.mark.parametrize("answer", EMPTY_GROUPS)
+def test_an_empty_group_between_digits_scores_0(answer: str) -> None:
+    """A group holding nothing but space between 9 and 00 is drawn as nothing: the answer
+    shows 900, and the parser stopped at the group and read 9, so each scored 1 for a
+    gold of 9. Each scores 0 now; ``3{,}000``, TeX's thousands comma, is still 3000."""
+    score, reason = check_math("9", answer)
+    record("math verifier: LaTeX dropped or not read as drawn", 1, int(score == 0.0))
+    assert score == 0.0 and "empty group" in reason, reason
+    assert check_math("3000", r"\boxed{3{,}000}")[0] == 1.0
+
+
+def test_the_micro_worlds_digits_before_an_empty_group_score_0_through_the_pool() -> None:
+    """200 micro problems through the scorer's worker pool: each reference scores 1, its
+    digit d written as ``d{}00`` or ``d{ }00`` (shown as 100 times d) scores 0; each
+    scored 1 before."""
+    boxed_gold_forms_fail(
+        31, [r"{}{{}}00", r"{}{{ }}00"], "math verifier: LaTeX dropped or not read as drawn"
+    )

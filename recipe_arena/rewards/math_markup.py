@@ -15,6 +15,7 @@ Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
   was read as 9*0 = 0; ``9\\underline{00}``, ``9\\color{white}{00}``, ``9\\smash{00}`` and
   ``9\\operatorname{00}`` show 900 and were read as 9 (the LaTeX parser stopped there and
   math-verify took the first number). A reference holding the same command allows it.
+  An empty group between two digits is such markup (``9{}00``, shown 900, was 9).
 - LaTeX the parser cannot read at all (``_UNREAD``): an answer holding more than one
   number, a command with a braced argument, a spacing primitive or an ellipsis, and no
   spelling the parser reads, was judged by one number math-verify picked out of its
@@ -104,6 +105,10 @@ _DIMENSION = re.compile(
     r"\\(?:hspace\*?\s*\{[^{}]*\}|(?:[hm]?kern|[hm]skip)\s*[-+]?[\d.]+\s*[a-z]{2})"
 )
 """A spacing command with its length, whose digits are no number of the answer."""
+_EMPTY_GROUP = re.compile(r"\d\s*\{(?:\s|~|\\[,;:! ]|\\q?quad(?![a-zA-Z]))*\}\s*\d")
+"""A group holding nothing but space between two digits: ``9{}00`` and ``9{\\,}00`` show
+900 and were read as 9 (the parser stopped at the group). ``3{,}000``, TeX's thousands
+comma, is read as 3000."""
 
 
 def _unit_char(c: str) -> bool:
@@ -156,13 +161,16 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
 
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
-    None: a unit that is more than a unit, a command of ``_MARKUP``, or one of ``_UNREAD``
-    in an answer none of whose ``spellings`` the parser can read."""
+    None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
+    digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` in an answer none of whose
+    ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
     markup = _MARKUP.search(pred)
     if markup and not _MARKUP.search(gold):
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
+    if _EMPTY_GROUP.search(pred) and not _EMPTY_GROUP.search(gold):
+        return "an empty group between digits"
     unread = unread_command(pred, gold, spellings or [pred])
     return f"LaTeX the parser cannot read ({unread})" if unread else None
