@@ -135,15 +135,12 @@ def humaneval_tests(test_src: str, entry_point: str, prompt: str = "") -> list[s
         s for s in check.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]
     named = {n.id for n in ast.walk(check) if isinstance(n, ast.Name)}
-    given = [
-        s
-        for s in ast.parse(prompt).body
-        if isinstance(s, ast.Import | ast.ImportFrom)
-        or (isinstance(s, ast.FunctionDef) and s.name != entry_point and s.name in named)
+    given = ast.parse(prompt).body
+    helpers = [
+        s for s in given if isinstance(s, ast.FunctionDef) and s.name in named - {entry_point}
     ]
-    if not any(isinstance(s, ast.FunctionDef) for s in given):
-        given = []
-    setup = [ast.unparse(s) for s in given + [s for s in module.body if s is not check]]
+    imports = [s for s in given if isinstance(s, ast.Import | ast.ImportFrom)] if helpers else []
+    setup = [ast.unparse(s) for s in imports + helpers + [s for s in module.body if s is not check]]
     rename = _Rename(param, entry_point)
     return setup + [ast.unparse(rename.visit(s)) for s in body]
 

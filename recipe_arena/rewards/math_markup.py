@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from recipe_arena.rewards.ifeval_lookalikes import bare_letters, small_capitals
 from recipe_arena.rewards.math_unicode import ascii_shown, read_as_latex
+from recipe_arena.rewards.text import shown_text
 
 _READ_BEFORE = re.compile(r"\\mathrm\{([dT])\}|\{\\rm (d)\}|\\mathrm\{th\}|\\text\s*\{\s*\}")
 """What math-verify rewrites before it looks for units: an upright d or T is the letter
@@ -120,11 +121,11 @@ def _unit_char(c: str) -> bool:
 
 
 def _shown_words(text: str) -> str:
-    """``text`` as a reader reads its words: without format characters, NFKC (fullwidth
-    letters as letters), marks dropped and look-alikes as Latin letters (``bare_letters``:
-    ``th\\u00f3usand``, ``t\\u029cousand`` and ``th\\u043eusand`` are "thousand")."""
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    return small_capitals(bare_letters(unicodedata.normalize("NFKC", text)))
+    """``text`` as a reader reads its words: as IFEval's checks see it (``shown_text``:
+    NFKC, so fullwidth letters as letters, and what is drawn as nothing dropped), marks
+    dropped and look-alikes as Latin letters (``bare_letters``: ``th\\u00f3usand``,
+    ``t\\u029cousand`` and ``th\\u043eusand`` are "thousand")."""
+    return small_capitals(bare_letters(shown_text(text)))
 
 
 def dropped_unit(pred: str) -> str | None:

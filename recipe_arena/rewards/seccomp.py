@@ -22,7 +22,7 @@ import struct
 # families in ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK,
 # AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT, and an AF_INET or AF_INET6
 # socket for the protocols in ``INET_PROTOCOLS`` only (others get EPROTONOSUPPORT).
-# ``ioctl`` is refused with TIOCSETD only (``TIOCSETD``).
+# ``ioctl`` is refused for one request only, ``TIOCSETD``.
 _DENY = [
     "shmget",
     "msgget",
