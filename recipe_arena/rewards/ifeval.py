@@ -236,9 +236,9 @@ lower numeral sign ``͵``, the modifier letter low acute accent ``ˏ``, the Lisu
 ``ꓹ`` and ``ꓻ``, the low comma ornament ``❟``, the Arabic date and decimal separators
 ``؍`` and ``٫``, which Unicode's confusables list as commas, and the combining comma
 below, drawn as a comma under its letter or a space (NFKC composes it into ``ș`` and
-``ț``, so one left is drawn apart); the cedilla ``¸`` is ``_SPACING_CEDILLA``), read as ``,`` by ``punctuation:no_comma`` only: "any commas" is
-any of them, while other checks (``json_format``) keep reading them as the marks they
-are."""
+``ț``, so one left is drawn apart); the cedilla ``¸`` is ``_SPACING_CEDILLA``), read
+as ``,`` by ``punctuation:no_comma`` only: "any commas" is any of them, while other
+checks (``json_format``) keep reading them as the marks they are."""
 
 
 _SPACING_CEDILLA = " \u0327"
