@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards.text import RewardResult, answer_text, is_blank
+from recipe_arena.rewards.text import RewardResult, answer_text, is_blank, unseen
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_JUDGED_CHARS = 4000
@@ -109,8 +109,8 @@ def _joins(c: str) -> bool:
 
 def _drawn_beside(text: str, i: int, step: int) -> str:
     """The character drawn next to position ``i`` of ``text`` (before it for ``step`` -1,
-    from it for 1), past combining marks and format characters (zero-width spaces and
-    joiners, drawn as nothing); ``""`` at either end."""
+    from it for 1), past combining marks and what is drawn as nothing
+    (``_unseen_or_mark``); ``""`` at either end."""
     j = i - 1 if step < 0 else i
     while 0 <= j < len(text) and _unseen_or_mark(text[j]):
         j += step
@@ -118,10 +118,15 @@ def _drawn_beside(text: str, i: int, step: int) -> str:
 
 
 def _unseen_or_mark(c: str) -> bool:
-    """Whether ``c`` is a combining mark or a format character: drawn on the character
-    before it, or as nothing."""
-    cat = unicodedata.category(c)
-    return cat[0] == "M" or cat == "Cf"
+    """Whether ``c`` is drawn on the character before it (a combining mark) or as nothing,
+    as IFEval reads an answer (``text.unseen``: format characters but the drawn ones,
+    control characters other than whitespace, the other default-ignorable code points).
+    A control character between two letters parts no word a reader sees:
+    ``aaaa\x01score10`` and ``winnera\x01bbbb`` copied by a judge cut at its cap read
+    1.0 and "Winner: A" while format characters there (``\u200b``) were refused. The
+    drawn format characters (``۝``) are drawn, as a ``*`` or a space is, and part a
+    label from a word as those do."""
+    return unicodedata.category(c)[0] == "M" or unseen(c)
 
 
 Chat = list[dict[str, str]]

@@ -62,12 +62,12 @@ def is_blank(text: str) -> bool:
     base, control characters, default-ignorable code points and blank signs. Such an
     answer is empty to every verifier."""
     return all(
-        c.isspace() or c in _BLANK_SIGNS or _unseen(c) or unicodedata.category(c) in ("Mn", "Me")
+        c.isspace() or c in _BLANK_SIGNS or unseen(c) or unicodedata.category(c) in ("Mn", "Me")
         for c in text
     )
 
 
-def _unseen(c: str) -> bool:
+def unseen(c: str) -> bool:
     """Whether ``c`` is drawn as nothing and parts nothing: a format character (but for
     the drawn ones, ``_DRAWN_FORMAT``), a control character other than whitespace
     (``\\x01``, ``\\x7f``, and the information separators ``\\x1c``-``\\x1f``, which
@@ -107,7 +107,7 @@ def shown_text(text: str) -> str:
     """``text`` as a reader sees it, for checks that look for characters or count words:
     compatibility forms folded to their plain letters and signs (NFKC: fullwidth ``ｌｏｖｅ``
     and ``，``, the one-dot leader ``․`` as ``.``), a low quotation mark ``‚`` as a comma,
-    the blank signs as spaces, and what is drawn as nothing (``_unseen``: zero-width
+    the blank signs as spaces, and what is drawn as nothing (``unseen``: zero-width
     spaces and joiners, soft hyphens, control characters, the combining grapheme joiner,
     variation selectors) dropped. Without it ``lo\\u200bve`` passes a check that forbids "love",
     ``big‚ blue`` one that forbids commas, and words joined by a Hangul filler count as
@@ -117,4 +117,4 @@ def shown_text(text: str) -> str:
     drawn = visual_order(text)
     folded = "\u2026".join(unicodedata.normalize("NFKC", p) for p in drawn.split("\u2026"))
     folded = folded.translate(_SHOWN_AS)
-    return "".join(c for c in folded if not _unseen(c))
+    return "".join(c for c in folded if not unseen(c))
