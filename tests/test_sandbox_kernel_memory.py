@@ -127,3 +127,48 @@ def test_an_inet_socket_names_only_tcp_or_udp() -> None:
     got = check_code(tests, fenced(PROTOCOLS), True, Limits(wall_s=20.0))
     record("escape", 1, int(got[0] == 1.0))
     assert got == (1.0, "passed 3/3"), got
+
+
+INODES = """
+import os
+def made():
+    # files, folders, symbolic and hard links in its folder (its tmpfs) until one is
+    # refused, at most 20,000
+    open('f', 'w').close()
+    makers = [
+        lambda n: os.mknod('n%d' % n),
+        lambda n: os.mkdir('d%d' % n),
+        lambda n: os.symlink('f', 's%d' % n),
+        lambda n: os.link('f', 'h%d' % n),
+    ]
+    n = 1
+    try:
+        while n < 20000:
+            makers[n % 4](n)
+            n += 1
+    except OSError as e:
+        return (n, e.errno)
+    return (n, 0)
+def written():
+    # a file's pages are still there once the inodes are spent
+    with open('f', 'wb') as f:
+        return f.write(b'x' * (1 << 20))
+"""
+
+
+@needs_full
+def test_tmp_holds_a_bounded_number_of_inodes() -> None:
+    """A program creates empty files, folders and links in its folder, ``/tmp``, in a
+    loop: tmpfs keeps each in about 1 KB of kernel memory that neither RLIMIT_AS nor
+    the 64 MB size of the tmpfs counts (an ``os.mknod`` loop for the 10 s limit held 1.16 to 1.28 GB more
+    slab of the host's; the tmpfs's default inode count is half the host's pages). The
+    tests assert that the 4096 inodes of ``Limits.tmp_inodes`` bound it: the root folder
+    takes one and the file ``f`` another, so the loop makes inodes 3 to 4096, 4094
+    entries (``n`` 1 to 4094, a hard link counted as one), then ENOSPC, errno 28, at
+    ``n`` = 4095 (before: ``(20000, 0)``, every entry made); and a 1 MB write into ``f``
+    still works, 1048576 bytes. The program scores 1.0 only when its tmpfs is capped
+    in inodes, 0.0 before."""
+    tests = ["assert made() == (4095, 28)", "assert written() == 1 << 20"]
+    got = check_code(tests, fenced(INODES), True, Limits(wall_s=20.0))
+    record("resources", 1, int(got[0] == 1.0))
+    assert got == (1.0, "passed 2/2"), got

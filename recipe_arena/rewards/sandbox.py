@@ -6,7 +6,8 @@ Modes, strongest first (chosen once per process by probing what works):
   Debian): a new mount, PID, network, IPC, UTS and cgroup namespace. The root is an
   empty read-only tree holding only the interpreter, its shared libraries and its
   standard library (read-only), a fresh ``/proc`` of the sandbox's own PID namespace,
-  a minimal ``/dev`` and a size-capped tmpfs ``/tmp`` as the only writable place.
+  a minimal ``/dev`` and a tmpfs ``/tmp`` capped in size and in inodes as the only
+  writable place.
   No network (a down loopback of its own; host Unix sockets are not in the tree).
   The program runs under an unused uid with no capabilities, one process (it cannot
   fork or start threads: RLIMIT_NPROC binds for a non-root uid), so its memory is
@@ -101,6 +102,9 @@ class Limits:
     nofile: int = 64
     tmpfs_mb: int = 64
     """Size of the writable /tmp (``bwrap`` modes)."""
+    tmp_inodes: int = 4096
+    """Files, folders and links /tmp may hold at once (``bwrap`` mode): tmpfs keeps each
+    in about 1 KB of kernel memory that neither RLIMIT_AS nor ``tmpfs_mb`` counts."""
     allow_weak: bool = False
     """Run even when the sandbox is weaker than ``bwrap`` (see MISSING)."""
 
@@ -130,10 +134,12 @@ def isolation_mode() -> str:
     if bwrap_path() is None:
         return "none"
     mode = "bwrap" if os.geteuid() == 0 else "bwrap_user"
+    tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_") if mode == "bwrap" else None
     try:
         with _seccomp_fd() as fd:
+            argv = [*_bwrap_argv(mode, Limits(), seccomp_fd=fd, tmp_dir=tmp), *_python()]
             probe = subprocess.run(
-                [*_bwrap_argv(mode, Limits(), seccomp_fd=fd), *_python(), "-c", "pass"],
+                [*(_tmp_launcher(Limits(), tmp) if tmp else []), *argv, "-c", "pass"],
                 capture_output=True,
                 timeout=20,
                 pass_fds=() if fd is None else (fd,),
@@ -141,6 +147,9 @@ def isolation_mode() -> str:
         ok = probe.returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         ok = False
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
     return mode if ok else "none"
 
 
@@ -230,11 +239,17 @@ def _tree() -> tuple[str, ...]:
 
 
 def _bwrap_argv(
-    mode: str, lim: Limits, harness_fd: int | None = None, seccomp_fd: int | None = None
+    mode: str,
+    lim: Limits,
+    harness_fd: int | None = None,
+    seccomp_fd: int | None = None,
+    tmp_dir: str | None = None,
 ) -> list[str]:
     """bwrap's arguments. The harness is copied in from ``harness_fd`` (``--file``), not
     bound: a bind mount would show its host path (the cache folder, hence the home
-    folder) in the sandbox's /proc/self/mountinfo."""
+    folder) in the sandbox's /proc/self/mountinfo. ``tmp_dir``: a tmpfs that
+    ``_MOUNT_TMP`` mounted, bound as /tmp (its own root, so mountinfo shows no host
+    path); None: bubblewrap's own tmpfs, which it can size but not cap in inodes."""
     bwrap = bwrap_path()
     assert bwrap is not None
     ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
@@ -253,12 +268,41 @@ def _bwrap_argv(
         *(["--perms", "0444", "--file", str(harness_fd), HARNESS_INSIDE] if harness_fd else []),
         "--proc", "/proc",
         "--dev", "/dev",
-        "--perms", "1777", "--size", str(lim.tmpfs_mb << 20), "--tmpfs", "/tmp",
+        *(["--bind", tmp_dir, "/tmp"] if tmp_dir else _own_tmpfs(lim)),
         "--remount-ro", "/",
         "--chdir", "/tmp",
         "--clearenv", "--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", "/usr/bin",
         "--",
     ]  # fmt: skip
+
+
+def _own_tmpfs(lim: Limits) -> list[str]:
+    """bubblewrap's own /tmp (``bwrap_user`` mode: no mount of our own without root)."""
+    return ["--perms", "1777", "--size", str(lim.tmpfs_mb << 20), "--tmpfs", "/tmp"]
+
+
+_MOUNT_TMP = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def ok(r, what):
+    if r != 0:
+        e = ctypes.get_errno()
+        sys.exit(f"sandbox /tmp: {what}: {os.strerror(e)}")
+ok(libc.unshare(0x20000), "unshare")  # CLONE_NEWNS
+ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "private")  # MS_REC|MS_PRIVATE
+ok(libc.mount(b"tmpfs", sys.argv[1].encode(), b"tmpfs", 2 | 4, sys.argv[2].encode()), "mount")
+os.execv(sys.argv[3], sys.argv[3:])  # MS_NOSUID|MS_NODEV above, as bubblewrap's tmpfs
+"""
+"""Run before bubblewrap (``bwrap`` mode, as root): in a mount namespace of its own,
+mount a tmpfs capped in size and in inodes (``nr_inodes``, which bubblewrap 0.8 cannot
+set) on an empty host folder, then become bubblewrap, which binds it as /tmp. The
+mount is seen by no other process and goes with the sandbox's last process."""
+
+
+def _tmp_launcher(lim: Limits, folder: str) -> list[str]:
+    """The ``_MOUNT_TMP`` prefix of the command line, for a tmpfs on ``folder``."""
+    opts = f"size={lim.tmpfs_mb << 20},nr_inodes={lim.tmp_inodes},mode=1777"
+    return [*_python(), "-c", _MOUNT_TMP, folder, opts]
 
 
 _RUNS = itertools.count()
@@ -311,8 +355,9 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
     }
     harness = _harness_file()
     tmp = None
-    if iso == "none":
+    if iso != "bwrap_user":  # none: the program's folder; bwrap: where /tmp's tmpfs goes
         tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_")
+    if iso == "none":
         argv = [*_python(), harness, json.dumps(spec)]
     with contextlib.ExitStack() as stack:
         fds: tuple[int, ...] = ()
@@ -320,15 +365,17 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
             fd = stack.enter_context(_seccomp_fd())
             hfd = os.open(harness, os.O_RDONLY | os.O_CLOEXEC)
             stack.callback(os.close, hfd)
-            argv = [*_bwrap_argv(iso, lim, hfd, fd), *_python(), HARNESS_INSIDE]
+            argv = [*_bwrap_argv(iso, lim, hfd, fd, tmp), *_python(), HARNESS_INSIDE]
             argv.append(json.dumps(spec))
+            if tmp:
+                argv[:0] = _tmp_launcher(lim, tmp)
             fds = (hfd,) if fd is None else (hfd, fd)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=tmp or "/",
+            cwd=tmp if iso == "none" else "/",
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             start_new_session=True,
             pass_fds=fds,
