@@ -81,8 +81,11 @@ def _own_word(text: str, m: re.Match[str], glued_end: str) -> bool:
     (``_joins``) or ``_`` drawn before it; written against its value, no digit before
     it and no letter, digit, ``_`` or character of ``glued_end`` after its value;
     written apart from it, no ``_`` after its value, nor a letter reached past a
-    character outside ASCII (``Score: 10éé``, ``score:10\u200baa``; ``Score: 10tie``,
-    as the micro judge writes it, is read)."""
+    character outside ASCII (``Score: 10éé``, ``score:10\u200baa``), and, where a digit
+    is drawn before it or a letter after its value, a space before its value: a judge's
+    copy of an answer's last word ``score:10aaaa`` or ``0000score:10``, cut at its token
+    cap, read 1.0, while ``Score: 10tie`` and ``0741Score: 0``, as the micro judge
+    writes them, are read."""
     before = _drawn_beside(text, m.start(), -1)
     after = _drawn_beside(text, m.end(1), 1)
     if _joins(before) or after == "_":
@@ -90,7 +93,9 @@ def _own_word(text: str, m: re.Match[str], glued_end: str) -> bool:
     if text[m.start(1) - 1].isalpha():  # the label touches its value
         glued_after = _joins(after) or after.isdigit() or (after != "" and after in glued_end)
         return not (before.isdigit() or glued_after)
-    return not (_joins(after) and not text[m.end(1)].isascii())
+    if _joins(after) and not text[m.end(1)].isascii():
+        return False
+    return text[m.start(1) - 1].isspace() or not (before.isdigit() or _joins(after))
 
 
 _SPACELESS = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER"})
