@@ -118,7 +118,22 @@ _CAPITALS = str.maketrans("ɢɪɴʀʏʙʜʟᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠ�
 letters), each to its capital."""
 
 
+_REGIONAL = {0x1F1E6 + k: ord("A") + k for k in range(26)}
+"""The regional indicator symbols ``🇦``-``🇿``, each to its capital: symbols to Unicode,
+drawn as boxed capitals where two of them make no flag or a character drawn as nothing
+(dropped by ``shown_text``) parts them, so ``I 🇱🇴🇻\u200b🇪 the sea`` passed "do not
+use the word love". Here a flag's two are read as capitals too (``🇺🇸`` is "US" to "do
+not use the word us"); the case checks keep flags (``small_capitals``)."""
+
+_DRAWN_LATIN = str.maketrans("ɛєεвнт", "eeeBHT")
+"""Letters drawn as a Latin letter that Unicode's confusables do not list with one: the
+open e ``ɛ``, the Ukrainian ``є`` and the Greek ``ε``, drawn as a round ``e`` (``I lovɛ
+the sea`` passed "do not use the word love"); and the Cyrillic ``в н т``, which it lists
+with the small capitals ``ʙ ʜ ᴛ`` (``_CAPITALS``), as those capitals."""
+
+
 _AS_LATIN = {**_CAPITALS, **_CHEROKEE_SMALL, **_CONFUSABLE, **_LISU, **_LATIN}
+_AS_LATIN |= {**_REGIONAL, **_DRAWN_LATIN}
 """Every look-alike ``latin_lookalikes`` reads, in one table: where two tables read a
 character, the later one's reading (``_LATIN`` first)."""
 
@@ -132,13 +147,41 @@ so ``the sea is ᗰᗅᗪ`` passed "all lowercase", ``THE SEA IS ᑲIG`` "all ca
 
 def small_capitals(text: str) -> str:
     """``text`` with Latin small capitals and the Lisu letters drawn as capitals read as
-    capitals (``ᴛʜᴇ`` -> ``THE``, ``ꓚꓮꓔ`` -> ``CAT``), the confusable letters without
+    capitals (``ᴛʜᴇ`` -> ``THE``, ``ꓚꓮꓔ`` -> ``CAT``), regional indicators that make no
+    flag as capitals (``_letters_or_flag``: ``the sea is 🇧🇮🇬``, the flag of Burundi
+    and a boxed ``G``, passed "all lowercase"), the confusable letters without
     case as the Latin letters they are drawn as (``_UNCASED``), and without the combining
     ypogegrammeni (U+0345), the one combining mark Unicode counts as a lowercase letter:
     drawn as a small iota under a capital, it made ``SEA\u0345`` no capitalised word,
     so four capitalised words passed "less than 2"."""
     drawn = text.translate(_CAPITALS).translate(_LISU).translate(_UNCASED)
-    return drawn.replace("\u0345", "")
+    return _REGIONAL_RUN.sub(_letters_or_flag, drawn.replace("\u0345", ""))
+
+
+_FLAG_CODES = """
+    AC AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM
+    BN BO BQ BR BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CP CR CU CV CW CX
+    CY CZ DE DG DJ DK DM DO DZ EA EC EE EG EH ER ES ET EU FI FJ FK FM FO FR GA GB GD GE
+    GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU IC ID IE IL IM IN IO
+    IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU
+    LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE
+    NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS
+    RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TA TC TD TF TG
+    TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM UN US UY UZ VA VC VE VG VI VN VU WF WS
+    XK YE YT ZA ZM ZW
+"""
+_FLAGS = frozenset(_FLAG_CODES.split())
+"""The pairs of regional indicators drawn as a flag (Unicode's emoji flag sequences: the
+ISO 3166 regions and AC, CP, DG, EA, EU, IC, TA, UN, XK)."""
+
+_REGIONAL_RUN = re.compile("[\U0001f1e6-\U0001f1ff]{1,2}")
+
+
+def _letters_or_flag(m: re.Match[str]) -> str:
+    """Two regional indicators (or a last one alone) as they are drawn: a flag as it is,
+    else as capitals (``🇧🇮🇬`` shows the flag of Burundi and a boxed ``G``)."""
+    letters = m.group().translate(_REGIONAL)
+    return m.group() if letters in _FLAGS else letters
 
 
 _SPACES = re.compile(r"[^\S\n]+")
