@@ -181,8 +181,11 @@ one). None is a character the micro policy writes."""
 
 def _lines(text: str) -> str:
     """``text`` with every line break as ``\\n`` and a paragraph separator as a blank line
-    (``_BREAKS``); a carriage return and line feed together are one break."""
-    return text.replace("\r\n", "\n").translate(_BREAKS)
+    (``_BREAKS``); a carriage return and line feed together are one break. A soft hyphen
+    that ends a line is drawn there, as ``-`` (elsewhere it is drawn as nothing and
+    ``shown_text`` drops it): ``lo\\u00ad\\nve`` shows a word hyphenated across the
+    line."""
+    return text.replace("\r\n", "\n").translate(_BREAKS).replace("\u00ad\n", "-\n")
 
 
 def _read(text: str) -> str:

@@ -217,8 +217,9 @@ def _two_responses(text: str) -> str:
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
     """How instruction ``iid`` (built with ``args``) reads an answer a second time, which it
     must follow too: with look-alikes as Latin letters and without the diacritics on
-    Latin letters (``bare_letters``) when it forbids a word or caps a count
-    (``forbids``) or asks for two different responses (``А`` and ``A`` are one answer
+    Latin letters (``bare_letters``), and words hyphenated across a line joined
+    (``_forbidding``), when it forbids a word or caps a count (``forbids``); the first
+    two when it asks for two different responses (``А`` and ``A`` are one answer
     drawn twice, and so are ``small`` and ``smal\u0301l``, and two responses that differ
     only in their spacing: ``same_spacing``); with small capitals as capitals and
     uncased look-alikes as the letters they are drawn as (``small_capitals``) under
@@ -230,8 +231,21 @@ def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str
     if iid == "combination:two_responses":
         return _two_responses
     if forbids(iid, args):
-        return bare_letters
+        return _forbidding
     return None
+
+
+_LINE_HYPHEN = re.compile("(?<=[^\\W\\d_])[-\u2010]\n[^\\S\n]*(?=[^\\W\\d_])")
+"""A hyphen that ends a line between two letters, and the line break (and indent) after
+it: a word hyphenated across the line, one word to a reader."""
+
+
+def _forbidding(text: str) -> str:
+    """How an instruction that forbids a word or caps a count reads an answer a second
+    time: look-alikes as Latin letters, without diacritics (``bare_letters``), and a word
+    hyphenated across a line break as one word (``_LINE_HYPHEN``): ``I lo-\\nve the sea``
+    passed "do not use the word love"."""
+    return _LINE_HYPHEN.sub("", bare_letters(text))
 
 
 _CASE_CHECKS = frozenset({"change_case:english_lowercase", "change_case:english_capital"})
