@@ -70,8 +70,9 @@ ESCAPES: dict[str, Attack] = {
         import os
         def readable():
             out = []
-            for p in ('/etc/passwd', '/etc/hostname', '/work', '/home', '/var', '/sys/kernel',
-                      '/root/.bashrc', '/proc/1/environ', '{HOST_DIR}/tests.jsonl', '/run'):
+            for p in ('/etc/passwd', '/etc/hostname', '/work', '/home', '/var/lib', '/var/log',
+                      '/sys/kernel', '/root/.bashrc', '/proc/1/environ', '{HOST_DIR}/tests.jsonl',
+                      '/run'):
                 try:
                     if os.path.isdir(p):
                         os.listdir(p)
@@ -91,7 +92,7 @@ ESCAPES: dict[str, Attack] = {
         import os, sys
         def writable():
             out = []
-            for d in ('/', '/usr', '/var/tmp', '/run/lock', '/dev/shm', '/root', '/proc/sys/kernel',
+            for d in ('/', '/usr', '/var', '/run/lock', '/dev/shm', '/root', '/proc/sys/kernel',
                       os.path.dirname(os.__file__), '/lib', '/dev'):
                 try:
                     with open(os.path.join(d, 'w_{MARK}'), 'wb') as f:
@@ -245,7 +246,7 @@ RESOURCES: dict[str, Attack] = {
             total = 0
             try:
                 for i in range(400):
-                    with open(f'/tmp/f{i}', 'wb') as f:
+                    with open(f'f{i}', 'wb') as f:  # its folder: its own tmpfs
                         f.write(b'0' * (1 << 20))
                     total += 1
             except OSError:
@@ -257,7 +258,7 @@ RESOURCES: dict[str, Attack] = {
     ),
     "one_huge_file": Attack(
         "resources",
-        "def wrote():\n    try:\n        open('/tmp/big', 'wb').write(b'0' * (20 << 20))\n"
+        "def wrote():\n    try:\n        open('big', 'wb').write(b'0' * (20 << 20))\n"
         "        return 'yes'\n    except OSError:\n        return 'no'",
         ("assert wrote() == 'no'",),
         want=1.0,

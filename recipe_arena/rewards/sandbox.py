@@ -6,8 +6,9 @@ Modes, strongest first (chosen once per process by probing what works):
   Debian): a new mount, PID, network, IPC, UTS and cgroup namespace. The root is an
   empty read-only tree holding only the interpreter, its shared libraries and its
   standard library (read-only), a fresh ``/proc`` of the sandbox's own PID namespace,
-  a minimal ``/dev`` and a tmpfs ``/tmp`` capped in size and in inodes as the only
-  writable place.
+  a minimal ``/dev`` and tmpfs capped in size and in inodes as the only writable places:
+  with assert tests ``/tmp`` is the check side's (mode 0700) and ``/var/tmp`` the
+  program's, for stdin/stdout pairs ``/tmp`` is the program's.
   No network (a down loopback of its own; host Unix sockets are not in the tree).
   The program runs under an unused uid with no capabilities, one process (it cannot
   fork or start threads: RLIMIT_NPROC binds for a non-root uid), so its memory is
@@ -139,7 +140,7 @@ def isolation_mode() -> str:
         with _seccomp_fd() as fd:
             argv = [*_bwrap_argv(mode, Limits(), seccomp_fd=fd, tmp_dir=tmp), *_python()]
             probe = subprocess.run(
-                [*(_tmp_launcher(Limits(), tmp) if tmp else []), *argv, "-c", "pass"],
+                [*(_tmp_launcher(Limits(), [(tmp, None)]) if tmp else []), *argv, "-c", "pass"],
                 capture_output=True,
                 timeout=20,
                 pass_fds=() if fd is None else (fd,),
@@ -244,12 +245,15 @@ def _bwrap_argv(
     harness_fd: int | None = None,
     seccomp_fd: int | None = None,
     tmp_dir: str | None = None,
+    scratch: str | None = None,
 ) -> list[str]:
     """bwrap's arguments. The harness is copied in from ``harness_fd`` (``--file``), not
     bound: a bind mount would show its host path (the cache folder, hence the home
     folder) in the sandbox's /proc/self/mountinfo. ``tmp_dir``: a tmpfs that
     ``_MOUNT_TMP`` mounted, bound as /tmp (its own root, so mountinfo shows no host
-    path); None: bubblewrap's own tmpfs, which it can size but not cap in inodes."""
+    path); None: bubblewrap's own tmpfs, which it can size but not cap in inodes.
+    ``scratch``: a second such tmpfs, bound as /var/tmp, the program's own while /tmp is
+    the check side's (``run_harness``)."""
     bwrap = bwrap_path()
     assert bwrap is not None
     ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
@@ -269,8 +273,9 @@ def _bwrap_argv(
         "--proc", "/proc",
         "--dev", "/dev",
         *(["--bind", tmp_dir, "/tmp"] if tmp_dir else _own_tmpfs(lim)),
+        *(["--perms", "0755", "--dir", "/var", "--bind", scratch, "/var/tmp"] if scratch else []),
         "--remount-ro", "/",
-        "--chdir", "/tmp",
+        "--chdir", "/" if tmp_dir else "/tmp",  # a side's own folder may be 0700
         "--clearenv", "--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", "/usr/bin",
         "--",
     ]  # fmt: skip
@@ -290,19 +295,28 @@ def ok(r, what):
         sys.exit(f"sandbox /tmp: {what}: {os.strerror(e)}")
 ok(libc.unshare(0x20000), "unshare")  # CLONE_NEWNS
 ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "private")  # MS_REC|MS_PRIVATE
-ok(libc.mount(b"tmpfs", sys.argv[1].encode(), b"tmpfs", 2 | 4, sys.argv[2].encode()), "mount")
-os.execv(sys.argv[3], sys.argv[3:])  # MS_NOSUID|MS_NODEV above, as bubblewrap's tmpfs
+n = int(sys.argv[1])
+for folder, opts in zip(sys.argv[2 : 2 + 2 * n : 2], sys.argv[3 : 3 + 2 * n : 2]):
+    ok(libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 2 | 4, opts.encode()), "mount")
+os.execv(sys.argv[2 + 2 * n], sys.argv[2 + 2 * n :])  # MS_NOSUID|MS_NODEV: as bubblewrap's
 """
 """Run before bubblewrap (``bwrap`` mode, as root): in a mount namespace of its own,
 mount a tmpfs capped in size and in inodes (``nr_inodes``, which bubblewrap 0.8 cannot
-set) on an empty host folder, then become bubblewrap, which binds it as /tmp. The
-mount is seen by no other process and goes with the sandbox's last process."""
+set) on each of empty host folders, then become bubblewrap, which binds them. The
+mounts are seen by no other process and go with the sandbox's last process."""
 
 
-def _tmp_launcher(lim: Limits, folder: str) -> list[str]:
-    """The ``_MOUNT_TMP`` prefix of the command line, for a tmpfs on ``folder``."""
-    opts = f"size={lim.tmpfs_mb << 20},nr_inodes={lim.tmp_inodes},mode=1777"
-    return [*_python(), "-c", _MOUNT_TMP, folder, opts]
+def _tmp_launcher(lim: Limits, mounts: list[tuple[str, int | None]]) -> list[str]:
+    """The ``_MOUNT_TMP`` prefix of the command line: a tmpfs on each folder of
+    ``mounts``, owned by its uid with mode 0700 (None: root's, 1777)."""
+    size = f"size={lim.tmpfs_mb << 20},nr_inodes={lim.tmp_inodes}"
+    args = [*_python(), "-c", _MOUNT_TMP, str(len(mounts))]
+    for folder, uid in mounts:
+        args += [
+            folder,
+            f"{size},mode=1777" if uid is None else f"{size},mode=700,uid={uid},gid={uid}",
+        ]
+    return args
 
 
 _RUNS = itertools.count()
@@ -355,8 +369,14 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
     }
     harness = _harness_file()
     tmp = None
-    if iso != "bwrap_user":  # none: the program's folder; bwrap: where /tmp's tmpfs goes
+    if iso != "bwrap_user":  # none: the program's folder; bwrap: where its tmpfs go
         tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_")
+    # In bwrap mode with assert tests /tmp is the check side's (0700): a file the tests
+    # write there is out of the program's reach, which cannot plant one or a link at a
+    # path they write later either; the program's own tmpfs is /var/tmp (its folder,
+    # and where ``tempfile`` looks next). For stdin/stdout pairs /tmp is the program's.
+    split = iso == "bwrap" and mode == "asserts"
+    spec["cwd_p"] = "/var/tmp" if split else "/tmp" if iso == "bwrap" else None
     if iso == "none":
         argv = [*_python(), harness, json.dumps(spec)]
     with contextlib.ExitStack() as stack:
@@ -365,10 +385,15 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
             fd = stack.enter_context(_seccomp_fd())
             hfd = os.open(harness, os.O_RDONLY | os.O_CLOEXEC)
             stack.callback(os.close, hfd)
-            argv = [*_bwrap_argv(iso, lim, hfd, fd, tmp), *_python(), HARNESS_INSIDE]
-            argv.append(json.dumps(spec))
-            if tmp:
-                argv[:0] = _tmp_launcher(lim, tmp)
+            mounts: list[tuple[str, int | None]] = [(tmp, None)] if tmp else []
+            if split and tmp:  # /tmp the check side's, /var/tmp the program's
+                mounts = [(os.path.join(tmp, "c"), uid_c), (os.path.join(tmp, "p"), uid_p)]
+            for folder, _ in mounts:
+                os.makedirs(folder, exist_ok=True)
+            argv = [*_bwrap_argv(iso, lim, hfd, fd, *[f for f, _ in mounts]), *_python()]
+            argv += [HARNESS_INSIDE, json.dumps(spec)]
+            if mounts:
+                argv[:0] = _tmp_launcher(lim, mounts)
             fds = (hfd,) if fd is None else (hfd, fd)
         proc = subprocess.Popen(
             argv,

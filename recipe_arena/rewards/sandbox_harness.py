@@ -99,7 +99,7 @@ def main() -> None:
     lim = spec["limits"]
     if spec["mode"] == "io":
         _become(spec["uid_p"], lim, spec["nproc"])
-        os.chdir("/tmp" if spec["uid_p"] is not None else os.getcwd())
+        os.chdir(spec.get("cwd_p") or os.getcwd())
         _run_io()
         return
     to_p_r, to_p_w = os.pipe()
@@ -115,6 +115,7 @@ def main() -> None:
             os.closerange(lo + 1, hi)
             os.closerange(hi + 1, 1 << 20)
             _become(spec["uid_p"], lim, spec["nproc"])
+            os.chdir(spec.get("cwd_p") or os.getcwd())  # its own folder (sandbox.py)
             _program_side(os.fdopen(to_p_r, "rb"), os.fdopen(from_p_w, "wb"))
         finally:
             os._exit(0)
