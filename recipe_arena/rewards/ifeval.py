@@ -317,6 +317,26 @@ Arabic five pointed star ``٭`` and the Old Italic ess ``𐌟`` (drawn as ``*``)
 ``***``: three paragraphs parted by ``∗∗∗``, a divider to a reader, were one and passed
 "exactly 1 paragraph"."""
 
+_DRAWN_STOPS = re.compile("[\u0294\u0241\u0242\u2d51\u13ae\uab7e\u0660\u06f0](?=\\s|$)")
+"""Letters and digits of other scripts drawn as a stop: the glottal stops ``ʔ Ɂ ɂ`` and
+the Cherokee ``Ꭾ ꭾ`` drawn as ``?``, the Tifinagh ``ⵑ`` drawn as ``!``, the Arabic-Indic
+zeros ``٠ ۰`` drawn as ``.``; read as a stop by ``length_constraints:number_sentences``
+where one ends a Latin word (``_stop_after_latin``): three sentences ended by ``ʔ`` or
+``٠`` passed "less than 2 sentences"."""
+
+
+def _stop_after_latin(text: str, m: re.Match[str]) -> str:
+    """``. `` for the look-alike stop ``m`` (``_DRAWN_STOPS``, followed by a space or the
+    end) drawn after a Latin letter or an ASCII digit, as a stop ends a word there; as
+    it is elsewhere, where it is a letter or a digit of its own script (a word of
+    Nuu-chah-nulth or Tamazight, an Arabic number)."""
+    before = text[m.start() - 1] if m.start() else ""
+    latin = (before.isascii() and before.isalnum()) or unicodedata.name(before, "").startswith(
+        "LATIN "
+    )
+    return ". " if latin else m.group()
+
+
 _READ_AS = {
     "punctuation:no_comma": _COMMAS,
     "length_constraints:number_sentences": _STOPS,
@@ -331,8 +351,8 @@ def _as_checked(iid: str, text: str) -> str:
     ``-`` and ``*`` for the bullet count (``_DASH_BULLETS``, ``_STAR_BULLETS``);
     asterisks drawn otherwise as ``*`` for the paragraph count (``_ASTERISKS``); lines
     of spaces as blank lines for the paragraphs' first word (``_BLANK_LINES``); other
-    scripts' full stops as ``. `` for ``length_constraints:number_sentences``
-    (``_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
+    scripts' full stops, and letters drawn as a stop after a Latin word, as ``. `` for
+    ``length_constraints:number_sentences`` (``_STOPS``, ``_DRAWN_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
     after the cedilla ``¸``, a space and a mark, is read as a comma), or on more than
     that for the sentence and word counts (``_MARKS_DROPPED``)."""
     if iid == "punctuation:no_comma":
@@ -341,6 +361,8 @@ def _as_checked(iid: str, text: str) -> str:
         text = _STAR_BULLETS.sub(r"\1*", _DASH_BULLETS.sub(r"\1-", text))
     if iid == "length_constraints:nth_paragraph_first_word":
         text = _BLANK_LINES.sub("\n", text)
+    if iid == "length_constraints:number_sentences":
+        text = _DRAWN_STOPS.sub(lambda m: _stop_after_latin(text, m), text)
     table = _READ_AS.get(iid)
     text = text.translate(table) if table else text
     return _without_marks(text, _MARKS_DROPPED.get(iid, _on_nothing))
