@@ -190,8 +190,17 @@ def _lines(text: str) -> str:
 
 def _read(text: str) -> str:
     """``text`` as every checker reads it: line breaks as ``\\n`` (``_lines``), then as
-    shown (``text_bidi``, ``shown_text``)."""
-    return shown_text(_lines(text))
+    shown (``text_bidi``, ``shown_text``), the Ogham space mark as the dash it is drawn
+    as (``_OGHAM_SPACE``)."""
+    return shown_text(_lines(text)).replace(_OGHAM_SPACE, "\u2014")
+
+
+_OGHAM_SPACE = "\u1680"
+"""The Ogham space mark: white space to Unicode and to Python's ``strip``, which the
+checkers of ``startend:end_checker`` and ``startend:quotation`` apply, but drawn as a
+horizontal stroke (Ogham's stem line), so ``Hi. The end.\u1680\u1680\u1680``, showing
+strokes after the end phrase, passed "end with The end.", and ``"Hi."\u1680`` passed
+"wrap the answer in double quotes". Read as an em dash ``—``, which it is drawn like."""
 
 
 def _read_arg(value: str) -> str:

@@ -125,6 +125,13 @@ drawn as boxed capitals where two of them make no flag or a character drawn as n
 use the word love". Here a flag's two are read as capitals too (``🇺🇸`` is "US" to "do
 not use the word us"); the case checks keep flags (``small_capitals``)."""
 
+_BOXED = {base + k: ord("A") + k for base in (0x1F150, 0x1F170) for k in range(26)}
+"""The negative circled and negative squared Latin capitals (``🅛``, ``🅻``), symbols to
+Unicode with no compatibility form (NFKC folds the plain circled and squared ones to
+letters), each to its capital: ``I 🅻🅾🆅🅴 the sea`` passed "do not use the word love".
+The case checks need no reading of them: Unicode counts them as capitals
+(Other_Uppercase), and so does ``str.isupper``."""
+
 _DRAWN_LATIN = str.maketrans("ɛєεвнт", "eeeBHT")
 """Letters drawn as a Latin letter that Unicode's confusables do not list with one: the
 open e ``ɛ``, the Ukrainian ``є`` and the Greek ``ε``, drawn as a round ``e`` (``I lovɛ
@@ -133,7 +140,7 @@ with the small capitals ``ʙ ʜ ᴛ`` (``_CAPITALS``), as those capitals."""
 
 
 _AS_LATIN = {**_CAPITALS, **_CHEROKEE_SMALL, **_CONFUSABLE, **_LISU, **_LATIN}
-_AS_LATIN |= {**_REGIONAL, **_DRAWN_LATIN}
+_AS_LATIN |= {**_REGIONAL, **_BOXED, **_DRAWN_LATIN}
 """Every look-alike ``latin_lookalikes`` reads, in one table: where two tables read a
 character, the later one's reading (``_LATIN`` first)."""
 

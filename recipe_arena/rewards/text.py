@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from recipe_arena.rewards.text_bidi import visual_order
 
 THINK_CLOSE = "</think>"
-_BLANK_SIGNS = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+_BLANK_SIGNS = frozenset("\u2800\u3164\u115f\u1160\uffa0\U0001d159")
 """Characters drawn as nothing that Unicode files under letters or symbols: the braille
-blank and the Hangul fillers."""
+blank, the Hangul fillers and the musical null notehead (an invisible notehead, drawn
+as blank space: ``<<\U0001d159>>`` passed "a title in double angular brackets", and an
+answer of it was judged)."""
 _IGNORABLE = frozenset(
     chr(c)
     for lo, hi in (
