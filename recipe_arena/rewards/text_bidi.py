@@ -41,7 +41,11 @@ _MIRROR = str.maketrans("()<>[]{}«»‹›", ")(><][}{»«›‹")
 """Brackets drawn mirrored at a right-to-left level (rule L4): ``<<`` drawn right to left
 reads ``>>``."""
 _MAX_DEPTH = 125
-"""Unicode's limit on nested embedding levels; openers beyond it are ignored."""
+"""Unicode's limit on embedding levels (rules X1-X8): an opener whose level would pass
+it is ignored, and so is every opener after it until the pops close it, each pop
+closing an ignored opener first. Counting openers instead (125 of them, levels up to
+250) read ``\u202d`` 63 times then ``\u202elove`` as "evol", which a renderer, ignoring
+the override past level 125, draws "love"."""
 
 
 def _next_level(level: int, rtl: bool) -> int:
@@ -56,18 +60,30 @@ def _levels(text: str) -> list[int]:
     above its embedding's (read as left to right, as written)."""
     out: list[int] = []
     stack: list[tuple[int, str | None, bool]] = []  # (level, forced direction, isolate)
+    over_isolates = over_embeddings = 0  # openers past the limit, still open (rule X5)
     for c in text:
         if c in _PARAGRAPH_END:
-            stack = []
+            stack, over_isolates, over_embeddings = [], 0, 0
         level, forced = (stack[-1][0], stack[-1][1]) if stack else (0, None)
         out.append(level if forced else level + level % 2)
         if c in _EMBEDDINGS or c in _ISOLATES:
             rtl, force = _EMBEDDINGS.get(c, (_ISOLATES.get(c, False), None))
-            if len(stack) < _MAX_DEPTH:
-                stack.append((_next_level(level, rtl), force, c in _ISOLATES))
-        elif c == _POP and stack and not stack[-1][2]:
-            stack.pop()
+            new = _next_level(level, rtl)
+            if new <= _MAX_DEPTH and over_isolates == over_embeddings == 0:
+                stack.append((new, force, c in _ISOLATES))
+            elif c in _ISOLATES:
+                over_isolates += 1
+            elif not over_isolates:
+                over_embeddings += 1
+        elif c == _POP and not over_isolates:
+            if over_embeddings:
+                over_embeddings -= 1
+            elif stack and not stack[-1][2]:
+                stack.pop()
+        elif c == _POP_ISOLATE and over_isolates:
+            over_isolates -= 1
         elif c == _POP_ISOLATE and any(s[2] for s in stack):
+            over_embeddings = 0
             while not stack.pop()[2]:
                 pass
     return out
