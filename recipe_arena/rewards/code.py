@@ -56,7 +56,7 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
     """(number of asserts or None, indices that passed, note) from the check side's
     report lines; an assert passes only on an ``R i 1``, no ``R i 0``, no ``S``
     naming it that no ``F`` followed (a statement cut short by the time limit or the
-    check side's end, which may have run it again: ``sandbox_harness._Report``), and,
+    check side's end, which may have run it again: ``sandbox_report._Report``), and,
     for one inside a test function (``H``), a ``D`` or a ``K`` naming it: a run cut
     short between two statements never ran the later ones, which may call that
     function again, unless none of them could (``sandbox_split.settled``)."""

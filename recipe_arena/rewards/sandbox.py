@@ -59,13 +59,19 @@ from recipe_arena.rewards.seccomp import seccomp_filter
 _HERE = Path(__file__).parent
 _FIRST, *_REST = (
     (_HERE / name).read_text()
-    for name in ("sandbox_split.py", "sandbox_wire.py", "sandbox_remote.py", "sandbox_harness.py")
+    for name in (
+        "sandbox_split.py",
+        "sandbox_wire.py",
+        "sandbox_remote.py",
+        "sandbox_report.py",
+        "sandbox_harness.py",
+    )
 )
 HARNESS = _FIRST + "".join(  # a __future__ import is allowed once, at the top
     part.replace("from __future__ import annotations\n", "", 1) for part in _REST
 )
 """The script the sandbox runs: the test splitter, the wire format, the check side's
-handles and the two sides."""
+handles, its report and the two sides."""
 HARNESS_INSIDE = "/harness.pyc"
 UID_BASE = 1_500_000_000
 """Sandbox uids start here: far above any login or container-mapped uid."""
