@@ -1,8 +1,8 @@
 """IFEval answers that end sentences with letters or digits of other scripts drawn as a
 stop: the glottal stop ``ʔ`` and the Cherokee ``Ꭾ`` (drawn as ``?``), the Tifinagh
-``ⵑ`` (drawn as ``!``), the Arabic-Indic zero ``٠`` (drawn as ``.``). Scored by
-lm-eval's real checkers through ``check_ifeval``, beside a plain answer that follows the
-instruction (1)."""
+``ⵑ`` (drawn as ``!``), the Arabic-Indic zero ``٠`` (drawn as ``.``); and with stops
+that no space follows. Scored by lm-eval's real checkers through ``check_ifeval``,
+beside a plain answer that follows the instruction (1)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,15 @@ def test_those_letters_in_their_own_scripts_keep_their_verdicts() -> None:
     assert check_ifeval(FEW_SENTENCES, "A a\u0294a b\u0294b c\u0294c d.")[0] == 1.0
     three = instruction("length_constraints:number_sentences", num_sentences=3, relation="at least")
     assert check_ifeval(three, "It is big\u0294 Fish live in it\u0294 Boats sail\u0294")[0] == 1.0
+
+
+@pytest.mark.parametrize("stop", [".", "!", "?"])
+def test_a_stop_with_no_space_before_a_capitalised_word_ends_a_sentence(stop: str) -> None:
+    """``It is big.Fish live in it.Boats sail.``: three sentences to a reader, one to
+    NLTK's splitter (no space after the stop), so it passed "less than 2 sentences"
+    (1). Expected 0; ``U.S.A.``, ``ASP.NET`` and ``3.5`` end no sentence (1)."""
+    hostile = f"It is big{stop}Fish live in it{stop}Boats sail{stop}"
+    score = check_ifeval(FEW_SENTENCES, hostile)[0]
+    record("ifeval: letters drawn as a stop", 1, int(score == 0.0))
+    assert score == 0.0, hostile
+    assert check_ifeval(FEW_SENTENCES, "I like the U.S.A. and ASP.NET, 3.5 times.")[0] == 1.0

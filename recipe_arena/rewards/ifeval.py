@@ -334,6 +334,14 @@ where one ends a Latin word (``_stop_after_latin``): three sentences ended by ``
 ``٠`` passed "less than 2 sentences"."""
 
 
+_GLUED_STOP = re.compile(r"(?<=[a-z])([.!?])(?=[A-Z][a-z])")
+"""A stop between a lowercase word and a capitalised one with no space after it: a
+sentence's end to a reader (``It is big.Fish live in it.Boats sail.``, three sentences),
+none to NLTK's splitter, so they passed "less than 2 sentences". A space is put after
+it for ``length_constraints:number_sentences``; ``U.S.A.``, ``ASP.NET`` and ``3.5``
+are left as they are."""
+
+
 def _stop_after_latin(text: str, m: re.Match[str]) -> str:
     """``. `` for the look-alike stop ``m`` (``_DRAWN_STOPS``, followed by a space or the
     end) drawn after a Latin letter or an ASCII digit, as a stop ends a word there; as
@@ -372,6 +380,7 @@ def _as_checked(iid: str, text: str) -> str:
         text = _BLANK_LINES.sub("\n", text)
     if iid == "length_constraints:number_sentences":
         text = _DRAWN_STOPS.sub(lambda m: _stop_after_latin(text, m), text)
+        text = _GLUED_STOP.sub(r"\1 ", text)
     table = _READ_AS.get(iid)
     text = text.translate(table) if table else text
     return _without_marks(text, _MARKS_DROPPED.get(iid, _on_nothing))
