@@ -65,3 +65,21 @@ def test_honest_answers_with_those_letters_and_flags_keep_their_verdicts() -> No
     assert check_ifeval(LOWER, f"i love paris {RI['F']}{RI['R']} and the sea is big.")[0] == 1.0
     must = instruction("keywords:existence", keywords=["love"])
     assert check_ifeval(must, "I lov\u025b the sea.")[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "hostile", ["the sea is \u0432ig.", "\u0442he sea is big.", "i s\u0430w \u043dim."]
+)
+def test_a_cyrillic_small_capital_is_a_capital_to_the_case_checks(hostile: str) -> None:
+    """The Cyrillic ``в н т``, drawn as the small capitals ``ʙ ʜ ᴛ`` (Unicode's
+    confusables list them so), in an answer otherwise in English lowercase: a reader sees
+    "Big", "The", "Him", a capital each, so "all lowercase" fails (0); before, each
+    scored 1 (they are lowercase letters to ``str.islower``). The cap on capitalised
+    words, asked of any language, still reads them as lowercase: a Russian answer keeps
+    its verdict there."""
+    text = hostile + " i like it very much today and the sky is blue."
+    score = check_ifeval(LOWER, text)[0]
+    record("ifeval: letters drawn as Latin ones", 1, int(score == 0.0))
+    assert score == 0.0, text
+    russian = "\u0412\u0438\u0436\u0443 \u043c\u043e\u0440\u0435, \u0442\u0430\u043c \u043d\u0435\u0431\u043e."
+    assert check_ifeval(FEW_CAPS, russian)[0] == 1.0

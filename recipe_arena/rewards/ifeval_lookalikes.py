@@ -229,11 +229,14 @@ def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str
     two when it asks for two different responses (``А`` and ``A`` are one answer
     drawn twice, and so are ``small`` and ``smal\u0301l``, and two responses that differ
     only in their spacing: ``same_spacing``); with small capitals as capitals and
-    uncased look-alikes as the letters they are drawn as (``small_capitals``) under
-    ``change_case:english_lowercase``, ``english_capital`` and a cap on capitalised
-    words (``capital_word_frequency``, "less than"); None for the others."""
+    uncased look-alikes as the letters they are drawn as (``small_capitals``) under a
+    cap on capitalised words (``capital_word_frequency``, "less than"), and so with the
+    Cyrillic small capitals too (``_one_case``) under ``change_case:english_lowercase``
+    and ``english_capital``; None for the others."""
     relation = (args or {}).get("capital_relation")
-    if iid in _CASE_CHECKS or relation == "less than":
+    if iid in _CASE_CHECKS:
+        return _one_case
+    if relation == "less than":
         return small_capitals
     if iid == "combination:two_responses":
         return _two_responses
@@ -253,6 +256,20 @@ def _forbidding(text: str) -> str:
     hyphenated across a line break as one word (``_LINE_HYPHEN``): ``I lo-\\nve the sea``
     passed "do not use the word love"."""
     return _LINE_HYPHEN.sub("", bare_letters(text))
+
+
+_CYRILLIC_SMALL_CAPITALS = str.maketrans("внт", "BHT")
+"""The Cyrillic small letters that Unicode's confusables list with the Latin small
+capitals ``ʙ ʜ ᴛ``, drawn as those, as capitals."""
+
+
+def _one_case(text: str) -> str:
+    """How ``change_case:english_lowercase`` and ``english_capital`` read an answer a second
+    time: as ``small_capitals`` does, and with the Cyrillic ``в н т`` as the capitals
+    they are drawn as (``the sea is вig`` passed "all lowercase"). Only these checks read
+    them so, as both want English (langdetect), which a Russian answer is not; the cap
+    on capitalised words, asked of any language, does not."""
+    return small_capitals(text).translate(_CYRILLIC_SMALL_CAPITALS)
 
 
 _CASE_CHECKS = frozenset({"change_case:english_lowercase", "change_case:english_capital"})
