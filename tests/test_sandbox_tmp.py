@@ -6,6 +6,11 @@ them."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 from recipe_arena.rewards.code import check_code
 from recipe_arena.rewards.sandbox import Limits
 from tests.hostile_tally import record
@@ -97,3 +102,24 @@ def test_the_program_has_a_scratch_folder_of_its_own() -> None:
         Limits(wall_s=20.0),
     )
     assert got == (1.0, "passed 1/1"), got
+
+
+@needs_full
+def test_a_verifier_killed_during_a_run_leaves_no_folder(tmp_path) -> None:
+    """A verifier process (its temporary folder ``$TMPDIR`` a fresh empty one) is killed
+    with SIGKILL while a program sleeps in the sandbox, before it can clean up. The tmpfs
+    of ``/tmp`` and ``/var/tmp`` are mounted on two fixed empty folders of the cache
+    folder in the run's own mount namespace, so nothing was made in ``$TMPDIR`` and
+    nothing is left there: ``[]`` (with a folder made per run it was
+    ``['recipe_arena_sbx_...']``)."""
+    script = (
+        "from recipe_arena.rewards.code import check_code\n"
+        "check_code(['assert f() == 1'], "
+        "'```python\\nimport time\\ndef f():\\n    time.sleep(30)\\n```', True)\n"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    time.sleep(4)  # the sandbox is running: the program sleeps for 30 s
+    proc.kill()
+    proc.wait()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

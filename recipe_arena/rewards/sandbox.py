@@ -141,7 +141,7 @@ def isolation_mode() -> str:
     if bwrap_path() is None:
         return "none"
     mode = "bwrap" if os.geteuid() == 0 else "bwrap_user"
-    tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_") if mode == "bwrap" else None
+    tmp = _mount_points()[0] if mode == "bwrap" else None
     try:
         with _seccomp_fd() as fd:
             argv = [*_bwrap_argv(mode, Limits(), seccomp_fd=fd, tmp_dir=tmp), *_python()]
@@ -154,9 +154,6 @@ def isolation_mode() -> str:
         ok = probe.returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         ok = False
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
     return mode if ok else "none"
 
 
@@ -308,8 +305,23 @@ os.execv(sys.argv[2 + 2 * n], sys.argv[2 + 2 * n :])  # MS_NOSUID|MS_NODEV: as b
 """
 """Run before bubblewrap (``bwrap`` mode, as root): in a mount namespace of its own,
 mount a tmpfs capped in size and in inodes (``nr_inodes``, which bubblewrap 0.8 cannot
-set) on each of empty host folders, then become bubblewrap, which binds them. The
-mounts are seen by no other process and go with the sandbox's last process."""
+set) on empty folders of the cache folder (``_mount_points``), then become bubblewrap,
+which binds them. The mounts are seen by no other process and go with the sandbox's
+last process."""
+
+
+def _mount_points() -> tuple[str, str]:
+    """Two empty folders of the cache folder that each run's tmpfs are mounted on (the
+    check side's or the only one, then the program's), in the run's own mount namespace:
+    every other process sees them empty, runs at once do not meet, and they are never
+    removed, so a verifier killed during a run leaves nothing behind (made again if
+    they went)."""
+    from recipe_arena.cache import cache_root
+
+    base = cache_root(None) / "sandbox" / "mnt"
+    for k in ("c", "p"):
+        (base / k).mkdir(parents=True, exist_ok=True)
+    return str(base / "c"), str(base / "p")
 
 
 def _tmp_launcher(lim: Limits, mounts: list[tuple[str, int | None]]) -> list[str]:
@@ -374,9 +386,7 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
         "pdeathsig": iso == "none",
     }
     harness = _harness_file()
-    tmp = None
-    if iso != "bwrap_user":  # none: the program's folder; bwrap: where its tmpfs go
-        tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_")
+    tmp = tempfile.mkdtemp(prefix="recipe_arena_sbx_") if iso == "none" else None
     # In bwrap mode with assert tests /tmp is the check side's (0700): a file the tests
     # write there is out of the program's reach, which cannot plant one or a link at a
     # path they write later either; the program's own tmpfs is /var/tmp (its folder,
@@ -391,11 +401,10 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
             fd = stack.enter_context(_seccomp_fd())
             hfd = os.open(harness, os.O_RDONLY | os.O_CLOEXEC)
             stack.callback(os.close, hfd)
-            mounts: list[tuple[str, int | None]] = [(tmp, None)] if tmp else []
-            if split and tmp:  # /tmp the check side's, /var/tmp the program's
-                mounts = [(os.path.join(tmp, "c"), uid_c), (os.path.join(tmp, "p"), uid_p)]
-            for folder, _ in mounts:
-                os.makedirs(folder, exist_ok=True)
+            on: tuple[str, ...] = _mount_points() if iso == "bwrap" else ()
+            mounts: list[tuple[str, int | None]] = [(on[0], None)] if on else []
+            if split:  # /tmp the check side's, /var/tmp the program's
+                mounts = [(on[0], uid_c), (on[1], uid_p)]
             argv = [*_bwrap_argv(iso, lim, hfd, fd, *[f for f, _ in mounts]), *_python()]
             argv += [HARNESS_INSIDE, json.dumps(spec)]
             if mounts:
@@ -406,7 +415,7 @@ def run_harness(mode: str, payload: bytes, lim: Limits, max_output: int = 1 << 2
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=tmp if iso == "none" else "/",
+            cwd=tmp or "/",
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             start_new_session=True,
             pass_fds=fds,
