@@ -1,10 +1,10 @@
 """IFEval answers that pass an instruction with symbols drawn otherwise than the checkers
 read them: the negative circled and squared capitals (``🅛``, ``🅻``; symbols to Unicode,
 with no compatibility form), the Ogham space mark (white space to Unicode, drawn as a
-stroke) and the musical null notehead (a symbol, drawn as blank space). Scored by
-lm-eval's real checkers through ``check_ifeval``, beside a plain answer that follows the
-instruction (1); the notehead also through ``Judge`` behind a real OpenAI-compatible
-endpoint."""
+stroke), the musical null notehead (a symbol, drawn as blank space) and geometric
+bullets (``▸``, ``➤``, ``■``) opening list lines. Scored by lm-eval's real checkers
+through ``check_ifeval``, beside a plain answer that follows the instruction (1); the
+notehead also through ``Judge`` behind a real OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 
@@ -83,3 +83,19 @@ def test_an_answer_of_null_noteheads_scores_0_unasked() -> None:
     record("chat judge: answers that show the judge nothing", 1, int(res[0].score == 0.0))
     assert (res[0].score, res[0].reason) == (0.0, "empty answer") and len(seen) == 1
     assert res[1].score == 0.6
+
+
+TWO_BULLETS = instruction("detectable_format:number_bullet_lists", num_bullets=2)
+
+
+@pytest.mark.parametrize("signs", ["\u25b8\u27a4", "\u25a0\u25cb", "\u25c6\u2756", "\u25ba\u27a2"])
+def test_a_line_opened_by_a_geometric_bullet_is_a_bullet(signs: str) -> None:
+    """``* a\\n* b`` then two lines opened by triangles, squares, diamonds or arrowheads
+    (``▸ c``, ``➤ d``): four bullets to a reader, two to the checker, which counts lines
+    opened by ``-`` or ``*``, so it passed "exactly 2 bullets" (1). Expected 0; two
+    bullets drawn ``▸`` pass (1; before, 0)."""
+    hostile = f"* a\n* b\n{signs[0]} c\n{signs[1]} d"
+    score = check_ifeval(TWO_BULLETS, hostile)[0]
+    record("ifeval: symbols drawn otherwise", 1, int(score == 0.0))
+    assert score == 0.0, hostile
+    assert check_ifeval(TWO_BULLETS, f"{signs[0]} a\n{signs[1]} b")[0] == 1.0

@@ -301,17 +301,19 @@ _DASH_BULLETS = re.compile(
 )
 _STAR_BULLETS = re.compile(
     "^([^\\S\n]*)[+\u2217\u204e\u2731\u066d\U0001031f"
-    "\u2022\u2023\u25e6\u2219\u204c\u204d\u25cf\u25aa\u2981](?=[^\\S\n])",
+    "\u2022\u2023\u25e6\u2219\u204c\u204d\u25cf\u25aa\u2981"
+    "\u25b8\u25b9\u25ba\u25bb\u25b6\u25c6\u25c7\u25a0\u25a1\u25cb\u2756\u27a2\u27a4](?=[^\\S\n])",
     re.M,
 )
 """A line opened by a dash other than ``-`` (the hyphen ``‐``, the figure, en and em
 dashes, the horizontal bar, the minus signs ``−``, ``˗`` and ``➖``, the hyphen bullet
 ``⁃``) or by an asterisk other than ``*`` or a bullet sign (``∗``, ``⁎``, ``✱``, ``٭``,
-``𐌟``, ``•``, ``‣``, ``◦``, ``∙``, ``●``, ``▪``, ...) or markdown's other bullet ``+``,
-then a space: a bullet to a reader, read as ``-`` or ``*`` by
+``𐌟``, ``•``, ``‣``, ``◦``, ``∙``, ``●``, ``▪``, the triangles ``▸ ► ▶``, the diamonds
+and squares ``◆ ◇ ■ □``, ``○``, ``❖``, the arrowheads ``➢ ➤``) or markdown's other
+bullet ``+``, then a space: a bullet to a reader, read as ``-`` or ``*`` by
 ``detectable_format:number_bullet_lists``, whose checker counts lines opened by ``-``
-or ``*`` only; so ``- a\\n- b\\n– c\\n• d``, four bullets drawn, passed "exactly
-2", and an answer of two ``•`` bullets failed it."""
+or ``*`` only; so ``- a\\n- b\\n– c\\n• d`` and ``* a\\n* b\\n▸ c\\n➤ d``, four
+bullets drawn, passed "exactly 2", and an answer of two ``•`` bullets failed it."""
 
 _BLANK_LINES = re.compile(r"\n[^\S\n]+(?=\n)")
 """A line of spaces or tabs between two line breaks: a blank line to a reader, read as
