@@ -219,8 +219,12 @@ def extract_answer(
     return None, "no answer found"
 
 
-def normalise(ans: str) -> list[str]:
-    """Spellings of one answer worth trying, most literal first (all LaTeX-ready)."""
+def normalise(ans: str, reference: bool = False) -> list[str]:
+    """Spellings of one answer worth trying, most literal first (all LaTeX-ready). A
+    number with letters after it is also tried without them, as a unit (``12 cm`` as
+    12); in a ``reference`` only where a space parts them, since letters glued to the
+    number are part of its value: a gold of ``3x``, ``2n`` or ``4i`` was also 3, 2 or 4,
+    so ``\\boxed{3}`` and ``\\boxed{3y}`` (also read as 3) scored 1 for ``3x``."""
     s = ans.strip()
     for a, b in (("\\(", ""), ("\\)", ""), ("\\[", ""), ("\\]", ""), ("$", "")):
         s = s.replace(a, b)
@@ -236,7 +240,7 @@ def normalise(ans: str) -> list[str]:
     if _THOUSANDS_RE.match(s):
         out.append(s.replace(",", ""))
     m = _UNIT_RE.match(s)
-    if m:
+    if m and (not reference or s[m.end(1)].isspace()):
         out.append(m.group(1))
     pct = _PERCENT_RE.match(s)
     num = pct and _PERCENT_OF_RE.fullmatch(re.sub(r"(?:\\[,;:! ]|\s)+$", "", pct.group(1)))
@@ -276,7 +280,7 @@ def equivalent(gold: str, pred: str) -> bool:
     of ``gold`` under SymPy."""
     from math_verify import verify
 
-    golds = [g for g in (_parse(x) for x in normalise(gold)) if g]
+    golds = [g for g in (_parse(x) for x in normalise(gold, reference=True)) if g]
     for p in normalise(pred):
         parsed = _read_answer(p)
         if parsed and any(verify(g, parsed, timeout_seconds=None) for g in golds):
