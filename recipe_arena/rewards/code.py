@@ -23,11 +23,12 @@ each line and trailing blank lines. All the pairs of one row share one time budg
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from recipe_arena.rewards.sandbox import Limits, SandboxRefused, run_harness
@@ -193,3 +194,25 @@ def code_task(row: Any, response: str, cfg: Any) -> tuple[tuple[Any, ...], float
     runs = max(1, len(tests) if isinstance(tests, list) else 1)
     timeout_s = min(cfg.code_wall_s * runs, row_io_s(Limits(wall_s=cfg.code_wall_s))) + 5.0
     return (tests, response, cfg.code_reward == "all_pass", limits), timeout_s
+
+
+def verdict_key(tests: Any, response: str, all_pass: bool, limits: Limits) -> str | None:
+    """What ``check_code``'s verdict on these arguments depends on, hashed (SHA-256 of
+    the tests, the extracted program, the scoring rule and the limits), or None where
+    no program is run (no fenced block). A scorer that meets the key again reuses the
+    verdict (``verdict_repeats``) instead of starting a sandbox: held-out evaluations
+    check the same greedy programs every few RL steps, and a check is two interpreters
+    in bubblewrap while a math or IFEval check is a function call."""
+    code = extract_code(response)
+    if code is None:
+        return None
+    what = [tests, code, all_pass, asdict(limits)]
+    text = json.dumps(what, sort_keys=True, ensure_ascii=True, default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def verdict_repeats(reason: str) -> bool:
+    """Whether a verdict with this reason is one the same program and tests always get:
+    a count of passed asserts with no time limit reached (a program near its limit may
+    pass on a quieter machine) and no sandbox or row error."""
+    return reason.startswith("passed ") and "timed out" not in reason and "time limit" not in reason

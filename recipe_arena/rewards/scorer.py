@@ -19,6 +19,7 @@ from typing import Any
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.domains import POOLED_DOMAINS, VERIFIERS
+from recipe_arena.rewards.code import verdict_key, verdict_repeats
 from recipe_arena.rewards.pool import Task, WorkerPool
 from recipe_arena.rewards.text import RewardResult
 
@@ -37,6 +38,11 @@ def _task_fn(domain: str, ref: str) -> TaskFn:
 
     return task
 
+
+MEMO_SIZE = 4096
+"""Code verdicts a scorer remembers (oldest dropped first): more than the held-out code
+rows of any world, so every evaluation of a run after the first finds its unchanged
+programs; a few MB."""
 
 POOLED: dict[str, TaskFn] = {d: _task_fn(d, str(VERIFIERS[d].task)) for d in POOLED_DOMAINS}
 """Pooled domain -> its task builder (``domains.VERIFIERS``); the other domains (chat)
@@ -119,6 +125,9 @@ class Scorer:
         self.pool = shared_pool(cfg) if shared else WorkerPool(cfg.workers)
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
         self.counts: Counter[str] = Counter()
+        self._verdicts: dict[str, RewardResult] = {}
+        """Code verdicts by ``code.verdict_key``, this scorer's own (at most
+        ``MEMO_SIZE``): the same program against the same tests is not run again."""
 
     # ------------------------------------------------------------------ chat
     @property
@@ -162,6 +171,7 @@ class Scorer:
             raise ValueError(f"score: {len(rows)} rows but {len(responses)} responses")
         out: list[RewardResult | None] = [None] * len(rows)
         tasks: list[Task] = []
+        keys: list[str | None] = []
         where: list[int] = []
         chat: list[int] = []
         for i, (row, resp) in enumerate(zip(rows, responses, strict=True)):
@@ -171,23 +181,34 @@ class Scorer:
                 )
             elif row.domain in POOLED:
                 try:
-                    tasks.append(POOLED[row.domain](row, resp, self.cfg))
+                    task = POOLED[row.domain](row, resp, self.cfg)
+                    key = verdict_key(*task.args) if row.domain == "code" else None
                 except Exception as e:  # a malformed row costs itself only
                     out[i] = RewardResult(0.0, f"error: bad row ({type(e).__name__}: {e})"[:200])
                     continue
+                if key is not None and key in self._verdicts:
+                    out[i] = self._verdicts[key]
+                    self.counts["code/checks"] += 1  # counted as the check it stands for
+                    continue
+                tasks.append(task)
+                keys.append(key)
                 where.append(i)
             elif row.domain in VERIFIERS:
                 chat.append(i)
             else:
                 out[i] = RewardResult(0.0, f"error: no verifier for domain {row.domain!r}")
-        for i, o in zip(where, self.pool.run(tasks), strict=True):
+        for i, key, o in zip(where, keys, self.pool.run(tasks), strict=True):
             dom = rows[i].domain
             self.counts[f"{dom}/checks"] += 1
             if o.ok:
                 score, reason = o.value
-                out[i] = RewardResult(float(score), str(reason))
+                out[i] = got = RewardResult(float(score), str(reason))
                 if reason.startswith("error:"):
                     self.counts[f"{dom}/errors"] += 1
+                if key is not None and verdict_repeats(got.reason):
+                    if len(self._verdicts) >= MEMO_SIZE:
+                        self._verdicts.pop(next(iter(self._verdicts)))
+                    self._verdicts[key] = got
             else:
                 self.counts[f"{dom}/{o.error.split(':')[0]}"] += 1
                 limit = (
