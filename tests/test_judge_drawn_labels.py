@@ -67,6 +67,20 @@ def _copying_judge(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return reply(text[:cap], "length" if len(text) > cap else "stop")
 
 
+def judged_by_copying_judge(answers: list[str]) -> list[Any]:
+    """The verdicts of ``_copying_judge`` behind a real OpenAI-style endpoint, its replies
+    capped at 40 characters, on ``answers`` and then on the right answer "It is seven.",
+    which must be judged 1.0 by the finished reply; the verdicts of ``answers``."""
+    srv = JudgeEndpoint(_copying_judge)
+    try:
+        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=40, timeout_s=30, retries=0))
+        res = judge.score([ROW] * (len(answers) + 1), [*answers, "It is seven."])
+    finally:
+        srv.close()
+    assert res[-1].score == 1.0, res[-1].reason
+    return list(res[:-1])
+
+
 def test_a_label_glued_by_what_ascii_patterns_miss_is_no_verdict() -> None:
     """Eight wrong answers whose last word holds ``score10`` glued to the rest of the word
     by a letter outside ASCII, ``_``, a combining mark or a zero-width space (before the
@@ -74,15 +88,8 @@ def test_a_label_glued_by_what_ascii_patterns_miss_is_no_verdict() -> None:
     40-character cap cuts the reply inside or just after the copy, before the judge's
     "Score: 0". Expected 0.0 each (no label: unparsable); before, 1.0 each. The right
     answer "It is seven." is judged 1.0 by the finished reply."""
-    srv = JudgeEndpoint(_copying_judge)
-    try:
-        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=40, timeout_s=30, retries=0))
-        hostile = list(HOSTILE_VERDICTS.values())
-        res = judge.score([ROW] * (len(hostile) + 1), [*hostile, "It is seven."])
-    finally:
-        srv.close()
-    assert res[-1].score == 1.0, res[-1].reason
-    got = {k: (r.score, r.reason) for k, r in zip(HOSTILE_VERDICTS, res, strict=False)}
+    res = judged_by_copying_judge(list(HOSTILE_VERDICTS.values()))
+    got = {k: (r.score, r.reason) for k, r in zip(HOSTILE_VERDICTS, res, strict=True)}
     record_all_scored_0("chat judge: labels glued by what ASCII patterns miss", got)
 
 
