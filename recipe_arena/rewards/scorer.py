@@ -126,6 +126,7 @@ class Scorer:
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
         self.counts: Counter[str] = Counter()
         self._verdicts: dict[str, RewardResult] = {}
+        self._verdicts_lock = threading.Lock()
         """Code verdicts by ``code.verdict_key``, this scorer's own (at most
         ``MEMO_SIZE``): the same program against the same tests is not run again."""
 
@@ -186,8 +187,9 @@ class Scorer:
                 except Exception as e:  # a malformed row costs itself only
                     out[i] = RewardResult(0.0, f"error: bad row ({type(e).__name__}: {e})"[:200])
                     continue
-                if key is not None and key in self._verdicts:
-                    out[i] = self._verdicts[key]
+                kept = self._verdicts.get(key) if key is not None else None
+                if kept is not None:
+                    out[i] = kept
                     self.counts["code/checks"] += 1  # counted as the check it stands for
                     continue
                 tasks.append(task)
@@ -206,9 +208,10 @@ class Scorer:
                 if reason.startswith("error:"):
                     self.counts[f"{dom}/errors"] += 1
                 if key is not None and verdict_repeats(got.reason):
-                    if len(self._verdicts) >= MEMO_SIZE:
-                        self._verdicts.pop(next(iter(self._verdicts)))
-                    self._verdicts[key] = got
+                    with self._verdicts_lock:  # actors' threads may share a scorer
+                        if len(self._verdicts) >= MEMO_SIZE:
+                            self._verdicts.pop(next(iter(self._verdicts)))
+                        self._verdicts[key] = got
             else:
                 self.counts[f"{dom}/{o.error.split(':')[0]}"] += 1
                 limit = (
