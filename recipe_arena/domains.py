@@ -31,6 +31,13 @@ class Verifier:
     call's set-up is not charged to a deadline."""
     memory_mb: int | None = None
     """Address-space limit (MiB) of a worker while the check runs; None: no limit."""
+    memo_key: str | None = None
+    """``"module:function"`` ``(*args of check) -> str | None``: a key of everything the
+    verdict depends on; a scorer that meets a key again reuses its verdict instead of
+    running the check (for checks that cost a process start). None: never reused."""
+    memo_keeps: str | None = None
+    """``"module:function"`` ``(reason) -> bool``: whether a verdict with this reason is
+    the one the same arguments always get, so it may be kept under ``memo_key``."""
 
 
 VERIFIERS: dict[str, Verifier] = {
@@ -43,6 +50,8 @@ VERIFIERS: dict[str, Verifier] = {
     "code": Verifier(
         check="recipe_arena.rewards.code:check_code",
         task="recipe_arena.rewards.code:code_task",
+        memo_key="recipe_arena.rewards.code:verdict_key",
+        memo_keeps="recipe_arena.rewards.code:verdict_repeats",
     ),
     "ifeval": Verifier(
         check="recipe_arena.rewards.ifeval:check_ifeval",

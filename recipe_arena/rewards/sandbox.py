@@ -297,9 +297,9 @@ _MOUNT_TMP = (
 ``unshare --mount``: in a mount namespace of its own, mount a tmpfs capped in size and
 in inodes (``nr_inodes``, which bubblewrap 0.8 cannot set) on empty folders of the cache
 folder (``_mount_points``), then become bubblewrap, which binds them. The mounts are
-seen by no other process and go with the sandbox's last process. A shell and two
-``mount`` calls cost about 8 ms of CPU a check where a Python launcher cost 21 ms, at
-500 code checks in each study run's evaluations."""
+seen by no other process and go with the sandbox's last process. A shell and
+``mount``, not an interpreter: about 8 ms of CPU a check
+(``benchmarks/sandbox_cost.py``)."""
 
 
 def _mount_points() -> tuple[str, str]:

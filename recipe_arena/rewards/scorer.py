@@ -19,18 +19,22 @@ from typing import Any
 from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.domains import POOLED_DOMAINS, VERIFIERS
-from recipe_arena.rewards.code import verdict_key, verdict_repeats
 from recipe_arena.rewards.pool import Task, WorkerPool
 from recipe_arena.rewards.text import RewardResult
 
 TaskFn = Callable[[PromptRow, str, RewardsConfig], Task]
 
 
+def _resolve(ref: str) -> Any:
+    """The function a ``"module:function"`` reference of ``domains.VERIFIERS`` names."""
+    mod, _, name = ref.partition(":")
+    return getattr(importlib.import_module(mod), name)
+
+
 def _task_fn(domain: str, ref: str) -> TaskFn:
     """The pool task of ``domain`` for one response, from the verifier's ``task`` function
     (``domains.Verifier.task``: row, response, config -> args, deadline)."""
-    mod, _, name = ref.partition(":")
-    make = getattr(importlib.import_module(mod), name)
+    make = _resolve(ref)
 
     def task(row: PromptRow, response: str, cfg: RewardsConfig) -> Task:
         args, timeout_s = make(row, response, cfg)
@@ -40,13 +44,22 @@ def _task_fn(domain: str, ref: str) -> TaskFn:
 
 
 MEMO_SIZE = 4096
-"""Code verdicts a scorer remembers (oldest dropped first): more than the held-out code
+"""Verdicts a scorer remembers (oldest dropped first): more than the held-out code
 rows of any world, so every evaluation of a run after the first finds its unchanged
 programs; a few MB."""
 
 POOLED: dict[str, TaskFn] = {d: _task_fn(d, str(VERIFIERS[d].task)) for d in POOLED_DOMAINS}
 """Pooled domain -> its task builder (``domains.VERIFIERS``); the other domains (chat)
 are scored by the judge in this process."""
+
+MEMO: dict[str, tuple[Callable[..., str | None], Callable[[str], bool]]] = {
+    d: (_resolve(v.memo_key), _resolve(v.memo_keeps))
+    for d, v in VERIFIERS.items()
+    if v.memo_key and v.memo_keeps
+}
+"""Pooled domain -> its verdict key and the test of which verdicts are kept
+(``domains.Verifier.memo_key``, ``memo_keeps``): the domains whose verdicts a scorer
+reuses."""
 
 
 # ----------------------------------------------------------------------------- shared parts
@@ -126,9 +139,9 @@ class Scorer:
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
         self.counts: Counter[str] = Counter()
         self._verdicts: dict[str, RewardResult] = {}
-        self._verdicts_lock = threading.Lock()
-        """Code verdicts by ``code.verdict_key``, this scorer's own (at most
+        """Verdicts of the ``MEMO`` domains by their key, this scorer's own (at most
         ``MEMO_SIZE``): the same program against the same tests is not run again."""
+        self._verdicts_lock = threading.Lock()  # actors' threads may share a scorer
 
     # ------------------------------------------------------------------ chat
     @property
@@ -183,14 +196,15 @@ class Scorer:
             elif row.domain in POOLED:
                 try:
                     task = POOLED[row.domain](row, resp, self.cfg)
-                    key = verdict_key(*task.args) if row.domain == "code" else None
+                    memo = MEMO.get(row.domain)
+                    key = memo[0](*task.args) if memo else None
                 except Exception as e:  # a malformed row costs itself only
                     out[i] = RewardResult(0.0, f"error: bad row ({type(e).__name__}: {e})"[:200])
                     continue
                 kept = self._verdicts.get(key) if key is not None else None
                 if kept is not None:
                     out[i] = kept
-                    self.counts["code/checks"] += 1  # counted as the check it stands for
+                    self.counts[f"{row.domain}/checks"] += 1  # as the check it stands for
                     continue
                 tasks.append(task)
                 keys.append(key)
@@ -207,8 +221,8 @@ class Scorer:
                 out[i] = got = RewardResult(float(score), str(reason))
                 if reason.startswith("error:"):
                     self.counts[f"{dom}/errors"] += 1
-                if key is not None and verdict_repeats(got.reason):
-                    with self._verdicts_lock:  # actors' threads may share a scorer
+                if key is not None and MEMO[dom][1](got.reason):
+                    with self._verdicts_lock:
                         if len(self._verdicts) >= MEMO_SIZE:
                             self._verdicts.pop(next(iter(self._verdicts)))
                         self._verdicts[key] = got
