@@ -38,6 +38,7 @@ from typing import Any
 
 from recipe_arena import hidden_modules
 from recipe_arena.rewards.ifeval_lookalikes import second_reading
+from recipe_arena.rewards.ifeval_structure import paragraphs_shown
 from recipe_arena.rewards.text import answer_text, is_blank, shown_text
 
 
@@ -379,7 +380,7 @@ def _as_checked(iid: str, text: str) -> str:
     if iid == "detectable_format:number_bullet_lists":
         text = _STAR_BULLETS.sub(r"\1*", _DASH_BULLETS.sub(r"\1-", text))
     if iid == "length_constraints:nth_paragraph_first_word":
-        text = _BLANK_LINES.sub("\n", text)
+        text = paragraphs_shown(_BLANK_LINES.sub("\n", text))
     if iid == "length_constraints:number_sentences":
         text = _DRAWN_STOPS.sub(lambda m: _stop_after_latin(text, m), text)
         text = _GLUED_STOP.sub(r"\1 ", text)
