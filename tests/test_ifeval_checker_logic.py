@@ -1,7 +1,8 @@
 """IFEval answers that satisfy a checker's code but not its instruction's words, with no
 character trick: the paragraph count that takes the nth paragraph from a list still
 holding the empty ones (an answer opened by a blank line, or with three blank lines in
-a row, had another paragraph's first word read as the nth's). Each hostile
+a row, had another paragraph's first word read as the nth's), and the repeated request
+with no answer after it (the request alone, or the whole prompt copied). Each hostile
 answer scored 1 before; scored by lm-eval's real checkers through ``check_ifeval`` and
 through the real scorer and its verifier workers, beside plain answers that follow the
 instruction (1)."""
@@ -29,13 +30,19 @@ THIRD_DOG = instruction(
     nth_paragraph=3,
     first_word="dog",
 )
-PROMPT = "Write a poem about the sea."
+REQUEST = "Write a poem about the sea."
+PROMPT = REQUEST + " First repeat the request word for word without change, then give your answer."
+REPEAT = instruction("combination:repeat_prompt", prompt_to_repeat=REQUEST)
 
 HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
     (SECOND_DOG, "\n\nDog runs.\n\nCats nap.", "Cats nap.\n\nDog runs."),
     (THIRD_DOG, "Cats nap.\n\n\n\nDog runs.\n\nBirds fly.", "Cats nap.\n\nBirds fly.\n\nDog runs."),
     (SECOND_DOG, "  \n\nDog runs.\n\nCats nap.", "Cats nap.\n\nDog runs."),
+    (REPEAT, REQUEST, REQUEST + " The sea is wide and deep."),
+    (REPEAT, REQUEST + "\n\n", REQUEST + "\n\nThe sea is wide and deep."),
+    (REPEAT, PROMPT, PROMPT + "\n\nThe sea is wide and deep."),
+    (REPEAT, PROMPT.lower() + " \u200b", REQUEST + " Waves."),
 ]
 
 
@@ -48,7 +55,10 @@ def test_the_checkers_logic_is_read_as_the_instruction_says(
     after the empty piece before the blank line; ``Cats nap.\\n\\n\\n\\nDog runs.\\n\\nBirds
     fly.`` has three, the third starting with Birds, and the checker read Dog, the
     second; an answer opened by a line of two spaces and a blank line is read as the
-    first one. The plain answer passes (1)."""
+    first one. The request alone, with blank lines after it, the
+    whole prompt copied, and the whole prompt lowercased with a zero-width space after
+    it give no answer after the request: "first repeat the request word for word, then
+    give your answer" is half done. The plain answer passes (1)."""
     score = check_ifeval(gt, hostile, prompt=PROMPT)[0]
     record("ifeval: checker logic", 1, int(score == 0.0))
     assert score == 0.0, hostile
@@ -71,7 +81,8 @@ def test_an_answer_opened_by_a_blank_line_has_its_paragraphs_read_in_order() -> 
 
 def test_the_scorer_refuses_them_through_its_workers() -> None:
     """The same answers scored as training scores them (``build_scorer``, the verifier
-    pool's worker processes): every hostile answer 0, every plain one 1."""
+    pool's worker processes, the row's prompt the one the request is repeated from):
+    every hostile answer 0, every plain one 1."""
     rows = [
         PromptRow(
             id=f"r{k}",

@@ -38,7 +38,10 @@ from typing import Any
 
 from recipe_arena import hidden_modules
 from recipe_arena.rewards.ifeval_lookalikes import second_reading
-from recipe_arena.rewards.ifeval_structure import paragraphs_shown
+from recipe_arena.rewards.ifeval_structure import (
+    answers_after_request,
+    paragraphs_shown,
+)
 from recipe_arena.rewards.text import answer_text, is_blank, shown_text
 
 
@@ -159,7 +162,7 @@ def check_ifeval(
         args = checker.get_instruction_args()
         if args and "prompt" in args:
             checker.build_description(prompt=prompt)
-        if blank or not _follows(checker, iid, text):
+        if blank or not _follows(checker, iid, text, prompt):
             failed.append(iid)
     held = len(ids) - len(failed)
     score = held / len(ids) if partial else float(not failed)
@@ -217,14 +220,16 @@ def _on_nothing(base: str) -> bool:
     return not base or base.isspace()
 
 
-def _follows(checker: Any, iid: str, text: str) -> bool:
-    """Whether ``text`` follows the instruction ``iid`` (its built ``checker``): the
-    checker's verdict on ``text`` as it reads it (``_as_checked``); for an instruction
+def _follows(checker: Any, iid: str, text: str, prompt: str = "") -> bool:
+    """Whether ``text`` follows the instruction ``iid`` (its built ``checker``) given in
+    ``prompt``: the checker's verdict on ``text`` as it reads it (``_as_checked``), and
+    for a repeated request, a reader's (``_read_parts``); for an instruction
     that forbids a word, a count or capitals, its verdict with Cyrillic and Greek
     look-alikes read as Latin letters or small capitals as capitals too
     (``ifeval_lookalikes.second_reading``); and for a language check, letters
     langdetect can read (``_unreadable_letters``)."""
-    if not checker.check_following(_as_checked(iid, text)):
+    checked = _as_checked(iid, text)
+    if not checker.check_following(checked) or not _read_parts(iid, checker, checked, prompt):
         return False
     reread = second_reading(iid, checker.get_instruction_args())
     if reread is not None and not checker.check_following(
@@ -232,6 +237,17 @@ def _follows(checker: Any, iid: str, text: str) -> bool:
     ):
         return False
     return not (iid in _LANGUAGE_CHECKS and _unreadable_letters(text))
+
+
+def _read_parts(iid: str, checker: Any, text: str, prompt: str) -> bool:
+    """Whether ``text`` (as checked) holds the part a reader looks for where its checker
+    finds one that is not there (``ifeval_structure``): an answer after the repeated
+    request."""
+    if iid == "combination:repeat_prompt":
+        return answers_after_request(
+            text, checker.get_instruction_args()["prompt_to_repeat"], prompt
+        )
+    return True
 
 
 _COMMAS = str.maketrans(
