@@ -89,6 +89,40 @@ def test_a_timed_out_verdict_is_checked_again() -> None:
     cfg = RewardsConfig(workers=1, code_wall_s=1.0)
     with build_scorer(cfg) as scorer:
         first, second = (scorer.score([row], [slow])[0] for _ in range(2))
-        assert not scorer._verdicts
+        assert list(scorer._verdicts.values()) == [None]  # marked: checked every time
     assert first.score == second.score == 0.0
     assert "timed out" in first.reason and "timed out" in second.reason
+
+
+LUCKY = """
+import os, time
+seen = []
+def dbl(x):
+    seen.append(x)
+    if x == 10 and seen[:-1] != [0, 1, 2, 3]:
+        time.sleep(60)
+    if x == 1:
+        return 2 if os.getuid() // 2 % 2 else 3
+    return 2 * x
+"""
+"""Right on ``dbl(1)`` only in a sandbox whose uid is odd once halved (a new one per
+run, the next in turn: every other run of a worker, a stand-in for chance), and
+hanging on ``dbl(10)`` when the loop of the tests stopped early, which tells it that
+it failed."""
+
+
+def test_a_program_that_hangs_when_it_failed_keeps_no_lucky_pass() -> None:
+    """``for x in range(4): assert dbl(x) == 2 * x`` then ``assert dbl(10) == 20``,
+    scored six times by one scorer (one worker, 1 s limit) with ``LUCKY``: its first
+    run is wrong on 1 (the worker's first uid halves to an even number), so the loop
+    stops and ``dbl(10)`` hangs; that verdict was not kept, the second run passed and
+    was kept, and the other four reused it: 0, 1, 1, 1, 1, 1 (five passes where
+    checking each time gives three). A key that once got a verdict not kept is now
+    checked every time: 0, 1, 0, 1, 0, 1, what a scorer without kept verdicts gives."""
+    row = _row(["for x in range(4):\n    assert dbl(x) == 2 * x", "assert dbl(10) == 20"])
+    cfg = RewardsConfig(workers=1, code_wall_s=1.0)
+    with build_scorer(cfg) as scorer:
+        got = [scorer.score([row], ["```python" + LUCKY + "```"])[0] for _ in range(6)]
+    assert [r.score for r in got] == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    assert got[0].reason == "passed 0/2; timed out after 1s"
+    assert got[1].reason == "passed 2/2"

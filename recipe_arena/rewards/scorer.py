@@ -138,9 +138,13 @@ class Scorer:
         self.pool = shared_pool(cfg) if shared else WorkerPool(cfg.workers)
         self._judge = judge  # a rewards.judge.Judge; built lazily on the first chat row
         self.counts: Counter[str] = Counter()
-        self._verdicts: dict[str, RewardResult] = {}
+        self._verdicts: dict[str, RewardResult | None] = {}
         """Verdicts of the ``MEMO`` domains by their key, this scorer's own (at most
-        ``MEMO_SIZE``): the same program against the same tests is not run again."""
+        ``MEMO_SIZE``): the same program against the same tests is not run again. None
+        marks a key that once got a verdict not kept (a time limit, an error): it is
+        checked every time, since a program that can tell it failed (a loop of the
+        tests stopped early) could otherwise hang then, be checked again, and keep the
+        first pass that chance gave it."""
         self._verdicts_lock = threading.Lock()  # actors' threads may share a scorer
 
     # ------------------------------------------------------------------ chat
@@ -221,12 +225,11 @@ class Scorer:
                 out[i] = got = RewardResult(float(score), str(reason))
                 if reason.startswith("error:"):
                     self.counts[f"{dom}/errors"] += 1
-                if key is not None and MEMO[dom][1](got.reason):
-                    with self._verdicts_lock:
-                        if len(self._verdicts) >= MEMO_SIZE:
-                            self._verdicts.pop(next(iter(self._verdicts)))
-                        self._verdicts[key] = got
+                if key is not None:
+                    self._keep(key, got if MEMO[dom][1](got.reason) else None)
             else:
+                if key is not None:
+                    self._keep(key, None)
                 self.counts[f"{dom}/{o.error.split(':')[0]}"] += 1
                 limit = (
                     f" after {tasks[where.index(i)].timeout_s:g}s" if o.error == "timeout" else ""
@@ -240,6 +243,16 @@ class Scorer:
             ):
                 out[i] = r
         return [r if r is not None else RewardResult(0.0, "error: not scored") for r in out]
+
+    def _keep(self, key: str, got: RewardResult | None) -> None:
+        """Remember verdict ``got`` under ``key``, or None: never keep one for it (a key
+        already so marked stays marked)."""
+        with self._verdicts_lock:
+            if key in self._verdicts and self._verdicts[key] is None:
+                return
+            if key not in self._verdicts and len(self._verdicts) >= MEMO_SIZE:
+                self._verdicts.pop(next(iter(self._verdicts)))
+            self._verdicts[key] = got
 
     def score_group(self, row: PromptRow, responses: Sequence[str]) -> list[RewardResult]:
         """Scores of one prompt's G responses; group-aware for the rubric tournament."""
