@@ -312,7 +312,8 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
     # assert it holds or ran, and every assert of the test functions it called: a loop's
     # assert (or a helper's, called once per case) that passed its first cases would
     # otherwise pass when the program raises or exits on a later one.
-    for (src, ids), reads, keep in zip(plan["stmts"], plan["reads"], plan["settled"], strict=True):
+    steps = zip(plan["stmts"], plan["reads"], plan["settled"], plan["stale"], strict=True)
+    for (src, ids), reads, keep, stale in steps:
         # and those of the test functions it reaches that passed so far (one cut short
         # ends the run, so only an earlier R i 1 could stand; fewer S lines)
         report.keep(keep)  # no later statement runs them: a cut here keeps their R
@@ -323,6 +324,8 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
             exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
             touched.update(may, entered, reached(reads, scope))
+            for name in stale:  # left half made: a later assert reading one fails
+                scope.pop(name, None)
             for i in touched:
                 outcome[i] = False
             if not notes and not isinstance(e, AssertionError):

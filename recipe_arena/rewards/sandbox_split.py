@@ -257,6 +257,42 @@ def settled(
     ]
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _variables(node: ast.AST, loads: bool) -> set[str]:
+    """The names statement ``node`` stores in its own scope (its functions, lambdas
+    and classes not looked into), with the name under an attribute or item it stores
+    (``d`` of ``d['k'] = ...``), and with ``loads`` the names it reads there too."""
+    out: set[str] = set()
+    todo = [node] if not isinstance(node, _SCOPES) else []
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and (loads or not isinstance(n.ctx, ast.Load)):
+            out.add(n.id)
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+            root: ast.AST = n
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):
+                out.add(root.id)
+        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, _SCOPES))
+    return out
+
+
+def stale_names(body: list[ast.stmt]) -> list[list[str]]:
+    """Per top-level statement, the tests' variables it may leave half made when it does
+    not finish: those it assigns (an assignment, a loop variable, ``+=``, an item or
+    attribute of one) and, but for an assert, those it reads (``out.append(f(2))``).
+    The check side unbinds them after such a statement (``sandbox_harness``): plain
+    Python would stop there, and a later assert must not judge the value an earlier
+    statement left (``r = f(1)``, ``assert r == 3``, ``r = f(2)`` raising, ``assert r
+    == 3`` passed a program right once). Names of imports, defs and classes are no
+    variables."""
+    variables = set().union(*(_variables(st, False) for st in body))
+    return [sorted(_variables(st, not isinstance(st, ast.Assert)) & variables) for st in body]
+
+
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
     rewritten; the ids are those it holds and those of the test functions it names,
@@ -271,9 +307,10 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     the asserts inside test functions: a later statement may run them again, so a run
     cut short before its last statement fails them, ``code.parse_report``) and
     ``settled`` (per statement, those of ``inner`` no statement from it on can run,
-    ``settled``). Raises ValueError on tests that do not parse, and on asserts that read
-    no name of the program: they would pass any program (a function named like a
-    builtin, ``max``, is the builtin here), so the row cannot judge one."""
+    ``settled``) and ``stale`` (per statement, the variables unbound when it does not
+    finish, ``stale_names``). Raises ValueError on tests that do not parse, and on
+    asserts that read no name of the program: they would pass any program (a function
+    named like a builtin, ``max``, is the builtin here), so the row cannot judge one."""
     mods: list[ast.Module] = []
     for t in tests:
         try:
@@ -312,6 +349,7 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     for entry, st in zip(plan["stmts"], every.body, strict=True):
         entry[1] = sorted(set(entry[1]) | helper_asserts(st, defs))
     plan["settled"] = settled(plan["stmts"], every.body, defs, plan["inner"])
+    plan["stale"] = stale_names(every.body)
     plan["inner"] = sorted(plan["inner"])
     if plan["n_asserts"] and not program:
         raise ValueError(
