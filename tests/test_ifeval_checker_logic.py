@@ -1,8 +1,11 @@
 """IFEval answers that satisfy a checker's code but not its instruction's words, with no
 character trick: the paragraph count that takes the nth paragraph from a list still
 holding the empty ones (an answer opened by a blank line, or with three blank lines in
-a row, had another paragraph's first word read as the nth's), and the repeated request
-with no answer after it (the request alone, or the whole prompt copied). Each hostile
+a row, had another paragraph's first word read as the nth's), the repeated request
+with no answer after it (the request alone, or the whole prompt copied), lines opened
+by ``*`` or ``-`` glued to a word counted as bullets (``*Note*:``, ``-1 degrees``,
+``---``) and any two ``*`` on a line counted as a highlight (``5 * 4 = 20, 3 * 2 =
+6``, ``* one *``), which markdown draws as neither. Each hostile
 answer scored 1 before; scored by lm-eval's real checkers through ``check_ifeval`` and
 through the real scorer and its verifier workers, beside plain answers that follow the
 instruction (1)."""
@@ -33,6 +36,8 @@ THIRD_DOG = instruction(
 REQUEST = "Write a poem about the sea."
 PROMPT = REQUEST + " First repeat the request word for word without change, then give your answer."
 REPEAT = instruction("combination:repeat_prompt", prompt_to_repeat=REQUEST)
+THREE_BULLETS = instruction("detectable_format:number_bullet_lists", num_bullets=3)
+TWO_HIGHLIGHTS = instruction("detectable_format:number_highlighted_sections", num_highlights=2)
 
 HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
@@ -43,6 +48,11 @@ HOSTILE = [
     (REPEAT, REQUEST + "\n\n", REQUEST + "\n\nThe sea is wide and deep."),
     (REPEAT, PROMPT, PROMPT + "\n\nThe sea is wide and deep."),
     (REPEAT, PROMPT.lower() + " \u200b", REQUEST + " Waves."),
+    (THREE_BULLETS, "* one\n*Note*: two\n*Also* three", "* one\n* two\n* three"),
+    (THREE_BULLETS, "* a\n-1 degrees\n-2 degrees", "* a\n- b\n- c"),
+    (THREE_BULLETS, "- a\n---\n---", "- a\n- b\n- c"),
+    (TWO_HIGHLIGHTS, "5 * 4 = 20, 3 * 2 = 6, 7 * 1 = 7, 8 * 2 = 16", "*Big* and *blue*."),
+    (TWO_HIGHLIGHTS, "* one *\n* two *", "* *one*\n* *two*"),
 ]
 
 
@@ -58,7 +68,12 @@ def test_the_checkers_logic_is_read_as_the_instruction_says(
     first one. The request alone, with blank lines after it, the
     whole prompt copied, and the whole prompt lowercased with a zero-width space after
     it give no answer after the request: "first repeat the request word for word, then
-    give your answer" is half done. The plain answer passes (1)."""
+    give your answer" is half done. ``* one\\n*Note*: two\\n*Also* three`` draws one
+    bullet and two lines opening with emphasis, ``* a\\n-1 degrees\\n-2 degrees`` one
+    bullet and two negative numbers, ``- a\\n---\\n---`` one bullet and two rules: each
+    passed "exactly 3 bullet points". Four products ``n * m`` on a line and two lines
+    ``* one *`` (a bullet, then a star after a space) draw no highlight, and passed "at
+    least 2 highlighted sections". The plain answer passes (1)."""
     score = check_ifeval(gt, hostile, prompt=PROMPT)[0]
     record("ifeval: checker logic", 1, int(score == 0.0))
     assert score == 0.0, hostile

@@ -39,6 +39,7 @@ from typing import Any
 from recipe_arena import hidden_modules
 from recipe_arena.rewards.ifeval_lookalikes import second_reading
 from recipe_arena.rewards.ifeval_structure import (
+    SHAPES,
     answers_after_request,
     paragraphs_shown,
 )
@@ -390,7 +391,8 @@ def _as_checked(iid: str, text: str) -> str:
     scripts' full stops, and letters drawn as a stop after a Latin word, as ``. `` for
     ``length_constraints:number_sentences`` (``_STOPS``, ``_DRAWN_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
     after the cedilla ``¸``, a space and a mark, is read as a comma), or on more than
-    that for the sentence and word counts (``_MARKS_DROPPED``)."""
+    that for the sentence and word counts (``_MARKS_DROPPED``); then bullets glued to
+    what follows and lone asterisks as markdown reads them (``ifeval_structure.SHAPES``)."""
     if iid == "punctuation:no_comma":
         text = text.replace(_SPACING_CEDILLA, " ,")
     if iid == "detectable_format:number_bullet_lists":
@@ -401,8 +403,10 @@ def _as_checked(iid: str, text: str) -> str:
         text = _DRAWN_STOPS.sub(lambda m: _stop_after_latin(text, m), text)
         text = _GLUED_STOP.sub(r"\1 ", text)
     table = _READ_AS.get(iid)
-    text = text.translate(table) if table else text
-    return _without_marks(text, _MARKS_DROPPED.get(iid, _on_nothing))
+    text = _without_marks(
+        text.translate(table) if table else text, _MARKS_DROPPED.get(iid, _on_nothing)
+    )
+    return SHAPES[iid](text) if iid in SHAPES else text
 
 
 _MARKS_DROPPED: dict[str, Callable[[str], bool]] = {

@@ -1,13 +1,15 @@
 """How a reader finds an answer's parts where lm-eval's IFEval checkers find them
-otherwise: its paragraphs, and what follows a repeated request.
+otherwise: its paragraphs, bullets, highlights, and what follows a repeated request.
 
 Each function reads the answer as ``ifeval`` gives it to the checkers (shown, line breaks
-as ``\\n``) and serves only the instruction it names: the paragraphs are what that
-checker reads, and the answer after a repeated request is asked beside its checker
-(``ifeval._follows``), so an answer must satisfy both.
+as ``\\n``) and serves only the instruction it names: the paragraphs, bullets and
+highlights are what that checker reads, and the answer after a repeated request is
+asked beside its checker (``ifeval._follows``), so an answer must satisfy both.
 """
 
 from __future__ import annotations
+
+import re
 
 from recipe_arena.rewards.text import is_blank
 
@@ -43,3 +45,41 @@ def answers_after_request(text: str, request: str, prompt: str) -> bool:
         if tail and rest.startswith(tail):
             rest = rest[len(tail) :]
     return not is_blank(rest)
+
+
+_NOT_A_BULLET = re.compile(r"^([^\S\n]*)(?:\*(?=[^\s*])|-(?=\S))", re.M)
+"""A line opened by ``*`` or ``-`` with a character drawn against it: emphasis
+(``*Note*: ...``), a negative number (``-5 degrees``) or a rule (``---``), no bullet."""
+
+
+def bullets_shown(text: str) -> str:
+    """``text`` for ``detectable_format:number_bullet_lists`` with the lines that open with
+    ``*`` or ``-`` glued to what follows marked as no bullet (``\\`` for the marker): its
+    checker counts every line opened by ``*`` then anything but ``*``, and every line
+    opened by ``-``, so ``* one\\n*Note*: two\\n*Also* three``, one bullet drawn, and
+    ``* a\\n-1 degrees\\n-2 degrees`` passed "exactly 3 bullet points". A marker then
+    white space, or alone on its line, is a bullet as before (markdown's empty item)."""
+    return _NOT_A_BULLET.sub(r"\1\\", text)
+
+
+_LONE_STAR = re.compile(r"(?<!\S)\*(?!\S)")
+"""A ``*`` with white space, a line's edge or the text's on both sides: markdown opens and
+closes no emphasis there (it is neither left- nor right-flanking)."""
+
+
+def highlights_shown(text: str) -> str:
+    """``text`` for ``detectable_format:number_highlighted_sections`` with each lone ``*``
+    (``_LONE_STAR``) read as the ``·`` it is to markdown, a mark of no highlight: its
+    checker counts any two ``*`` on a line with something between them, so the products
+    ``5 * 4 = 20, 3 * 2 = 6, 7 * 1 = 7, 8 * 2 = 16`` and the lines ``* one *`` passed
+    "at least 2 highlighted sections", none drawn. ``*word*``, ``*a b*`` and ``**word**``
+    are read as before."""
+    return _LONE_STAR.sub("\u00b7", text)
+
+
+SHAPES = {
+    "detectable_format:number_bullet_lists": bullets_shown,
+    "detectable_format:number_highlighted_sections": highlights_shown,
+}
+"""Instruction id -> how its checker is given the answer, after ``ifeval._as_checked``'s
+other readings."""
