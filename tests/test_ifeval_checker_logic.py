@@ -5,7 +5,8 @@ a row, had another paragraph's first word read as the nth's), the repeated reque
 with no answer after it (the request alone, or the whole prompt copied), lines opened
 by ``*`` or ``-`` glued to a word counted as bullets (``*Note*:``, ``-1 degrees``,
 ``---``) and any two ``*`` on a line counted as a highlight (``5 * 4 = 20, 3 * 2 =
-6``, ``* one *``), which markdown draws as neither. Each hostile
+6``, ``* one *``), which markdown draws as neither, and markdown links counted as
+placeholders in square brackets. Each hostile
 answer scored 1 before; scored by lm-eval's real checkers through ``check_ifeval`` and
 through the real scorer and its verifier workers, beside plain answers that follow the
 instruction (1)."""
@@ -38,6 +39,7 @@ PROMPT = REQUEST + " First repeat the request word for word without change, then
 REPEAT = instruction("combination:repeat_prompt", prompt_to_repeat=REQUEST)
 THREE_BULLETS = instruction("detectable_format:number_bullet_lists", num_bullets=3)
 TWO_HIGHLIGHTS = instruction("detectable_format:number_highlighted_sections", num_highlights=2)
+TWO_PLACEHOLDERS = instruction("detectable_content:number_placeholders", num_placeholders=2)
 
 HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
@@ -53,6 +55,12 @@ HOSTILE = [
     (THREE_BULLETS, "- a\n---\n---", "- a\n- b\n- c"),
     (TWO_HIGHLIGHTS, "5 * 4 = 20, 3 * 2 = 6, 7 * 1 = 7, 8 * 2 = 16", "*Big* and *blue*."),
     (TWO_HIGHLIGHTS, "* one *\n* two *", "* *one*\n* *two*"),
+    (
+        TWO_PLACEHOLDERS,
+        "See [the docs](http://x) and [here](http://y).",
+        "Dear [name], at [address].",
+    ),
+    (TWO_PLACEHOLDERS, "[![map](m.png)](http://x) [name]", "Write to [name] ([email])."),
 ]
 
 
@@ -73,7 +81,9 @@ def test_the_checkers_logic_is_read_as_the_instruction_says(
     bullet and two negative numbers, ``- a\\n---\\n---`` one bullet and two rules: each
     passed "exactly 3 bullet points". Four products ``n * m`` on a line and two lines
     ``* one *`` (a bullet, then a star after a space) draw no highlight, and passed "at
-    least 2 highlighted sections". The plain answer passes (1)."""
+    least 2 highlighted sections". Two links, and a placeholder beside an image inside a
+    link, draw one or no square bracket, and passed "at least 2 placeholders represented
+    by square brackets". The plain answer passes (1)."""
     score = check_ifeval(gt, hostile, prompt=PROMPT)[0]
     record("ifeval: checker logic", 1, int(score == 0.0))
     assert score == 0.0, hostile

@@ -392,7 +392,8 @@ def _as_checked(iid: str, text: str) -> str:
     ``length_constraints:number_sentences`` (``_STOPS``, ``_DRAWN_STOPS``); and without the combining marks drawn on nothing (``_on_nothing``:
     after the cedilla ``¸``, a space and a mark, is read as a comma), or on more than
     that for the sentence and word counts (``_MARKS_DROPPED``); then bullets glued to
-    what follows and lone asterisks as markdown reads them (``ifeval_structure.SHAPES``)."""
+    what follows, lone asterisks and links as markdown draws them
+    (``ifeval_structure.SHAPES``)."""
     if iid == "punctuation:no_comma":
         text = text.replace(_SPACING_CEDILLA, " ,")
     if iid == "detectable_format:number_bullet_lists":

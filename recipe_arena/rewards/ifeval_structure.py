@@ -1,10 +1,12 @@
 """How a reader finds an answer's parts where lm-eval's IFEval checkers find them
-otherwise: its paragraphs, bullets, highlights, and what follows a repeated request.
+otherwise: its paragraphs, bullets, highlights, placeholders, and what follows a
+repeated request.
 
 Each function reads the answer as ``ifeval`` gives it to the checkers (shown, line breaks
-as ``\\n``) and serves only the instruction it names: the paragraphs, bullets and
-highlights are what that checker reads, and the answer after a repeated request is
-asked beside its checker (``ifeval._follows``), so an answer must satisfy both.
+as ``\\n``) and serves only the instruction it names: the paragraphs, bullets,
+highlights and placeholders are what that checker reads, and the answer after a
+repeated request is asked beside its checker (``ifeval._follows``), so an answer must
+satisfy both.
 """
 
 from __future__ import annotations
@@ -77,9 +79,27 @@ def highlights_shown(text: str) -> str:
     return _LONE_STAR.sub("\u00b7", text)
 
 
+_LINK = re.compile(r"\[([^\[\]\n]*)\]\(([^()\n]*)\)")
+"""A markdown link or image, ``[text](target)``: drawn as its text, without brackets."""
+
+
+def placeholders_shown(text: str) -> str:
+    """``text`` for ``detectable_content:number_placeholders`` with each markdown link
+    (``_LINK``, an image's and one around an image too) as its text and its target in
+    parentheses, as it is drawn: its checker counts every ``[...]`` as a placeholder, so
+    ``See [the docs](http://x) and [here](http://y).``, two links and no square bracket
+    drawn, passed "at least 2 placeholders represented by square brackets, such as
+    [address]". ``[name] ([email])``, a placeholder and one in parentheses, is read as
+    before."""
+    while (shown := _LINK.sub(r"\1 (\2)", text)) != text:
+        text = shown
+    return text
+
+
 SHAPES = {
     "detectable_format:number_bullet_lists": bullets_shown,
     "detectable_format:number_highlighted_sections": highlights_shown,
+    "detectable_content:number_placeholders": placeholders_shown,
 }
 """Instruction id -> how its checker is given the answer, after ``ifeval._as_checked``'s
 other readings."""
