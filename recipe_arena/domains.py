@@ -57,6 +57,7 @@ VERIFIERS: dict[str, Verifier] = {
         check="recipe_arena.rewards.ifeval:check_ifeval",
         task="recipe_arena.rewards.ifeval:ifeval_task",
         warm="recipe_arena.rewards.ifeval:registry",
+        memory_mb=1024,
     ),
     "chat": Verifier(check=None),
 }

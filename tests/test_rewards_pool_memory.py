@@ -1,9 +1,12 @@
 """A verifier worker that a hostile answer leaves large is replaced, through the real
 scorer and math verifier: the memory a call leaves behind must not count against the
-next row's address-space limit."""
+next row's address-space limit; an IFEval check is bounded in memory as a math check
+is."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 from recipe_arena.config_rewards import RewardsConfig
@@ -52,3 +55,62 @@ def test_a_worker_left_large_by_an_answer_is_replaced() -> None:
     assert replaced == 1 and now != first, (replaced, first, now)
     assert size < start + 64 < start + RETIRE_GROWTH_MB, (start, size)
     assert [r.score for r in good] == [1.0, 1.0], good
+
+
+def _peak_rss_mb(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    """Samples ``pid``'s resident set every 20 ms into ``peak[0]`` until ``stop``."""
+    while not stop.is_set():
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        rss = [x for x in status.splitlines() if x.startswith("VmRSS")]
+        if rss:
+            peak[0] = max(peak[0], int(rss[0].split()[1]) >> 10)
+        time.sleep(0.02)
+
+
+def test_an_ifeval_keyword_that_builds_a_huge_match_list_is_bounded() -> None:
+    """Issue example: lm-eval's ``keywords:frequency`` checker counts
+    ``re.findall(keyword, response)``, so a ground truth whose keyword is ``"()" * 1000``
+    (a thousand empty groups) finds an empty match at every character of the response,
+    each a tuple of 1,000 strings (8 KB). IFEval checks ran without an address-space
+    limit: on a response of 200,000 ``a`` the worker grew by about 130 MB a second, to a
+    resident 1.6 GB, and after 12.7 s scored the row 1 (200,001 matches, "at least 2").
+    Now an IFEval check runs under the math check's limit (1 GiB of address space,
+    ``domains.VERIFIERS["ifeval"].memory_mb``): the list stops at the limit, the row is
+    ``exception: MemoryError`` (score 0) and the worker stays under 1.1 GB resident; the
+    same worker then scores a plain keyword row 1 (``sea`` twice in ``the sea, the
+    sea``). Deadline 60 s, so only the limit can stop the check."""
+    gt = {"instruction_id_list": ["keywords:frequency"]}
+    hostile = PromptRow(
+        id="h",
+        messages=[{"role": "user", "content": "p"}],
+        ground_truth=gt
+        | {"kwargs": [{"keyword": "()" * 1000, "frequency": 2, "relation": "at least"}]},
+        domain="ifeval",
+    )
+    plain = PromptRow(
+        id="p",
+        messages=[{"role": "user", "content": "p"}],
+        ground_truth=gt | {"kwargs": [{"keyword": "sea", "frequency": 2, "relation": "at least"}]},
+        domain="ifeval",
+    )
+    with build_scorer(RewardsConfig(timeout_s=60.0, workers=1)) as sc:
+        assert sc.score([plain], ["the sea, the sea"])[0].score == 1.0
+        pid = sc.pool._workers[0].pid
+        assert pid is not None
+        stop, peak = threading.Event(), [0]
+        watcher = threading.Thread(target=_peak_rss_mb, args=(pid, stop, peak))
+        watcher.start()
+        try:
+            bad = sc.score([hostile], ["a" * 200_000])[0]
+        finally:
+            stop.set()
+            watcher.join()
+        after = sc.score([plain], ["the sea, the sea"])[0]
+    ok = bad.score == 0.0 and "MemoryError" in bad.reason and peak[0] < 1100
+    record("verifier pool: memory of an IFEval check", 1, int(ok))
+    assert bad.score == 0.0 and bad.reason.startswith("exception: MemoryError"), bad
+    assert 0 < peak[0] < 1100, peak
+    assert after.score == 1.0, after

@@ -15,8 +15,8 @@ could run). The zygote is started by the pool's dispatcher thread, which lives a
 as the pool, and asks for SIGKILL when that thread ends (``PR_SET_PDEATHSIG``); each
 worker asks for SIGKILL when the zygote, its single-threaded parent, ends. Each checks
 right after asking that its parent is still the one that started it (the parent may
-have died just before). A worker runs a math check under an address-space limit
-(``TASK_MEMORY_MB``).
+have died just before). A worker runs a math or IFEval check under an address-space
+limit (``TASK_MEMORY_MB``).
 """
 
 from __future__ import annotations
@@ -58,8 +58,10 @@ def _sleep(seconds: float) -> float:
 
 TASK_MEMORY_MB: dict[str, int] = {d: v.memory_mb for d, v in VERIFIERS.items() if v.memory_mb}
 """Address-space limit (RLIMIT_AS soft limit, MiB) while a task of that name runs
-(``Verifier.memory_mb``): a math check that builds a huge number fails with MemoryError
-instead of taking the machine's memory. A warmed worker (SymPy loaded) maps about 0.2 GiB."""
+(``Verifier.memory_mb``): a math check that builds a huge number, or an IFEval check
+whose keyword (a regular expression to lm-eval's checkers) makes a huge list of matches,
+fails with MemoryError instead of taking the machine's memory. A warmed worker (SymPy
+loaded) maps about 0.2 GiB; an IFEval check of a 1 MB response about 0.1 GiB more."""
 
 
 def die_with_parent(parent: int) -> None:
