@@ -6,7 +6,8 @@ with no answer after it (the request alone, or the whole prompt copied), lines o
 by ``*`` or ``-`` glued to a word counted as bullets (``*Note*:``, ``-1 degrees``,
 ``---``) and any two ``*`` on a line counted as a highlight (``5 * 4 = 20, 3 * 2 =
 6``, ``* one *``), which markdown draws as neither, and markdown links counted as
-placeholders in square brackets. Each hostile
+placeholders in square brackets, and two "different" responses that are one written
+in another case. Each hostile
 answer scored 1 before; scored by lm-eval's real checkers through ``check_ifeval`` and
 through the real scorer and its verifier workers, beside plain answers that follow the
 instruction (1)."""
@@ -40,6 +41,7 @@ REPEAT = instruction("combination:repeat_prompt", prompt_to_repeat=REQUEST)
 THREE_BULLETS = instruction("detectable_format:number_bullet_lists", num_bullets=3)
 TWO_HIGHLIGHTS = instruction("detectable_format:number_highlighted_sections", num_highlights=2)
 TWO_PLACEHOLDERS = instruction("detectable_content:number_placeholders", num_placeholders=2)
+TWO_RESPONSES = instruction("combination:two_responses")
 
 HOSTILE = [
     # (instruction, hostile answer, plain answer that follows it)
@@ -61,6 +63,16 @@ HOSTILE = [
         "Dear [name], at [address].",
     ),
     (TWO_PLACEHOLDERS, "[![map](m.png)](http://x) [name]", "Write to [name] ([email])."),
+    (
+        TWO_RESPONSES,
+        "The sea is big.\n******\nTHE SEA IS BIG.",
+        "The sea is big.\n******\nIt is blue.",
+    ),
+    (
+        TWO_RESPONSES,
+        "The sea is big.\n******\nthe sea is big.",
+        "The sea is big.\n******\nthe sea is wide.",
+    ),
 ]
 
 
@@ -83,7 +95,9 @@ def test_the_checkers_logic_is_read_as_the_instruction_says(
     ``* one *`` (a bullet, then a star after a space) draw no highlight, and passed "at
     least 2 highlighted sections". Two links, and a placeholder beside an image inside a
     link, draw one or no square bracket, and passed "at least 2 placeholders represented
-    by square brackets". The plain answer passes (1)."""
+    by square brackets". ``The sea is big.`` and ``THE SEA IS BIG.`` (or ``the sea is
+    big.``) are one response written twice, and passed "give two different responses".
+    The plain answer passes (1)."""
     score = check_ifeval(gt, hostile, prompt=PROMPT)[0]
     record("ifeval: checker logic", 1, int(score == 0.0))
     assert score == 0.0, hostile

@@ -217,8 +217,10 @@ big.``) are one response drawn twice."""
 def _two_responses(text: str) -> str:
     """How ``combination:two_responses`` reads an answer a second time: look-alikes as
     Latin letters, without diacritics (``bare_letters``), marks drawn as ASCII ones as
-    those (``_PLAIN_MARKS``), spacing made one (``same_spacing``)."""
-    return same_spacing(bare_letters(text).translate(_PLAIN_MARKS))
+    those (``_PLAIN_MARKS``), spacing made one (``same_spacing``), and case folded: the
+    same words in capitals (``The sea is big.`` and ``THE SEA IS BIG.``) are one response
+    written twice, not two different ones."""
+    return same_spacing(bare_letters(text).translate(_PLAIN_MARKS)).casefold()
 
 
 def second_reading(iid: str, args: dict[str, Any] | None) -> Callable[[str], str] | None:
