@@ -136,3 +136,30 @@ def test_the_scorer_refuses_them_through_its_workers() -> None:
         plain = scorer.score(rows, [p for _, _, p in HOSTILE])
     assert [r.score for r in hostile] == [0.0] * len(HOSTILE), [r.reason for r in hostile]
     assert [r.score for r in plain] == [1.0] * len(HOSTILE), [r.reason for r in plain]
+
+
+def test_the_audit_no_longer_quarantines_a_repeat_row_for_its_prompt_echo() -> None:
+    """The audit's ``prompt_echo`` probe writes the row's prompt back: for a
+    ``repeat_prompt`` row whose prompt starts with its request, that is the request and
+    the instruction to repeat it, no answer. The verifier accepted it (1.0), so the row
+    was quarantined though the echo is no hack a policy gains from once refused; now it
+    scores 0 and the row is kept. A row whose verifier still takes the echo (no commas
+    asked, a prompt without one) is quarantined as before."""
+    from recipe_arena.rewards.audit import run_audit
+
+    repeat = PromptRow(
+        id="repeat",
+        messages=[{"role": "user", "content": PROMPT}],
+        ground_truth=REPEAT,
+        domain="ifeval",
+    )
+    no_comma = PromptRow(
+        id="no_comma",
+        messages=[{"role": "user", "content": "Write about snow without commas."}],
+        ground_truth=instruction("punctuation:no_comma"),
+        domain="ifeval",
+    )
+    with build_scorer(RewardsConfig(workers=1)) as scorer:
+        report = run_audit({"if": [repeat, no_comma]}, hacks=["prompt_echo"], scorer=scorer)
+    assert {p.task_id: p.score for p in report.probes} == {"repeat": 0.0, "no_comma": 1.0}
+    assert report.quarantined() == {"no_comma"}
