@@ -210,3 +210,49 @@ def test_queued_signals_and_posix_timers_are_bounded() -> None:
     got = check_code(tests, fenced(TIMERS), True, Limits(wall_s=20.0))
     record("resources", 1, int(got[0] == 1.0))
     assert got == (1.0, "passed 2/2"), got
+
+
+PIPES = """
+import fcntl, os
+def held():
+    # pipes until the file limit, each grown to 1 MB where allowed, then filled: (pipes,
+    # errno of the first F_SETPIPE_SZ, MB held in their buffers)
+    kept, total, refused = [], 0, 0
+    try:
+        while True:
+            r, w = os.pipe()
+            kept.append((r, w))
+            try:
+                fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+            except OSError as e:
+                refused = refused or e.errno
+            os.set_blocking(w, False)
+            try:
+                while True:
+                    total += os.write(w, b'x' * 65536)
+            except BlockingIOError:
+                pass
+    except OSError:
+        pass
+    for fd in [fd for pair in kept for fd in pair]:
+        os.close(fd)
+    return (len(kept), refused, total >> 20)
+def size():
+    r, w = os.pipe()
+    return fcntl.fcntl(w, 1032)  # F_GETPIPE_SZ
+"""
+
+
+@needs_full
+def test_a_pipe_buffer_cannot_be_grown() -> None:
+    """A program opens pipes up to its file limit (29 with RLIMIT_NOFILE = 64), grows each
+    buffer to 1 MB (``fcntl(w, F_SETPIPE_SZ, 1 << 20)``) and fills it: 29 MB of kernel
+    memory that RLIMIT_AS does not count (``(29, 0, 29)`` before). The tests assert that
+    growing is refused with EPERM, errno 1, so the 29 pipes hold 64 KB each, 1 MB
+    together once rounded down (``(29, 1, 1)``), and that reading the size
+    (``F_GETPIPE_SZ``) still works and gives 65536: the program scores 1.0 only when
+    seccomp refuses F_SETPIPE_SZ, 0.0 before."""
+    tests = ["assert held() == (29, 1, 1)", "assert size() == 65536"]
+    got = check_code(tests, fenced(PIPES), True, Limits(wall_s=20.0))
+    record("resources", 1, int(got[0] == 1.0))
+    assert got == (1.0, "passed 2/2"), got

@@ -22,7 +22,8 @@ import struct
 # families in ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK,
 # AF_NETLINK, AF_PACKET, AF_ALG, ...) gets EAFNOSUPPORT, and an AF_INET or AF_INET6
 # socket for the protocols in ``INET_PROTOCOLS`` only (others get EPROTONOSUPPORT).
-# ``ioctl`` is refused for one request only, ``TIOCSETD``.
+# ``ioctl`` is refused for one request only, ``TIOCSETD``, and ``fcntl`` for one,
+# ``F_SETPIPE_SZ``.
 _DENY = [
     "shmget",
     "msgget",
@@ -86,7 +87,7 @@ _SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarc
     "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262),
     "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
     "clone": (56, 220), "clone3": (435, 435), "socket": (41, 198), "socketpair": (53, 199),
-    "ioctl": (16, 29),
+    "ioctl": (16, 29), "fcntl": (72, 25),
 }  # fmt: skip
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
 _CLONE_NS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
@@ -108,6 +109,13 @@ reached kernel code that no program here needs (N_NULL was set; on a host with
 ``dev.tty.ldisc_autoload=1``, Debian's default, asking for N_HDLC, N_SLIP, N_AX25 and
 the like makes the host's kernel load their modules, the source of several privilege
 escalations). Reading the discipline (TIOCGETD) stays allowed."""
+
+
+F_SETPIPE_SZ = 1031
+"""The ``fcntl`` command that grows a pipe's buffer, refused: a pipe's buffer is kernel
+memory that RLIMIT_AS does not count, and a program holding 29 pipes (its RLIMIT_NOFILE
+of 64) each grown to 1 MB and filled held 29 MB of it; at their default size, 64 KB,
+they hold 1.9 MB. Reading the size (``F_GETPIPE_SZ``) stays allowed."""
 
 
 @functools.cache
@@ -138,6 +146,7 @@ def seccomp_filter() -> bytes | None:
     prog.append((jeq, "SOCKET", 0, nr["socket"]))  # type: ignore[arg-type]
     prog.append((jeq, "SOCKET", 0, nr["socketpair"]))  # type: ignore[arg-type]
     prog.append((jeq, "IOCTL", 0, nr["ioctl"]))  # type: ignore[arg-type]
+    prog.append((jeq, "FCNTL", 0, nr["fcntl"]))  # type: ignore[arg-type]
     prog.append((ret, 0, 0, allow))
     prog += ["CLONE", (ld, 0, 0, 16)]  # low 32 bits of args[0] (clone flags)
     prog.append((jset, "DENY", "ALLOW", _CLONE_NS))
@@ -151,6 +160,8 @@ def seccomp_filter() -> bytes | None:
     prog.append((ret, 0, 0, eprotonosupport))
     prog += ["IOCTL", (ld, 0, 0, 24)]  # low 32 bits of args[1]: the request (an int)
     prog.append((jeq, "DENY", "ALLOW", TIOCSETD))
+    prog += ["FCNTL", (ld, 0, 0, 24)]  # low 32 bits of args[1]: the command (an int)
+    prog.append((jeq, "DENY", "ALLOW", F_SETPIPE_SZ))
     prog += ["DENY", (ret, 0, 0, eperm), "ENOSYS", (ret, 0, 0, enosys)]
     prog += ["KILL", (ret, 0, 0, kill), "ALLOW", (ret, 0, 0, allow)]
     at: dict[str, int] = {}
