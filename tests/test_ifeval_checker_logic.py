@@ -57,6 +57,7 @@ HOSTILE = [
     (THREE_BULLETS, "- a\n---\n---", "- a\n- b\n- c"),
     (TWO_HIGHLIGHTS, "5 * 4 = 20, 3 * 2 = 6, 7 * 1 = 7, 8 * 2 = 16", "*Big* and *blue*."),
     (TWO_HIGHLIGHTS, "* one *\n* two *", "* *one*\n* *two*"),
+    (TWO_HIGHLIGHTS, "** one ** and ** two **", "**one** and **two**"),
     (
         TWO_PLACEHOLDERS,
         "See [the docs](http://x) and [here](http://y).",
@@ -92,7 +93,8 @@ def test_the_checkers_logic_is_read_as_the_instruction_says(
     bullet and two lines opening with emphasis, ``* a\\n-1 degrees\\n-2 degrees`` one
     bullet and two negative numbers, ``- a\\n---\\n---`` one bullet and two rules: each
     passed "exactly 3 bullet points". Four products ``n * m`` on a line and two lines
-    ``* one *`` (a bullet, then a star after a space) draw no highlight, and passed "at
+    ``* one *`` (a bullet, then a star after a space), and ``** one ** and ** two **``
+    (stars parted from their words) draw no highlight, and passed "at
     least 2 highlighted sections". Two links, and a placeholder beside an image inside a
     link, draw one or no square bracket, and passed "at least 2 placeholders represented
     by square brackets". ``The sea is big.`` and ``THE SEA IS BIG.`` (or ``the sea is

@@ -64,19 +64,21 @@ def bullets_shown(text: str) -> str:
     return _NOT_A_BULLET.sub(r"\1\\", text)
 
 
-_LONE_STAR = re.compile(r"(?<!\S)\*(?!\S)")
-"""A ``*`` with white space, a line's edge or the text's on both sides: markdown opens and
-closes no emphasis there (it is neither left- nor right-flanking)."""
+_LONE_STAR = re.compile(r"(?<!\S)\*+(?!\S)")
+"""A ``*``, or a run of them, with white space, a line's edge or the text's on both
+sides: markdown opens and closes no emphasis there (it is neither left- nor
+right-flanking)."""
 
 
 def highlights_shown(text: str) -> str:
     """``text`` for ``detectable_format:number_highlighted_sections`` with each lone ``*``
-    (``_LONE_STAR``) read as the ``·`` it is to markdown, a mark of no highlight: its
-    checker counts any two ``*`` on a line with something between them, so the products
-    ``5 * 4 = 20, 3 * 2 = 6, 7 * 1 = 7, 8 * 2 = 16`` and the lines ``* one *`` passed
-    "at least 2 highlighted sections", none drawn. ``*word*``, ``*a b*`` and ``**word**``
+    or ``**`` (``_LONE_STAR``) read as the literal star it is to markdown, a mark of no
+    highlight (``·``): its checker counts any two ``*`` or ``**`` on a line with
+    something between them, so the products ``5 * 4 = 20, 3 * 2 = 6, 7 * 1 = 7, 8 * 2 =
+    16``, the lines ``* one *`` and ``** one ** and ** two **`` passed "at least 2
+    highlighted sections", none drawn. ``*word*``, ``*a b*`` and ``**word**``
     are read as before."""
-    return _LONE_STAR.sub("\u00b7", text)
+    return _LONE_STAR.sub(lambda m: "\u00b7" * len(m.group()), text)
 
 
 _LINK = re.compile(r"\[([^\[\]\n]*)\]\(([^()\n]*)\)")
