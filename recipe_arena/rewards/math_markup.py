@@ -21,8 +21,13 @@ Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
   spelling the parser reads, was judged by one number math-verify picked out of its
   text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9).
 
+A number followed by a plain word of four letters or more that scales, bounds or hedges
+it (``9 thousand``, ``9 or more``) is refused as the ``\\text{}`` unit is
+(``worded_number``).
+
 The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
-before a letter or two), so none of its verdicts depends on this module.
+before a letter or two) and no word of four letters, so none of its verdicts depends on
+this module.
 """
 
 from __future__ import annotations
@@ -144,6 +149,39 @@ def dropped_unit(pred: str) -> str | None:
     return m.group(0)
 
 
+_WORDED_NUMBER = re.compile(r"^[-+]?[\d.,/]+\s*([a-zA-Z][a-zA-Z ]*)$")
+"""A number followed by plain letters (``9 thousand``), which ``math_answer.normalise``
+tries also as the number alone (a unit, ``12 cm`` as 12)."""
+_BOUND_WORDS = frozenset(
+    ["more", "less", "fewer", "greater", "smaller", "above", "below", "under", "over"]
+)
+"""Words after ``or`` that bound a number (``9 or more``): math-verify reads ``9 or
+more`` as 9."""
+_WORD_LETTERS = 4
+"""The fewest letters of a word for ``worded_number`` to read it: the micro world's junk
+writes letters at random (``\\boxed{9k}``, ``\\boxed{9 or}``, ``\\boxed{5k klW}``), whose
+verdicts must not move."""
+
+
+def worded_number(spellings: Sequence[str]) -> str | None:
+    """The first word after the number of a spelling in ``spellings``
+    (``math_answer.normalise``'s), written in plain letters, that scales, bounds, negates
+    or hedges it (``_SCALING_WORDS``, ``_CLAIM_WORDS``, ``_BOUND_WORDS``) and has at least
+    ``_WORD_LETTERS`` letters; or None. ``9 thousand``, ``9 or more``, ``9 at most`` and
+    ``9 maybe`` were read as 9 with a unit (or, for ``or``, as the number the parser
+    keeps), as ``9\\text{ thousand}`` was."""
+    for spelling in spellings:
+        m = _WORDED_NUMBER.match(spelling)
+        for word in m.group(1).split() if m else ():
+            if len(word) >= _WORD_LETTERS and (
+                _SCALING_WORDS.search(word)
+                or _CLAIM_WORDS.search(word)
+                or word.lower() in _BOUND_WORDS
+            ):
+                return word
+    return None
+
+
 def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None:
     """The first command of ``_UNREAD`` in ``pred`` that ``gold`` does not hold, when
     ``pred`` holds more than one number and the LaTeX parser reads a value in none of its
@@ -162,12 +200,16 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
 
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
-    None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
+    None: a unit that is more than a unit (in ``\\text{}`` or in plain letters,
+    ``worded_number``), a command of ``_MARKUP``, an empty group between
     digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` in an answer none of whose
     ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
+    word = worded_number(spellings or [pred])
+    if word and not re.search(rf"(?<![a-zA-Z]){word}(?![a-zA-Z])", gold, re.IGNORECASE):
+        return f"a word that changes or bounds its number ({word})"
     markup = _MARKUP.search(pred)
     if markup and not _MARKUP.search(gold):
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
