@@ -44,7 +44,7 @@ MAX_REPORT_BYTES = 4 << 20
 ``R``, ``F``), so tests of ``MAX_TESTS_CHARS`` in short statements fit. A report cut
 here fails every assert: an ``R i 0`` past the cut would leave an earlier ``R i 1``
 of the same helper's assert standing."""
-_REPORT_RE = re.compile(r"^(T|H|K|R|S|F|N|D|E|X) ?(.*)$")
+_REPORT_RE = re.compile(r"^(T|H|K|R|S|F|N|D|E) ?(.*)$")
 
 
 def extract_code(response: str) -> str | None:
@@ -60,9 +60,7 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
     check side's end, which may have run it again: ``sandbox_report._Report``), and,
     for one inside a test function (``H``), a ``D`` or a ``K`` naming it: a run cut
     short between two statements never ran the later ones, which may call that
-    function again, unless none of them could (``sandbox_split.settled``). An ``X``
-    fails every assert: a statement of the tests that holds none raised
-    (``sandbox_split.bare_checks``)."""
+    function again, unless none of them could (``sandbox_split.settled``)."""
     total: int | None = None
     passed: set[int] = set()
     failed: set[int] = set()
@@ -89,8 +87,6 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
             running.clear()
         elif kind == "D":
             done = True
-        elif kind == "X":  # a statement holding no assert raised: the run failed there
-            failed.update(range(total or 0))
         elif kind == "E" and not note.startswith("error:"):
             note = "error: " + rest[:300]  # the row could not be judged: wins over a note
         elif kind == "N" and not note:

@@ -19,8 +19,7 @@ sandbox_wire.py, sandbox_remote.py and sandbox_report.py).
   that ran it ends, then ``F`` (it finished: an ``S`` without ``F`` fails its asserts,
   ``_Report``), ``N text`` (first error note), ``D`` (every statement ran: without it
   the ``H`` asserts fail), ``E text`` (the row cannot be judged: tests that do not
-  parse, or an unsupported test form), ``X`` (every assert fails: a statement holding
-  none raised, where plain Python's run of the tests ends).
+  parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
@@ -298,15 +297,23 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "exec": guarded(exec, "exec"),
         "compile": guarded_compile,
     }
-    _standard_names(scope, plan)
+    for name in plan["modules"]:  # imports the tests left out (sandbox_split)
+        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
+            scope[name] = __import__(name)
+        except Exception:  # not in this sandbox: the program could not import it either
+            pass
+    for name, module in plan["check_names"]:  # isclose, pi: the standard library's
+        scope[name] = getattr(__import__(module), name)
+    if any("pickle" in src or "shelve" in src for src, _ in plan["stmts"]):
+        restrict_pickle()
     # An assert is reported when the statement that ran it ends (an assert in a test
     # helper, ``def check(candidate)``, runs in the statement that calls the helper);
     # one never reported counts as failed. A statement that does not finish fails every
     # assert it holds or ran, and every assert of the test functions it called: a loop's
     # assert (or a helper's, called once per case) that passed its first cases would
     # otherwise pass when the program raises or exits on a later one.
-    steps = [plan[k] for k in ("stmts", "reads", "settled", "stale", "bare")]
-    for (src, ids), reads, keep, stale, bare in zip(*steps, strict=True):
+    steps = zip(plan["stmts"], plan["reads"], plan["settled"], plan["stale"], strict=True)
+    for (src, ids), reads, keep, stale in steps:
         # and those of the test functions it reaches that passed so far (one cut short
         # ends the run, so only an earlier R i 1 could stand; fewer S lines)
         report.keep(keep)  # no later statement runs them: a cut here keeps their R
@@ -321,18 +328,12 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
                 scope.pop(name, None)
             for i in touched:
                 outcome[i] = False
-            bare = bare and not touched  # it ran no assert: a check of its own failed
-            if not notes and (bare or not isinstance(e, AssertionError)):
+            if not notes and not isinstance(e, AssertionError):
                 notes.append(
                     str(e) if isinstance(e, ProbeError) else f"test raised {_type(e).__name__}: {e}"
                 )
-        else:
-            bare = False
         if _REFUSED:
             say("E " + _clean(_REFUSED[0]))
-            return
-        if bare:  # plain Python's run of the tests fails here: so does every assert
-            report.fail_all(notes)
             return
         for i in sorted(touched):
             say(f"R {i} {int(outcome[i])}")
@@ -340,20 +341,6 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         touched.clear()
         entered.clear()
     report.finish(notes)
-
-
-def _standard_names(scope: dict[str, Any], plan: dict[str, Any]) -> None:
-    """Bind in the tests' ``scope`` the standard library's modules and names the plan
-    gives the check side, and restrict ``pickle`` where the tests mention it."""
-    for name in plan["modules"]:  # imports the tests left out (sandbox_split)
-        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
-            scope[name] = __import__(name)
-        except Exception:  # not in this sandbox: the program could not import it either
-            pass
-    for name, module in plan["check_names"]:  # isclose, pi: the standard library's
-        scope[name] = getattr(__import__(module), name)
-    if any("pickle" in src or "shelve" in src for src, _ in plan["stmts"]):
-        restrict_pickle()
 
 
 def _mark(first: int, last: int) -> Any:

@@ -55,14 +55,6 @@ class _Report:
             self.say("N " + _clean(notes[0]))
         self.say("D")
 
-    def fail_all(self, notes: list[str]) -> None:
-        """``X``: every assert fails, since a statement that holds none raised (``if
-        f(2) != 4: raise AssertionError``, ``r = f(2)``), which ends plain Python's run
-        of the tests; then the first note. No ``D``: the later statements never ran."""
-        self.say("X")
-        if notes:
-            self.say("N " + _clean(notes[0]))
-
     def open_range(self, first: int, last: int) -> range:
         """A test function holding asserts ``first..last-1`` was entered: name them."""
         if (first, last) not in self.ranges:

@@ -258,8 +258,6 @@ def settled(
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_NO_CHECK = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-"""Statements that are no check of the tests (``bare_checks``)."""
 
 
 def _variables(node: ast.AST, loads: bool) -> set[str]:
@@ -295,23 +293,6 @@ def stale_names(body: list[ast.stmt]) -> list[list[str]]:
     return [sorted(_variables(st, not isinstance(st, ast.Assert)) & variables) for st in body]
 
 
-def bare_checks(
-    body: list[ast.stmt], stmts: list[Any], loads: list[set[str]], program: set[str]
-) -> list[bool]:
-    """Per top-level statement, whether it is a check of the tests' own that holds no
-    assert: neither an import nor a def or class, naming no assert (``stmts``), and
-    reading (``loads``) a name of the program or a variable of the tests (``if f(2) != 4: raise
-    AssertionError``, ``r = f(2)``, ``if r != 4: raise ...``). One that raises ends
-    plain Python's run of the tests, so the check side fails every assert
-    (``sandbox_report._Report.fail_all``); one reading neither (``arr =
-    np.array(...)`` after an import this sandbox lacks) fails only what reads it."""
-    names = program | set().union(*(_variables(st, False) for st in body))
-    return [
-        not isinstance(st, _NO_CHECK) and not ids and bool(read & names)
-        for st, (_, ids), read in zip(body, stmts, loads, strict=True)
-    ]
-
-
 def split_tests(tests: list[str]) -> dict[str, Any]:
     """The check side's plan: ``stmts`` ([source, assert ids] per top-level statement,
     rewritten; the ids are those it holds and those of the test functions it names,
@@ -327,8 +308,7 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
     cut short before its last statement fails them, ``code.parse_report``) and
     ``settled`` (per statement, those of ``inner`` no statement from it on can run,
     ``settled``) and ``stale`` (per statement, the variables unbound when it does not
-    finish, ``stale_names``) and ``bare`` (per statement, whether it is a check of the
-    tests' own holding no assert, ``bare_checks``). Raises ValueError on tests that do not parse, and on
+    finish, ``stale_names``). Raises ValueError on tests that do not parse, and on
     asserts that read no name of the program: they would pass any program (a function
     named like a builtin, ``max``, is the builtin here), so the row cannot judge one."""
     mods: list[ast.Module] = []
@@ -357,10 +337,8 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         "inner": set(),
     }
     rw = _Rewriter(program, plan)
-    loads = []  # the names each statement reads, before the rewriter renames any
     for st in every.body:
         reads = loaded_names(st)  # every name of the tests, for one computing a name:
-        loads.append(reads)
         plan["reads"].append(sorted(bound if reads & BY_NAME else reads & bound))
         plan["ids"] = []
         new = ast.fix_missing_locations(rw.visit(st))
@@ -372,7 +350,6 @@ def split_tests(tests: list[str]) -> dict[str, Any]:
         entry[1] = sorted(set(entry[1]) | helper_asserts(st, defs))
     plan["settled"] = settled(plan["stmts"], every.body, defs, plan["inner"])
     plan["stale"] = stale_names(every.body)
-    plan["bare"] = bare_checks(every.body, plan["stmts"], loads, program)
     plan["inner"] = sorted(plan["inner"])
     if plan["n_asserts"] and not program:
         raise ValueError(
