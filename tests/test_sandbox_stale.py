@@ -61,8 +61,12 @@ def test_a_later_assert_never_judges_what_a_failed_statement_left() -> None:
 def test_the_variables_a_statement_may_leave_half_made() -> None:
     """What ``split_tests`` plans to unbind per statement (``stale``): what it assigns,
     the variable under an item or attribute it assigns, and, but for an assert, the
-    variables it reads (an assert's own failure already counts); never a test function
-    or an import, nor a name bound only inside a test function."""
+    variables it reads where it could change them: the object of a method call
+    (``out.extend``), a call's argument (``fill(out)``), the variable under either
+    (``cases[0].pop()``). A loop over ``cases`` or an index into it changes nothing, so
+    ``cases`` stays bound (an implementation unbinding every name read would list it
+    there). Never a test function or an import, nor a name bound only inside a test
+    function."""
     tests = [
         "import math",
         "def t(a, b):\n    x = a\n    assert x == b",
@@ -73,7 +77,28 @@ def test_the_variables_a_statement_may_leave_half_made() -> None:
         "assert f(cases[0][0]) == d",
         "assert (w := f(1)) == 2",
         "math.isclose(f(1), 2.0)",
+        "out = []",
+        "out.extend(f(2))",
+        "cases[0].pop()",
+        "fill(out)",
+        "for a, b in cases:\n    assert f(a) == b",
     ]
     assert split_tests(tests)["stale"] == [
-        [], [], ["cases"], ["cases", "x", "y"], ["d"], ["d"], [], ["w"], []
+        [], [], ["cases"], ["x", "y"], ["d"], ["d"], [], ["w"], [], ["out"], ["out"],
+        ["cases"], ["out"], ["a", "b"],
     ]  # fmt: skip
+
+
+@needs_full
+def test_a_case_list_a_failed_loop_only_read_keeps_its_later_credit() -> None:
+    """Under ``pass_fraction``, ``cases = [(1, 2), (3, 6)]``, ``for a, b in cases:
+    assert f(a) == b``, ``assert f(cases[0][0]) == 2``, ``assert f(5) == 10`` with an
+    ``f`` wrong only on 3: the loop fails its assert and stops, but only read
+    ``cases``, so the second assert still reads it and passes, as does the third:
+    "passed 2/3", 2/3. Unbinding every name the loop read made the second assert raise
+    ``NameError``: 1/3."""
+    tests = ["cases = [(1, 2), (3, 6)]", "for a, b in cases:\n    assert f(a) == b",
+             "assert f(cases[0][0]) == 2", "assert f(5) == 10"]  # fmt: skip
+    wrong_on_3 = "def f(x):\n    return 0 if x == 3 else 2 * x"
+    score, reason = check_code(tests, fenced(wrong_on_3), all_pass=False)
+    assert (score, reason.split(";")[0]) == (2 / 3, "passed 2/3")

@@ -260,15 +260,38 @@ def settled(
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
+def _handed(node: ast.AST) -> set[int]:
+    """The ids of the nodes under ``node`` through which a statement can change the
+    object they name: the object of an attribute (``out`` of ``out.extend(...)``) and
+    the arguments of a call (``out`` of ``fill(out)``). Iterating, indexing or comparing
+    a variable changes nothing, so its name is not among them; the variable under an
+    item or attribute handed on is (``cases`` of ``cases[0].pop()``)."""
+    through: list[ast.AST] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute):
+            through.append(n.value)
+        elif isinstance(n, ast.Call):
+            args = [a.value if isinstance(a, ast.Starred) else a for a in n.args]
+            through += [*args, *(k.value for k in n.keywords)]
+    out: set[int] = set()
+    for root in through:  # the variable under an item or attribute (``cases[0].pop()``)
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        out.add(id(root))
+    return out
+
+
 def _variables(node: ast.AST, loads: bool) -> set[str]:
     """The names statement ``node`` stores in its own scope (its functions, lambdas
     and classes not looked into), with the name under an attribute or item it stores
-    (``d`` of ``d['k'] = ...``), and with ``loads`` the names it reads there too."""
+    (``d`` of ``d['k'] = ...``), and with ``loads`` the names it reads where it could
+    change their object (``_handed``)."""
     out: set[str] = set()
+    handed = _handed(node) if loads else set()
     todo = [node] if not isinstance(node, _SCOPES) else []
     while todo:
         n = todo.pop()
-        if isinstance(n, ast.Name) and (loads or not isinstance(n.ctx, ast.Load)):
+        if isinstance(n, ast.Name) and (id(n) in handed or not isinstance(n.ctx, ast.Load)):
             out.add(n.id)
         elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
             root: ast.AST = n
@@ -283,7 +306,8 @@ def _variables(node: ast.AST, loads: bool) -> set[str]:
 def stale_names(body: list[ast.stmt]) -> list[list[str]]:
     """Per top-level statement, the tests' variables it may leave half made when it does
     not finish: those it assigns (an assignment, a loop variable, ``+=``, an item or
-    attribute of one) and, but for an assert, those it reads (``out.append(f(2))``).
+    attribute of one) and, but for an assert, those it reads where it could change them
+    (``out.append(f(2))``, ``fill(out)``; not ``for x in cases`` nor ``cases[0]``).
     The check side unbinds them after such a statement (``sandbox_harness``): plain
     Python would stop there, and a later assert must not judge the value an earlier
     statement left (``r = f(1)``, ``assert r == 3``, ``r = f(2)`` raising, ``assert r
