@@ -20,6 +20,7 @@ from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.ifeval import check_ifeval
+from recipe_arena.rewards.ifeval_structure import LINK_DEPTH, placeholders_shown
 from tests.hostile_tally import record
 from tests.test_ifeval_other_scripts import instruction
 
@@ -118,6 +119,22 @@ def test_an_answer_opened_by_a_blank_line_has_its_paragraphs_read_in_order() -> 
         first_word="cats",
     )
     assert check_ifeval(first_cats, "\n\nCats nap.\n\nDog runs.")[0] == 1.0
+
+
+def test_links_are_read_as_drawn_only_down_to_a_bounded_depth() -> None:
+    """Each level of links inside links is one more pass over the answer, so only
+    ``LINK_DEPTH`` (4) levels are read as drawn: 6 nested links around ``x`` keep
+    6 - 4 = 2 bracket pairs, the innermost read first (``[[x (y) (y) (y) (y)](y)](y)``),
+    in which the checker's ``\\[.*?\\]`` finds one placeholder, so "at least 1 placeholder" passes; 4 nested
+    links are read whole, no bracket left, and fail it (an unbounded reader would also
+    fail the 6). The bound keeps 20,000 nested links (100 KB) inside the check's
+    deadline, where unbounded passes took 12 s."""
+    nest = "[" * 6 + "x" + "](y)" * 6
+    assert placeholders_shown(nest) == "[[x (y) (y) (y) (y)](y)](y)"
+    assert LINK_DEPTH == 4
+    one = instruction("detectable_content:number_placeholders", num_placeholders=1)
+    assert check_ifeval(one, nest)[0] == 1.0
+    assert check_ifeval(one, "[" * 4 + "x" + "](y)" * 4)[0] == 0.0
 
 
 def test_the_scorer_refuses_them_through_its_workers() -> None:
