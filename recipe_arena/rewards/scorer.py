@@ -142,7 +142,8 @@ class Scorer:
         """Verdicts of the ``MEMO`` domains by their key, this scorer's own (at most
         ``MEMO_SIZE``): the same program against the same tests is not run again. None
         marks a key that once got a verdict not kept (a time limit, an error): it is
-        checked every time, since a program that can tell it failed (a loop of the
+        checked every time while the scorer holds the mark (like any entry, it is
+        dropped, oldest first, once ``MEMO_SIZE`` newer keys came), since a program that can tell it failed (a loop of the
         tests stopped early) could otherwise hang then, be checked again, and keep the
         first pass that chance gave it."""
         self._verdicts_lock = threading.Lock()  # actors' threads may share a scorer
@@ -245,8 +246,9 @@ class Scorer:
         return [r if r is not None else RewardResult(0.0, "error: not scored") for r in out]
 
     def _keep(self, key: str, got: RewardResult | None) -> None:
-        """Remember verdict ``got`` under ``key``, or None: never keep one for it (a key
-        already so marked stays marked)."""
+        """Remember verdict ``got`` under ``key``, or None: keep none for it while the
+        mark is held (a marked key stays marked until it is dropped, oldest first, for
+        ``MEMO_SIZE`` newer keys)."""
         with self._verdicts_lock:
             if key in self._verdicts and self._verdicts[key] is None:
                 return
