@@ -297,15 +297,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         "exec": guarded(exec, "exec"),
         "compile": guarded_compile,
     }
-    for name in plan["modules"]:  # imports the tests left out (sandbox_split)
-        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
-            scope[name] = __import__(name)
-        except Exception:  # not in this sandbox: the program could not import it either
-            pass
-    for name, module in plan["check_names"]:  # isclose, pi: the standard library's
-        scope[name] = getattr(__import__(module), name)
-    if any("pickle" in src or "shelve" in src for src, _ in plan["stmts"]):
-        restrict_pickle()
+    _standard_names(scope, plan)
     # An assert is reported when the statement that ran it ends (an assert in a test
     # helper, ``def check(candidate)``, runs in the statement that calls the helper);
     # one never reported counts as failed. A statement that does not finish fails every
@@ -341,6 +333,20 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         touched.clear()
         entered.clear()
     report.finish(notes)
+
+
+def _standard_names(scope: dict[str, Any], plan: dict[str, Any]) -> None:
+    """Bind in the tests' ``scope`` the standard library's modules and names the plan
+    gives the check side, and restrict ``pickle`` where the tests mention it."""
+    for name in plan["modules"]:  # imports the tests left out (sandbox_split)
+        try:  # noqa: SIM105 - the sandbox imports no more modules than it needs
+            scope[name] = __import__(name)
+        except Exception:  # not in this sandbox: the program could not import it either
+            pass
+    for name, module in plan["check_names"]:  # isclose, pi: the standard library's
+        scope[name] = getattr(__import__(module), name)
+    if any("pickle" in src or "shelve" in src for src, _ in plan["stmts"]):
+        restrict_pickle()
 
 
 def _mark(first: int, last: int) -> Any:
