@@ -22,6 +22,7 @@ from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.ifeval import check_ifeval
 from recipe_arena.rewards.ifeval_structure import LINK_DEPTH, placeholders_shown
 from tests.hostile_tally import record
+from tests.ifeval_workers import scored_by_workers
 from tests.test_ifeval_other_scripts import instruction
 
 SECOND_DOG = instruction(
@@ -141,20 +142,9 @@ def test_the_scorer_refuses_them_through_its_workers() -> None:
     """The same answers scored as training scores them (``build_scorer``, the verifier
     pool's worker processes, the row's prompt the one the request is repeated from):
     every hostile answer 0, every plain one 1."""
-    rows = [
-        PromptRow(
-            id=f"r{k}",
-            messages=[{"role": "user", "content": PROMPT}],
-            ground_truth=gt,
-            domain="ifeval",
-        )
-        for k, (gt, _, _) in enumerate(HOSTILE)
-    ]
-    with build_scorer(RewardsConfig(workers=1)) as scorer:
-        hostile = scorer.score(rows, [h for _, h, _ in HOSTILE])
-        plain = scorer.score(rows, [p for _, _, p in HOSTILE])
-    assert [r.score for r in hostile] == [0.0] * len(HOSTILE), [r.reason for r in hostile]
-    assert [r.score for r in plain] == [1.0] * len(HOSTILE), [r.reason for r in plain]
+    hostile, plain = scored_by_workers(HOSTILE, PROMPT)
+    assert hostile == [0.0] * len(HOSTILE)
+    assert plain == [1.0] * len(HOSTILE)
 
 
 def test_the_audit_no_longer_quarantines_a_repeat_row_for_its_prompt_echo() -> None:

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from recipe_arena.config_rewards import RewardsConfig
-from recipe_arena.data.schema import PromptRow
-from recipe_arena.rewards import build_scorer
 from recipe_arena.rewards.ifeval import check_ifeval
 from tests.hostile_tally import record
+from tests.ifeval_workers import scored_by_workers
 from tests.test_ifeval_other_scripts import (
     FEW_CAPS,
     FEW_SEA,
@@ -119,20 +117,9 @@ def test_honest_answers_keep_their_verdicts() -> None:
 def test_the_scorer_refuses_them_through_its_workers() -> None:
     """The same answers scored as training scores them (``build_scorer``, the verifier
     pool's worker processes): every hostile answer 0, every plain one 1."""
-    rows = [
-        PromptRow(
-            id=f"r{k}",
-            messages=[{"role": "user", "content": "Write about the sea."}],
-            ground_truth=gt,
-            domain="ifeval",
-        )
-        for k, (gt, _, _) in enumerate(HOSTILE)
-    ]
-    with build_scorer(RewardsConfig(workers=1)) as scorer:
-        hostile = scorer.score(rows, [h for _, h, _ in HOSTILE])
-        plain = scorer.score(rows, [p for _, _, p in HOSTILE])
-    assert [r.score for r in hostile] == [0.0] * len(HOSTILE), [r.reason for r in hostile]
-    assert [r.score for r in plain] == [1.0] * len(HOSTILE), [r.reason for r in plain]
+    hostile, plain = scored_by_workers(HOSTILE, "Write about the sea.")
+    assert hostile == [0.0] * len(HOSTILE)
+    assert plain == [1.0] * len(HOSTILE)
 
 
 TERMINALS = ["\u1c7f", "\ua9c9", "\u1b5f", "\uabeb", "\u1aa8", "\U00011a42"]
