@@ -21,13 +21,8 @@ Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
   spelling the parser reads, was judged by one number math-verify picked out of its
   text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9).
 
-A number followed by a plain word of four letters or more that scales, bounds or hedges
-it (``9 thousand``, ``9 or more``) is refused as the ``\\text{}`` unit is
-(``worded_number``).
-
 The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
-before a letter or two) and no word of four letters, so none of its verdicts depends on
-this module.
+before a letter or two), so none of its verdicts depends on this module.
 """
 
 from __future__ import annotations
@@ -107,42 +102,6 @@ a number out of its text, the value before the command: ``9\\ul{00}``,
 command name needs two letters (or is named) and, but for the primitives, a brace after
 it: the micro world's junk answers that score 1 hold a backslash before a letter or two
 (``7\\eu5``), not such a command."""
-_SWITCH = re.compile(
-    r"\\(relax|nobreak|allowbreak|displaystyle|textstyle|scriptstyle|"
-    r"scriptscriptstyle|limits|nolimits|displaylimits|strut|mathstrut|big|Big|bigg|"
-    r"Bigg|bigl|bigr|Bigl|Bigr|biggl|biggr|Biggl|Biggr|bigm|Bigm|biggm|Biggm|left|"
-    r"right|middle|mathord|mathbin|mathrel|mathop|mathopen|mathclose|mathpunct|"
-    r"mathinner|mathring|xout|strikeout|dout|uwave|hcancel|mathclap|clap|makebox|"
-    r"framebox|scalebox|resizebox|rotatebox|reflectbox|tiny|small|large|Large|LARGE|"
-    r"huge|Huge|normalsize|footnotesize|scriptsize|hide|iffalse|iftrue|else|htmlStyle|"
-    r"htmlClass|htmlId|htmlData|class|cssId|style|bbox|enclose|mmlToken|unicode|"
-    r"require|newcommand|renewcommand|global|long|protect|noexpand|expandafter|"
-    r"nonumber|notag|label|ref|eqref|cite|footnote|marginpar|index|mark|vtop|vbox|"
-    r"vcenter|lower|raise|moveleft|moveright|mspace|hspace|vspace|vskip|enspace|space|"
-    r"nobreakspace|nbsp|ignorespaces|unskip|penalty|hss|vss|hfil|hfill|vfil|vfill|"
-    r"empty|mathnormal|mathit|mathbb|mathbf|mathcal|mathfrak|mathscr|boldsymbol|text|"
-    r"textnormal|textrm|textit|textbf|textmd|mbox|pagecolor|overline|overleftarrow|"
-    r"overrightarrow|widehat|widetilde|hat|tilde|bar|vec|dot|ddot|dddot|acute|grave|"
-    r"breve|check|utilde|undergroup|overgroup|overlinesegment|underlinesegment|"
-    r"lefteqn|atop|above|choose|brace|brack|genfrac|sfrac|nicefrac|xfrac|substack|"
-    r"sideset|prescript|begingroup|endgroup|bgroup|egroup|nonscript|mathsurround|"
-    r"fontsize|selectfont|usefont|fontfamily|fontseries|fontshape|quad|qquad|"
-    r"thinspace|negthinspace|medspace|thickspace|negmedspace|negthickspace|cup|cap|"
-    r"sqcup|sqcap|uplus|bigcup|bigcap|owns|equiv|iff|implies|impliedby|oplus|ominus|"
-    r"otimes|oslash|odot|bigoplus|bigotimes|vee|wedge|land|lor|bigvee|bigwedge|"
-    r"Rightarrow|Leftarrow|Leftrightarrow|rightarrow|leftarrow|leftrightarrow|"
-    r"longrightarrow|Longrightarrow|longleftarrow|Longleftarrow|longleftrightarrow|"
-    r"Longleftrightarrow|mapsto|gets|models|vdash|dashv|top|bot|amalg|star|ast|bullet|"
-    r"diamond|colon|coloneqq|eqqcolon|between|because|therefore)(?![a-zA-Z])"
-)
-"""Commands of TeX, LaTeX and KaTeX that need no brace and that the LaTeX parser does
-not read: font, size and style switches, accents, spacing, grouping, relations and
-connectives. Where the parser cannot read an answer holding one and two numbers outside
-its modulus clause, math-verify took a number out of its text: ``3\\relax 9``,
-``3\\tiny 9``, ``3\\mathbb 9`` and ``3\\bar 9`` (shown 39), ``\\htmlClass 3 9``,
-``3 \\cup 9``, ``3 \\iff 9`` and ``3 \\atop 9`` were 9. Named, not any three letters:
-the micro world's junk writes a backslash before letters at random (``9]K3\\Rcc``),
-which TeX does not draw, and its verdicts must not move."""
 _DIMENSION = re.compile(
     r"\\(?:hspace\*?\s*\{[^{}]*\}|(?:[hm]?kern|[hm]skip)\s*[-+]?[\d.]+\s*[a-z]{2})"
 )
@@ -185,59 +144,15 @@ def dropped_unit(pred: str) -> str | None:
     return m.group(0)
 
 
-_WORDED_NUMBER = re.compile(r"^[-+]?[\d.,/]+\s*([a-zA-Z][a-zA-Z ]*)$")
-"""A number followed by plain letters (``9 thousand``), which ``math_answer.normalise``
-tries also as the number alone (a unit, ``12 cm`` as 12)."""
-_BOUND_WORDS = frozenset(
-    ["more", "less", "fewer", "greater", "smaller", "above", "below", "under", "over"]
-)
-"""Words after ``or`` that bound a number (``9 or more``): math-verify reads ``9 or
-more`` as 9."""
-_WORD_LETTERS = 4
-"""The fewest letters of a word for ``worded_number`` to read it: the micro world's junk
-writes letters at random (``\\boxed{9k}``, ``\\boxed{9 or}``, ``\\boxed{5k klW}``), whose
-verdicts must not move."""
-
-
-def worded_number(spellings: Sequence[str]) -> str | None:
-    """The first word after the number of a spelling in ``spellings``
-    (``math_answer.normalise``'s), written in plain letters, that scales, bounds, negates
-    or hedges it (``_SCALING_WORDS``, ``_CLAIM_WORDS``, ``_BOUND_WORDS``) and has at least
-    ``_WORD_LETTERS`` letters; or None. ``9 thousand``, ``9 or more``, ``9 at most`` and
-    ``9 maybe`` were read as 9 with a unit (or, for ``or``, as the number the parser
-    keeps), as ``9\\text{ thousand}`` was."""
-    for spelling in spellings:
-        m = _WORDED_NUMBER.match(spelling)
-        for word in m.group(1).split() if m else ():
-            if len(word) >= _WORD_LETTERS and (
-                _SCALING_WORDS.search(word)
-                or _CLAIM_WORDS.search(word)
-                or word.lower() in _BOUND_WORDS
-            ):
-                return word
-    return None
-
-
 def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None:
     """The first command of ``_UNREAD`` in ``pred`` that ``gold`` does not hold, when
-    ``pred`` holds more than one number, or of ``_SWITCH`` when it does outside its
-    modulus clause (``x \\equiv 9 \\pmod{10}`` holds one), and the LaTeX parser reads a
-    value in none of its ``spellings`` (``math_answer.normalise``'s): math-verify then
-    picked one of the numbers out of its text. None otherwise (``9\\hspace{1mm}\\text{cm}``
-    is 9)."""
-
-    def unheld(names: list[str]) -> list[str]:
-        names = [n for n in names if not re.search(rf"\\{n}(?![a-zA-Z])", gold)]
-        return [n for n in names if not re.fullmatch("[bp]?mod|boxed|fbox", n)]  # read elsewhere
-
-    def numbers(text: str) -> int:
-        return len(re.findall(r"\d+", _DIMENSION.sub(" ", text)))
-
-    names = unheld([m.group(1) or m.group(2) for m in _UNREAD.finditer(pred)])
-    names = names if numbers(pred) >= 2 else []
-    bare = _MODULUS.sub("", pred)
-    names += unheld(_SWITCH.findall(bare)) if numbers(bare) >= 2 else []
-    if not names:
+    ``pred`` holds more than one number and the LaTeX parser reads a value in none of its
+    ``spellings`` (``math_answer.normalise``'s): math-verify then picked one of the
+    numbers out of its text. None otherwise (``9\\hspace{1mm}\\text{cm}`` is 9)."""
+    names = [m.group(1) or m.group(2) for m in _UNREAD.finditer(pred)]
+    names = [n for n in names if not re.search(rf"\\{n}(?![a-zA-Z])", gold)]
+    names = [n for n in names if not re.fullmatch("[bp]?mod|boxed|fbox", n)]  # read elsewhere
+    if not names or len(re.findall(r"\d+", _DIMENSION.sub(" ", pred))) < 2:
         return None
     for spelling in spellings:
         if any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling))):
@@ -247,16 +162,12 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
 
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
-    None: a unit that is more than a unit (in ``\\text{}`` or in plain letters,
-    ``worded_number``), a command of ``_MARKUP``, an empty group between
-    digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` or ``_SWITCH`` in an answer none of
-    whose ``spellings`` the parser can read."""
+    None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
+    digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` in an answer none of whose
+    ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
-    word = worded_number(spellings or [pred])
-    if word and not re.search(rf"(?<![a-zA-Z]){word}(?![a-zA-Z])", gold, re.IGNORECASE):
-        return f"a word that changes or bounds its number ({word})"
     markup = _MARKUP.search(pred)
     if markup and not _MARKUP.search(gold):
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
