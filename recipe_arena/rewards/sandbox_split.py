@@ -260,6 +260,13 @@ def settled(
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
+def _under(node: ast.AST) -> ast.AST:
+    """The node under a chain of attributes and items (``d`` of ``d['k'].x``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
 def _handed(node: ast.AST) -> set[int]:
     """The ids of the nodes under ``node`` through which a statement can change the
     object they name: the object of an attribute (``out`` of ``out.extend(...)``) and
@@ -273,12 +280,7 @@ def _handed(node: ast.AST) -> set[int]:
         elif isinstance(n, ast.Call):
             args = [a.value if isinstance(a, ast.Starred) else a for a in n.args]
             through += [*args, *(k.value for k in n.keywords)]
-    out: set[int] = set()
-    for root in through:  # the variable under an item or attribute (``cases[0].pop()``)
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
-        out.add(id(root))
-    return out
+    return {id(_under(n)) for n in through}
 
 
 def _variables(node: ast.AST, loads: bool) -> set[str]:
@@ -293,12 +295,12 @@ def _variables(node: ast.AST, loads: bool) -> set[str]:
         n = todo.pop()
         if isinstance(n, ast.Name) and (id(n) in handed or not isinstance(n.ctx, ast.Load)):
             out.add(n.id)
-        elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
-            root: ast.AST = n
-            while isinstance(root, (ast.Attribute, ast.Subscript)):
-                root = root.value
-            if isinstance(root, ast.Name):
-                out.add(root.id)
+        elif (
+            isinstance(n, (ast.Attribute, ast.Subscript))
+            and not isinstance(n.ctx, ast.Load)
+            and isinstance(root := _under(n), ast.Name)
+        ):
+            out.add(root.id)
         todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, _SCOPES))
     return out
 

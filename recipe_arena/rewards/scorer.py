@@ -143,9 +143,9 @@ class Scorer:
         ``MEMO_SIZE``): the same program against the same tests is not run again. None
         marks a key that once got a verdict not kept (a time limit, an error): it is
         checked every time while the scorer holds the mark (like any entry, it is
-        dropped, oldest first, once ``MEMO_SIZE`` newer keys came), since a program that can tell it failed (a loop of the
-        tests stopped early) could otherwise hang then, be checked again, and keep the
-        first pass that chance gave it."""
+        dropped, oldest first, once ``MEMO_SIZE`` newer keys came), since a program
+        that can tell it failed (a loop of the tests stopped early) could otherwise hang
+        then, be checked again, and keep the first pass that chance gave it."""
         self._verdicts_lock = threading.Lock()  # actors' threads may share a scorer
 
     # ------------------------------------------------------------------ chat
