@@ -172,6 +172,14 @@ class AuditReport:
         """Task ids whose verifier accepted at least one quarantining hack."""
         return {p.task_id for p in self.probes if p.accepted and p.quarantining}
 
+    def quarantined_rows(self) -> set[tuple[str, str]]:
+        """(domain, task id) of each task whose verifier accepted a quarantining hack:
+        what ``apply_quarantine`` drops. A task id alone is not a task's name across
+        domains: rows read from files (``world.train_path``) may number each domain's
+        rows alike, and a math row ``7`` was dropped for the hack a code row ``7``
+        accepted."""
+        return {(p.domain, p.task_id) for p in self.probes if p.accepted and p.quarantining}
+
     def summary(self) -> dict[str, dict[str, tuple[int, int]]]:
         """dataset -> hack -> (tasks that accepted, tasks probed)."""
         out: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -338,8 +346,10 @@ def cached_audit(
 def apply_quarantine(
     rows: Sequence[PromptRow], report: AuditReport, cfg: RewardsConfig
 ) -> list[PromptRow]:
-    """``rows`` without quarantined tasks when ``cfg.audit_quarantine`` is on."""
+    """``rows`` without quarantined tasks when ``cfg.audit_quarantine`` is on: a row is
+    dropped when a probe of its domain and id was accepted (``quarantined_rows``), so a
+    row of another domain that shares its id is kept."""
     if not cfg.audit_quarantine:
         return list(rows)
-    bad = report.quarantined()
-    return [r for r in rows if r.id not in bad]
+    bad = report.quarantined_rows()
+    return [r for r in rows if (r.domain, r.id) not in bad]
