@@ -213,6 +213,16 @@ OpenAI answer 400 to a prompt that leaves no room for ``max_tokens`` in the mode
 context. Such a request is not retried."""
 
 
+ENDED_REASONS = frozenset({None, "stop", "eos_token", "eos", "stop_sequence", "end_turn"})
+"""An endpoint's ``finish_reason`` values that say the model ended its reply (OpenAI,
+vLLM, SGLang, llama.cpp and Ollama write ``stop``; TGI ``eos_token`` or
+``stop_sequence``; a server that writes none, None). Any other reason marks a reply
+stopped before the model ended it, read as one cut at the cap (``CUT_MARK``):
+``length``, and ``content_filter`` (OpenAI) or ``abort`` (vLLM, SGLang), which stop a
+reply as abruptly; read as finished, the answer's words a judge had copied by then
+(``The answer says 9 apples``) were a short reply's one number, 0.9."""
+
+
 class HTTPGenerator:
     """An OpenAI-compatible chat endpoint; per-request timeout, retries with back-off."""
 
@@ -255,7 +265,8 @@ class HTTPGenerator:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     choice = json.loads(resp.read())["choices"][0]
                     text = str(choice["message"]["content"])
-                    return text + CUT_MARK if choice.get("finish_reason") == "length" else text
+                    finished = choice.get("finish_reason") in ENDED_REASONS
+                    return text if finished else text + CUT_MARK
             except urllib.error.HTTPError as e:
                 e.close()
                 if e.code in REFUSED_STATUS:

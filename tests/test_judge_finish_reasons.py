@@ -1,0 +1,55 @@
+"""An endpoint judge's reply stopped for a reason other than its token cap. OpenAI stops a
+reply with ``finish_reason: content_filter`` and vLLM or SGLang with ``abort``, as
+abruptly as the cap does; read as a finished reply, the answer's words a judge had
+copied by then were a short reply's one number. Judged through a real
+OpenAI-compatible endpoint and ``Judge``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards.judge import HTTPGenerator, Judge
+from tests.judge_endpoint import JudgeEndpoint, reply
+
+ROW = PromptRow(
+    id="c",
+    messages=[{"role": "user", "content": "How many apples are in the bowl?"}],
+    ground_truth="3",
+    domain="chat",
+)
+
+
+def _quoting_judge(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A judge that quotes the answer's first two words, then gives its verdict (10 for
+    the answer ``3``, else 0). An answer that names a stop reason (``filtered``,
+    ``aborted``) gets its reply stopped after the quote for that reason, as a content
+    filter or an aborted request stops it; a finished reply ends for ``stop``."""
+    prompt = body["messages"][0]["content"]
+    graded = re.search(r"Answer to grade:\n(.*)\n\nDoes", prompt, re.S)
+    answer = graded.group(1) if graded else ""
+    quote = "The answer says " + " ".join(answer.split()[:2])
+    if "filtered" in answer:
+        return reply(quote, "content_filter")
+    if "aborted" in answer:
+        return reply(quote, "abort")
+    return reply(f"{quote}. Score: {10 if answer.strip() == '3' else 0}", "stop")
+
+
+def test_a_reply_stopped_by_a_filter_or_an_abort_is_read_as_cut() -> None:
+    """Attack: wrong answers ``9 apples, filtered`` and ``9 apples, aborted``; the judge's
+    reply stops after ``The answer says 9 apples,`` (25 characters, one number) for
+    ``content_filter`` and ``abort``. By hand: a reply the model did not end holds no
+    label, so it is unparsable, 0.0 each; before, each read as a finished short reply of
+    one number, 0.9. The right answer ``3`` gets ``Score: 10`` (1.0) and a wrong ``9``
+    ``Score: 0`` (0.0), finished replies read as before."""
+    answers = ["9 apples, filtered", "9 apples, aborted", "3", "9"]
+    srv = JudgeEndpoint(_quoting_judge)
+    try:
+        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=64, timeout_s=30, retries=0))
+        res = judge.score([ROW] * len(answers), answers)
+    finally:
+        srv.close()
+    assert [r.score for r in res] == [0.0, 0.0, 1.0, 0.0], [r.reason for r in res]
+    assert all("unparsable" in r.reason for r in res[:2])
