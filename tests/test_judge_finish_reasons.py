@@ -22,10 +22,11 @@ ROW = PromptRow(
 
 
 def _quoting_judge(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """A judge that quotes the answer's first two words, then gives its verdict (10 for
-    the answer ``3``, else 0). An answer that names a stop reason (``filtered``,
-    ``aborted``) gets its reply stopped after the quote for that reason, as a content
-    filter or an aborted request stops it; a finished reply ends for ``stop``."""
+    """A judge that quotes the answer's first two words, then gives its verdict (0), or
+    for the answer ``3`` writes ``Correct: 10``, a short reply with no label. An answer that names a stop reason (``filtered``,
+    ``aborted``, ``capped``) gets its reply stopped after the quote for that reason, as a
+    content filter, an aborted request or a gateway's ``MAX_TOKENS`` stops it; a finished
+    reply ends for ``STOP``, as some gateways write ``stop``."""
     prompt = body["messages"][0]["content"]
     graded = re.search(r"Answer to grade:\n(.*)\n\nDoes", prompt, re.S)
     answer = graded.group(1) if graded else ""
@@ -34,22 +35,25 @@ def _quoting_judge(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return reply(quote, "content_filter")
     if "aborted" in answer:
         return reply(quote, "abort")
-    return reply(f"{quote}. Score: {10 if answer.strip() == '3' else 0}", "stop")
+    if "capped" in answer:
+        return reply(quote, "MAX_TOKENS")
+    return reply("Correct: 10" if answer.strip() == "3" else f"{quote}. Score: 0", "STOP")
 
 
 def test_a_reply_stopped_by_a_filter_or_an_abort_is_read_as_cut() -> None:
-    """Attack: wrong answers ``9 apples, filtered`` and ``9 apples, aborted``; the judge's
-    reply stops after ``The answer says 9 apples,`` (25 characters, one number) for
-    ``content_filter`` and ``abort``. By hand: a reply the model did not end holds no
-    label, so it is unparsable, 0.0 each; before, each read as a finished short reply of
-    one number, 0.9. The right answer ``3`` gets ``Score: 10`` (1.0) and a wrong ``9``
-    ``Score: 0`` (0.0), finished replies read as before."""
-    answers = ["9 apples, filtered", "9 apples, aborted", "3", "9"]
+    """Attack: wrong answers ``9 apples, filtered``, ``9 apples, aborted`` and ``9
+    apples, capped``; the judge's reply stops after ``The answer says 9 apples,`` (25
+    characters, one number) for ``content_filter``, ``abort`` and ``MAX_TOKENS``. By
+    hand: a reply the model did not end holds no label, so it is unparsable, 0.0 each;
+    before, each read as a finished short reply of one number, 0.9. Replies ended for
+    ``STOP`` read as finished, as before: the right answer ``3`` gets ``Correct: 10``
+    (one number, 1.0) and a wrong ``9`` ``Score: 0`` (0.0)."""
+    answers = ["9 apples, filtered", "9 apples, aborted", "9 apples, capped", "3", "9"]
     srv = JudgeEndpoint(_quoting_judge)
     try:
         judge = Judge(HTTPGenerator(srv.url, max_new_tokens=64, timeout_s=30, retries=0))
         res = judge.score([ROW] * len(answers), answers)
     finally:
         srv.close()
-    assert [r.score for r in res] == [0.0, 0.0, 1.0, 0.0], [r.reason for r in res]
-    assert all("unparsable" in r.reason for r in res[:2])
+    assert [r.score for r in res] == [0.0, 0.0, 0.0, 1.0, 0.0], [r.reason for r in res]
+    assert all("unparsable" in r.reason for r in res[:3])

@@ -213,10 +213,11 @@ OpenAI answer 400 to a prompt that leaves no room for ``max_tokens`` in the mode
 context. Such a request is not retried."""
 
 
-ENDED_REASONS = frozenset({None, "stop", "eos_token", "eos", "stop_sequence", "end_turn"})
-"""An endpoint's ``finish_reason`` values that say the model ended its reply (OpenAI,
-vLLM, SGLang, llama.cpp and Ollama write ``stop``; TGI ``eos_token`` or
-``stop_sequence``; a server that writes none, None). Any other reason marks a reply
+ENDED_REASONS = frozenset({None, "", "stop", "eos_token", "eos", "stop_sequence", "end_turn"})
+"""An endpoint's ``finish_reason`` values, in any case, that say the model ended its
+reply (OpenAI, vLLM, SGLang, llama.cpp and Ollama write ``stop``, some gateways
+``STOP``; TGI ``eos_token`` or ``stop_sequence``; a server that writes none, None or
+``""``). Any other reason (``length``, ``MAX_TOKENS``) marks a reply
 stopped before the model ended it, read as one cut at the cap (``CUT_MARK``):
 ``length``, and ``content_filter`` (OpenAI) or ``abort`` (vLLM, SGLang), which stop a
 reply as abruptly; read as finished, the answer's words a judge had copied by then
@@ -265,7 +266,8 @@ class HTTPGenerator:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     choice = json.loads(resp.read())["choices"][0]
                     text = str(choice["message"]["content"])
-                    finished = choice.get("finish_reason") in ENDED_REASONS
+                    why = choice.get("finish_reason")
+                    finished = (why.lower() if isinstance(why, str) else why) in ENDED_REASONS
                     return text if finished else text + CUT_MARK
             except urllib.error.HTTPError as e:
                 e.close()
