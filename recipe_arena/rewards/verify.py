@@ -118,11 +118,14 @@ def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
         size = sum(len(str(m.get("content", ""))) if isinstance(m, dict) else 0 for m in messages)
         if size > MAX_PROMPT_CHARS:
             return None, f"error: prompt longer than {MAX_PROMPT_CHARS} characters ({size})"
+    gold, why = _chat_gold(rec) if rec["domain"] == "chat" else (rec.get("ground_truth"), "")
+    if why:
+        return None, why
     try:
         row = PromptRow(
             id=str(rec.get("id", f"line{lineno}"))[:200],
             messages=messages,
-            ground_truth=rec.get("ground_truth"),
+            ground_truth=gold,
             domain=rec["domain"],
             effort=rec.get("effort"),
             token_budget=rec.get("token_budget"),
@@ -133,6 +136,24 @@ def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
     if row.domain in ("chat", "ifeval") and not any(m.role == "user" for m in row.messages):
         return None, f"error: a {row.domain} row needs a user message (messages or prompt)"
     return row, ""
+
+
+def _chat_gold(rec: dict[str, Any]) -> tuple[Any, str]:
+    """(reference, "") for a chat record, or (None, "error: ...") when its ground truth is
+    neither text, a number nor null. The judge reads a reference only from text, and a
+    chat row without one is judged open-ended, with no answer to compare against: a
+    reference written as a JSON number (``7`` for "What is 3 + 4?") let a wrong ``8``
+    score as a fluent answer to an open question. A number is its JSON text (``7``,
+    ``2.5``); a list, an object or a boolean is refused, as it names no one answer."""
+    gold = rec.get("ground_truth")
+    if gold is None or isinstance(gold, str):
+        return gold, ""
+    if isinstance(gold, int | float) and not isinstance(gold, bool):
+        return json.dumps(gold), ""
+    return (
+        None,
+        f"error: chat ground_truth must be a string, a number or null, not {type(gold).__name__}",
+    )
 
 
 def _records(path: Path) -> Iterator[tuple[int, Any, str, int]]:
