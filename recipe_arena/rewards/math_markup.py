@@ -19,7 +19,10 @@ Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
 - LaTeX the parser cannot read at all (``_UNREAD``): an answer holding more than one
   number, a command with a braced argument, a spacing primitive or an ellipsis, and no
   spelling the parser reads, was judged by one number math-verify picked out of its
-  text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9).
+  text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9), and so was one holding a
+  command without a brace that the parser does not read (``_SWITCH``) strictly between
+  two numbers as the parser reads them (``3\\relax 9`` as 9; ``\\hat p = 0.4`` holds
+  one number).
 
 The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
 before a letter or two), so none of its verdicts depends on this module.
@@ -102,6 +105,51 @@ a number out of its text, the value before the command: ``9\\ul{00}``,
 command name needs two letters (or is named) and, but for the primitives, a brace after
 it: the micro world's junk answers that score 1 hold a backslash before a letter or two
 (``7\\eu5``), not such a command."""
+_SWITCH = re.compile(
+    r"\\(relax|nobreak|allowbreak|displaystyle|textstyle|scriptstyle|"
+    r"scriptscriptstyle|limits|nolimits|displaylimits|strut|mathstrut|big|Big|bigg|"
+    r"Bigg|bigl|bigr|Bigl|Bigr|biggl|biggr|Biggl|Biggr|bigm|Bigm|biggm|Biggm|left|"
+    r"right|middle|mathord|mathbin|mathrel|mathop|mathopen|mathclose|mathpunct|"
+    r"mathinner|mathring|xout|strikeout|dout|uwave|hcancel|mathclap|clap|makebox|"
+    r"framebox|scalebox|resizebox|rotatebox|reflectbox|tiny|small|large|Large|LARGE|"
+    r"huge|Huge|normalsize|footnotesize|scriptsize|hide|iffalse|iftrue|else|htmlStyle|"
+    r"htmlClass|htmlId|htmlData|class|cssId|style|bbox|enclose|mmlToken|unicode|"
+    r"require|newcommand|renewcommand|global|long|protect|noexpand|expandafter|"
+    r"nonumber|notag|label|ref|eqref|cite|footnote|marginpar|index|mark|vtop|vbox|"
+    r"vcenter|lower|raise|moveleft|moveright|mspace|hspace|vspace|vskip|enspace|space|"
+    r"nobreakspace|nbsp|ignorespaces|unskip|penalty|hss|vss|hfil|hfill|vfil|vfill|"
+    r"empty|mathnormal|mathit|mathbb|mathbf|mathcal|mathfrak|mathscr|boldsymbol|text|"
+    r"textnormal|textrm|textit|textbf|textmd|mbox|pagecolor|overline|overleftarrow|"
+    r"overrightarrow|widehat|widetilde|hat|tilde|bar|vec|dot|ddot|dddot|acute|grave|"
+    r"breve|check|utilde|undergroup|overgroup|overlinesegment|underlinesegment|"
+    r"lefteqn|atop|above|choose|brace|brack|genfrac|sfrac|nicefrac|xfrac|substack|"
+    r"sideset|prescript|begingroup|endgroup|bgroup|egroup|nonscript|mathsurround|"
+    r"fontsize|selectfont|usefont|fontfamily|fontseries|fontshape|quad|qquad|"
+    r"thinspace|negthinspace|medspace|thickspace|negmedspace|negthickspace|cup|cap|"
+    r"sqcup|sqcap|uplus|bigcup|bigcap|owns|equiv|iff|implies|impliedby|oplus|ominus|"
+    r"otimes|oslash|odot|bigoplus|bigotimes|vee|wedge|land|lor|bigvee|bigwedge|"
+    r"Rightarrow|Leftarrow|Leftrightarrow|rightarrow|leftarrow|leftrightarrow|"
+    r"longrightarrow|Longrightarrow|longleftarrow|Longleftarrow|longleftrightarrow|"
+    r"Longleftrightarrow|mapsto|gets|models|vdash|dashv|top|bot|amalg|star|ast|bullet|"
+    r"diamond|colon|coloneqq|eqqcolon|between|because|therefore)(?![a-zA-Z])(?!\s*\{)"
+)
+"""Commands of TeX, LaTeX and KaTeX, written without a brace after them, that the LaTeX
+parser does not read: font, size and style switches, accents, spacing, grouping,
+relations and connectives. Between two numbers of an answer the parser cannot read,
+math-verify took the right-hand number out of its text: ``3\\relax 9``, ``3\\tiny 9``,
+``3\\mathbb 9`` and ``3\\bar 9`` (shown 39), ``3 \\cup 9`` and ``3 \\iff 9`` scored 1
+for 9 (``unread_switch``). Named, not any letters: the micro world's junk writes a
+backslash before letters at random (``9]K3\\Rcc``), and its verdicts must not move."""
+_NUMBER_SPAN = re.compile(
+    r"\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}"
+    r"|\d{1,3}(?:(?:\s*\\[,;: ]\s*|\{,\})\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+"
+)
+"""One number as the parser reads it: a fraction, digits in groups parted by a thin space
+or ``{,}`` (``3\\,000``), a decimal (``2.5``; read as two runs of digits, ``\\hat p =
+0.4`` held two numbers with a command between none of them)."""
+_SUBSCRIPT = re.compile(r"_\s*(?:\{[^{}]*\}|\\[a-zA-Z]+|[^\s{}\\])")
+"""A subscript, which labels a name and is no number of the answer (``x_1^\\star = 0.5``
+holds one number)."""
 _DIMENSION = re.compile(
     r"\\(?:hspace\*?\s*\{[^{}]*\}|(?:[hm]?kern|[hm]skip)\s*[-+]?[\d.]+\s*[a-z]{2})"
 )
@@ -144,6 +192,28 @@ def dropped_unit(pred: str) -> str | None:
     return m.group(0)
 
 
+def _parser_reads(spellings: Sequence[str]) -> bool:
+    """Whether the LaTeX parser reads a value in one of ``spellings``."""
+    return any(
+        any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling)))
+        for spelling in spellings
+    )
+
+
+def unread_switch(pred: str, gold: str) -> str | None:
+    """The first command of ``_SWITCH`` that ``gold`` does not hold and that stands
+    strictly between two numbers of ``pred`` as the parser reads them (``_NUMBER_SPAN``;
+    its modulus clause and subscripts aside), or None. ``x^\\star = 0.5``, ``\\hat p =
+    0.4`` and ``\\therefore x = 2.5`` hold one number and none."""
+    text = _SUBSCRIPT.sub(" ", _DIMENSION.sub(" ", _MODULUS.sub("", pred)))
+    spans = list(_NUMBER_SPAN.finditer(text))
+    for left, right in zip(spans, spans[1:], strict=False):
+        for name in _SWITCH.findall(text, left.end(), right.start()):
+            if not re.search(rf"\\{name}(?![a-zA-Z])", gold):
+                return f"\\{name}"
+    return None
+
+
 def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None:
     """The first command of ``_UNREAD`` in ``pred`` that ``gold`` does not hold, when
     ``pred`` holds more than one number and the LaTeX parser reads a value in none of its
@@ -154,17 +224,15 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
     names = [n for n in names if not re.fullmatch("[bp]?mod|boxed|fbox", n)]  # read elsewhere
     if not names or len(re.findall(r"\d+", _DIMENSION.sub(" ", pred))) < 2:
         return None
-    for spelling in spellings:
-        if any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling))):
-            return None
-    return f"\\{names[0]}"
+    return None if _parser_reads(spellings) else f"\\{names[0]}"
 
 
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
     None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
-    digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` in an answer none of whose
-    ``spellings`` the parser can read."""
+    digits (``_EMPTY_GROUP``), or one of ``_UNREAD``, or of ``_SWITCH`` between two
+    numbers (``unread_switch``), in an answer none of whose ``spellings`` the parser can
+    read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
@@ -174,4 +242,7 @@ def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | 
     if _EMPTY_GROUP.search(pred) and not _EMPTY_GROUP.search(gold):
         return "an empty group between digits"
     unread = unread_command(pred, gold, spellings or [pred])
+    switch = None if unread else unread_switch(pred, gold)
+    if switch and not _parser_reads(spellings or [pred]):
+        unread = switch
     return f"LaTeX the parser cannot read ({unread})" if unread else None
