@@ -1,6 +1,6 @@
 """LaTeX in a math answer that math-verify drops or reads otherwise than it is drawn.
 
-Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
+Four kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
 
 - A unit that is more than a unit. math-verify reads a ``\\text{}`` or ``\\mbox{}`` group
   (``\\mathrm``, ``\\mathbf``, ``\\textbf`` and kin count as ``\\text``) as a unit and drops
@@ -23,9 +23,12 @@ Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
   command without a brace that the parser does not read (``_SWITCH``) strictly between
   two numbers as the parser reads them (``3\\relax 9`` as 9; ``\\hat p = 0.4`` holds
   one number).
+- A phrase that bounds or hedges the number (``hedge_phrase``): ``9 or more``,
+  ``9 at most`` and ``9 maybe`` were read as 9.
 
 The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
-before a letter or two), so none of its verdicts depends on this module.
+before a letter or two) and no phrase of ``_HEDGE`` (its junk writes letters at random),
+so none of its verdicts depends on this module.
 """
 
 from __future__ import annotations
@@ -192,6 +195,29 @@ def dropped_unit(pred: str) -> str | None:
     return m.group(0)
 
 
+_HEDGE = re.compile(
+    r"(?<![a-z])(?:(?:or|and)\s+(?:more|less|fewer|greater|larger|bigger|smaller|higher|lower"
+    r"|above|below|over|under|up|upwards?|beyond)|or\s+so|(?:at|no)\s+(?:least|most|more|less"
+    r"|fewer|greater|larger|smaller)|never|maybe|perhaps|possibly|probably)(?![a-z])"
+)
+"""Phrases that bound or hedge a number: ``9 or more``, ``at most 9``, ``9 maybe``. Read
+as a phrase, not word by word: ``3 more`` ("how many more?") and ``4 fewer`` are counts.
+No word of three letters alone (``not``, ``ish``): the micro world's junk writes letters
+at random (``nOT]``, ``Ish``), and its verdicts must not move."""
+_WORD_GROUP = re.compile(r"\\(?:text\w*|mbox|math(?:rm|it|bf)|operatorname)\s*\{([^{}]*)\}")
+
+
+def hedge_phrase(text: str) -> str | None:
+    """The first phrase of ``_HEDGE`` among the words of ``text``, read as a reader reads
+    them (``_shown_words``; the words of ``\\text{}`` and its kin, not command names), or
+    None. math-verify read ``\\boxed{9 or more}`` and ``\\boxed{9 maybe}`` as 9 (the
+    words a unit) and ``\\boxed{x = 9 or more}`` as ``x = 9``."""
+    words = _WORD_GROUP.sub(r" \1 ", _shown_words(text))
+    words = re.sub(r"[^a-z]+", " ", re.sub(r"\\[a-zA-Z]+", " ", words).lower())
+    m = _HEDGE.search(words)
+    return " ".join(m.group().split()) if m else None
+
+
 def _parser_reads(spellings: Sequence[str]) -> bool:
     """Whether the LaTeX parser reads a value in one of ``spellings``."""
     return any(
@@ -230,9 +256,9 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
     None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
-    digits (``_EMPTY_GROUP``), or one of ``_UNREAD``, or of ``_SWITCH`` between two
-    numbers (``unread_switch``), in an answer none of whose ``spellings`` the parser can
-    read."""
+    digits (``_EMPTY_GROUP``), a phrase that bounds or hedges (``hedge_phrase``), or one of
+    ``_UNREAD``, or of ``_SWITCH`` between two numbers (``unread_switch``), in an answer
+    none of whose ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
@@ -241,6 +267,9 @@ def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | 
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
     if _EMPTY_GROUP.search(pred) and not _EMPTY_GROUP.search(gold):
         return "an empty group between digits"
+    hedge = hedge_phrase(pred)
+    if hedge and hedge_phrase(gold) != hedge:
+        return f"a phrase that bounds or hedges its number ({hedge})"
     unread = unread_command(pred, gold, spellings or [pred])
     switch = None if unread else unread_switch(pred, gold)
     if switch and not _parser_reads(spellings or [pred]):
