@@ -416,3 +416,19 @@ def test_memory_per_row_is_bounded_before_parsing(tmp_path: Path) -> None:
     assert peaks[1] - peaks[0] < 100, peaks
     got = [json.loads(x) for x in Path(str(big) + ".out").read_text().splitlines()]
     assert [r["score"] for r in got] == [None] * 6 + [1.0]
+
+
+def test_a_file_saved_with_a_byte_order_mark_keeps_its_first_row(tmp_path: Path, capsys) -> None:
+    """Editors that save "UTF-8 with BOM" put EF BB BF before the first line. By hand: the
+    two math rows (``4`` for 4, ``5`` for 4) score 1.0 and 0.0 and no row is an error.
+    Before, the first row was refused as "not valid JSON (Unexpected UTF-8 BOM)" and only
+    the second was scored; a mark anywhere but the file's start is still invalid JSON."""
+    inp = tmp_path / "rows.jsonl"
+    rows = [{"domain": "math", "response": r, "ground_truth": "4"} for r in ("4", "5")]
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    inp.write_bytes(b"\xef\xbb\xbf" + body + b"\xef\xbb\xbf" + body.splitlines(True)[0])
+    out = tmp_path / "o.jsonl"
+    _cli(capsys, str(inp), str(out), "rewards.workers=1")
+    got = [_strict(x) for x in out.read_text().splitlines()]
+    assert [g.get("score") for g in got] == [1.0, 0.0, None], got
+    assert "BOM" in got[2]["reason"], got[2]

@@ -22,6 +22,7 @@ scores stay in the temporary file, whose path the error names.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import json
@@ -165,6 +166,8 @@ def _records(path: Path) -> Iterator[tuple[int, Any, str, int]]:
             if not raw:
                 return
             lineno += 1
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]  # editors that save "UTF-8 with BOM"
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 skipped = len(raw)
                 del raw
