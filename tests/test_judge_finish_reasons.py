@@ -57,3 +57,39 @@ def test_a_reply_stopped_by_a_filter_or_an_abort_is_read_as_cut() -> None:
         srv.close()
     assert [r.score for r in res] == [0.0, 0.0, 0.0, 1.0, 0.0], [r.reason for r in res]
     assert all("unparsable" in r.reason for r in res[:3])
+
+
+def _reason_judge(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A judge whose reply ends for the reason the answer names after ``because``:
+    ``Correct: 10`` (a short reply, no label) for an answer starting ``3``, and the quote
+    ``The answer says 9 apples,`` for one starting ``9``; ``sglang-stop`` and
+    ``sglang-length`` are SGLang's object form (``{"type": ...}``)."""
+    prompt = body["messages"][0]["content"]
+    graded = re.search(r"Answer to grade:\n(.*)\n\nDoes", prompt, re.S)
+    answer = graded.group(1) if graded else ""
+    why: Any = answer.split("because ")[-1]
+    if why.startswith("sglang-"):
+        why = {"type": why.removeprefix("sglang-"), "matched": None}
+    text = "Correct: 10" if answer.startswith("3") else "The answer says 9 apples,"
+    status, payload = reply(text, "stop")
+    payload["choices"][0]["finish_reason"] = why
+    return status, payload
+
+
+def test_only_a_reason_that_stops_the_model_early_reads_as_cut() -> None:
+    """Honest: the right answer ``3`` gets ``Correct: 10`` ended for ``tool_calls``,
+    ``function_call`` (OpenAI), ``tool_use`` (Anthropic), ``COMPLETE`` (Cohere) and
+    SGLang's ``{"type": "stop"}``: by hand one number, 1.0 each (a list of the ended
+    reasons read these as cut, 0.0, and SGLang's object raised ``TypeError``). Attack:
+    the quote of a wrong ``9`` stopped for Gemini's ``SAFETY``, Anthropic's ``refusal``
+    and SGLang's ``{"type": "length"}`` is cut, unparsable, 0.0 (0.9 read as finished)."""
+    honest = ["tool_calls", "function_call", "tool_use", "COMPLETE", "sglang-stop"]
+    hostile = ["SAFETY", "refusal", "sglang-length"]
+    answers = [f"3 because {w}" for w in honest] + [f"9 because {w}" for w in hostile]
+    srv = JudgeEndpoint(_reason_judge)
+    try:
+        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=64, timeout_s=30, retries=0))
+        res = judge.score([ROW] * len(answers), answers)
+    finally:
+        srv.close()
+    assert [r.score for r in res] == [1.0] * 5 + [0.0] * 3, [r.reason for r in res]

@@ -213,15 +213,44 @@ OpenAI answer 400 to a prompt that leaves no room for ``max_tokens`` in the mode
 context. Such a request is not retried."""
 
 
-ENDED_REASONS = frozenset({None, "", "stop", "eos_token", "eos", "stop_sequence", "end_turn"})
-"""An endpoint's ``finish_reason`` values, in any case, that say the model ended its
-reply (OpenAI, vLLM, SGLang, llama.cpp and Ollama write ``stop``, some gateways
-``STOP``; TGI ``eos_token`` or ``stop_sequence``; a server that writes none, None or
-``""``). Any other reason (``length``, ``MAX_TOKENS``) marks a reply
-stopped before the model ended it, read as one cut at the cap (``CUT_MARK``):
-``length``, and ``content_filter`` (OpenAI) or ``abort`` (vLLM, SGLang), which stop a
-reply as abruptly; read as finished, the answer's words a judge had copied by then
-(``The answer says 9 apples``) were a short reply's one number, 0.9."""
+CUT_REASONS = frozenset(
+    {
+        "length",
+        "max_tokens",
+        "model_length",
+        "content_filter",
+        "abort",
+        "safety",
+        "recitation",
+        "prohibited_content",
+        "blocklist",
+        "spii",
+        "refusal",
+        "pause_turn",
+        "error",
+        "cancelled",
+        "canceled",
+    }
+)
+"""An endpoint's ``finish_reason`` values, in any case, that say the reply stopped
+before the model ended it; such a reply is read as one cut at the cap (``CUT_MARK``).
+``length`` and ``max_tokens`` are the cap (OpenAI, vLLM; Anthropic and gateways write
+``max_tokens`` or ``MAX_TOKENS``); ``content_filter`` (OpenAI), ``abort`` (vLLM,
+SGLang), Gemini's ``SAFETY``, ``RECITATION`` and kin, and Anthropic's ``refusal`` and
+``pause_turn`` stop a reply as abruptly. Read as finished, the answer's words a judge had
+copied by then (``The answer says 9 apples,``) were a short reply's one number, 0.9.
+Any other reason, or none, is a reply the model ended (``stop``, ``eos``, ``end_turn``,
+``tool_calls``, Cohere's ``COMPLETE``): a list of the ended ones failed honest short
+replies under reasons it did not name. SGLang's object form (``{"type": "length"}``) is
+read by its ``type``."""
+
+
+def finish_cut(why: object) -> bool:
+    """Whether a ``finish_reason`` (a string, None, or SGLang's object with a ``type``)
+    marks a reply the model did not end (``CUT_REASONS``)."""
+    if isinstance(why, dict):
+        why = why.get("type")
+    return isinstance(why, str) and why.strip().lower() in CUT_REASONS
 
 
 class HTTPGenerator:
@@ -266,9 +295,8 @@ class HTTPGenerator:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     choice = json.loads(resp.read())["choices"][0]
                     text = str(choice["message"]["content"])
-                    why = choice.get("finish_reason")
-                    finished = (why.lower() if isinstance(why, str) else why) in ENDED_REASONS
-                    return text if finished else text + CUT_MARK
+                    cut = finish_cut(choice.get("finish_reason"))
+                    return text + CUT_MARK if cut else text
             except urllib.error.HTTPError as e:
                 e.close()
                 if e.code in REFUSED_STATUS:
