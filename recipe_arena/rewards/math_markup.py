@@ -1,6 +1,6 @@
 """LaTeX in a math answer that math-verify drops or reads otherwise than it is drawn.
 
-Four kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
+Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
 
 - A unit that is more than a unit. math-verify reads a ``\\text{}`` or ``\\mbox{}`` group
   (``\\mathrm``, ``\\mathbf``, ``\\textbf`` and kin count as ``\\text``) as a unit and drops
@@ -19,16 +19,10 @@ Four kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
 - LaTeX the parser cannot read at all (``_UNREAD``): an answer holding more than one
   number, a command with a braced argument, a spacing primitive or an ellipsis, and no
   spelling the parser reads, was judged by one number math-verify picked out of its
-  text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9), and so was one holding a
-  command without a brace that the parser does not read (``_SWITCH``) strictly between
-  two numbers as the parser reads them (``3\\relax 9`` as 9; ``\\hat p = 0.4`` holds
-  one number).
-- A phrase that bounds or hedges the number (``hedge_phrase``): ``9 or more``,
-  ``9 at most`` and ``9 maybe`` were read as 9.
+  text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9).
 
 The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
-before a letter or two) and no phrase of ``_HEDGE`` (its junk writes letters at random),
-so none of its verdicts depends on this module.
+before a letter or two), so none of its verdicts depends on this module.
 """
 
 from __future__ import annotations
@@ -108,51 +102,6 @@ a number out of its text, the value before the command: ``9\\ul{00}``,
 command name needs two letters (or is named) and, but for the primitives, a brace after
 it: the micro world's junk answers that score 1 hold a backslash before a letter or two
 (``7\\eu5``), not such a command."""
-_SWITCH = re.compile(
-    r"\\(relax|nobreak|allowbreak|displaystyle|textstyle|scriptstyle|"
-    r"scriptscriptstyle|limits|nolimits|displaylimits|strut|mathstrut|big|Big|bigg|"
-    r"Bigg|bigl|bigr|Bigl|Bigr|biggl|biggr|Biggl|Biggr|bigm|Bigm|biggm|Biggm|left|"
-    r"right|middle|mathord|mathbin|mathrel|mathop|mathopen|mathclose|mathpunct|"
-    r"mathinner|mathring|xout|strikeout|dout|uwave|hcancel|mathclap|clap|makebox|"
-    r"framebox|scalebox|resizebox|rotatebox|reflectbox|tiny|small|large|Large|LARGE|"
-    r"huge|Huge|normalsize|footnotesize|scriptsize|hide|iffalse|iftrue|else|htmlStyle|"
-    r"htmlClass|htmlId|htmlData|class|cssId|style|bbox|enclose|mmlToken|unicode|"
-    r"require|newcommand|renewcommand|global|long|protect|noexpand|expandafter|"
-    r"nonumber|notag|label|ref|eqref|cite|footnote|marginpar|index|mark|vtop|vbox|"
-    r"vcenter|lower|raise|moveleft|moveright|mspace|hspace|vspace|vskip|enspace|space|"
-    r"nobreakspace|nbsp|ignorespaces|unskip|penalty|hss|vss|hfil|hfill|vfil|vfill|"
-    r"empty|mathnormal|mathit|mathbb|mathbf|mathcal|mathfrak|mathscr|boldsymbol|text|"
-    r"textnormal|textrm|textit|textbf|textmd|mbox|pagecolor|overline|overleftarrow|"
-    r"overrightarrow|widehat|widetilde|hat|tilde|bar|vec|dot|ddot|dddot|acute|grave|"
-    r"breve|check|utilde|undergroup|overgroup|overlinesegment|underlinesegment|"
-    r"lefteqn|atop|above|choose|brace|brack|genfrac|sfrac|nicefrac|xfrac|substack|"
-    r"sideset|prescript|begingroup|endgroup|bgroup|egroup|nonscript|mathsurround|"
-    r"fontsize|selectfont|usefont|fontfamily|fontseries|fontshape|quad|qquad|"
-    r"thinspace|negthinspace|medspace|thickspace|negmedspace|negthickspace|cup|cap|"
-    r"sqcup|sqcap|uplus|bigcup|bigcap|owns|equiv|iff|implies|impliedby|oplus|ominus|"
-    r"otimes|oslash|odot|bigoplus|bigotimes|vee|wedge|land|lor|bigvee|bigwedge|"
-    r"Rightarrow|Leftarrow|Leftrightarrow|rightarrow|leftarrow|leftrightarrow|"
-    r"longrightarrow|Longrightarrow|longleftarrow|Longleftarrow|longleftrightarrow|"
-    r"Longleftrightarrow|mapsto|gets|models|vdash|dashv|top|bot|amalg|star|ast|bullet|"
-    r"diamond|colon|coloneqq|eqqcolon|between|because|therefore)(?![a-zA-Z])(?!\s*\{)"
-)
-"""Commands of TeX, LaTeX and KaTeX, written without a brace after them, that the LaTeX
-parser does not read: font, size and style switches, accents, spacing, grouping,
-relations and connectives. Between two numbers of an answer the parser cannot read,
-math-verify took the right-hand number out of its text: ``3\\relax 9``, ``3\\tiny 9``,
-``3\\mathbb 9`` and ``3\\bar 9`` (shown 39), ``3 \\cup 9`` and ``3 \\iff 9`` scored 1
-for 9 (``unread_switch``). Named, not any letters: the micro world's junk writes a
-backslash before letters at random (``9]K3\\Rcc``), and its verdicts must not move."""
-_NUMBER_SPAN = re.compile(
-    r"\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}"
-    r"|\d{1,3}(?:(?:\s*\\[,;: ]\s*|\{,\})\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+"
-)
-"""One number as the parser reads it: a fraction, digits in groups parted by a thin space
-or ``{,}`` (``3\\,000``), a decimal (``2.5``; read as two runs of digits, ``\\hat p =
-0.4`` held two numbers with a command between none of them)."""
-_SUBSCRIPT = re.compile(r"_\s*(?:\{[^{}]*\}|\\[a-zA-Z]+|[^\s{}\\])")
-"""A subscript, which labels a name and is no number of the answer (``x_1^\\star = 0.5``
-holds one number)."""
 _DIMENSION = re.compile(
     r"\\(?:hspace\*?\s*\{[^{}]*\}|(?:[hm]?kern|[hm]skip)\s*[-+]?[\d.]+\s*[a-z]{2})"
 )
@@ -195,51 +144,6 @@ def dropped_unit(pred: str) -> str | None:
     return m.group(0)
 
 
-_HEDGE = re.compile(
-    r"(?<![a-z])(?:(?:or|and)\s+(?:more|less|fewer|greater|larger|bigger|smaller|higher|lower"
-    r"|above|below|over|under|up|upwards?|beyond)|or\s+so|(?:at|no)\s+(?:least|most|more|less"
-    r"|fewer|greater|larger|smaller)|never|maybe|perhaps|possibly|probably)(?![a-z])"
-)
-"""Phrases that bound or hedge a number: ``9 or more``, ``at most 9``, ``9 maybe``. Read
-as a phrase, not word by word: ``3 more`` ("how many more?") and ``4 fewer`` are counts.
-No word of three letters alone (``not``, ``ish``): the micro world's junk writes letters
-at random (``nOT]``, ``Ish``), and its verdicts must not move."""
-_WORD_GROUP = re.compile(r"\\(?:text\w*|mbox|math(?:rm|it|bf)|operatorname)\s*\{([^{}]*)\}")
-
-
-def hedge_phrase(text: str) -> str | None:
-    """The first phrase of ``_HEDGE`` among the words of ``text``, read as a reader reads
-    them (``_shown_words``; the words of ``\\text{}`` and its kin, not command names), or
-    None. math-verify read ``\\boxed{9 or more}`` and ``\\boxed{9 maybe}`` as 9 (the
-    words a unit) and ``\\boxed{x = 9 or more}`` as ``x = 9``."""
-    words = _WORD_GROUP.sub(r" \1 ", _shown_words(text))
-    words = re.sub(r"[^a-z]+", " ", re.sub(r"\\[a-zA-Z]+", " ", words).lower())
-    m = _HEDGE.search(words)
-    return " ".join(m.group().split()) if m else None
-
-
-def _parser_reads(spellings: Sequence[str]) -> bool:
-    """Whether the LaTeX parser reads a value in one of ``spellings``."""
-    return any(
-        any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling)))
-        for spelling in spellings
-    )
-
-
-def unread_switch(pred: str, gold: str) -> str | None:
-    """The first command of ``_SWITCH`` that ``gold`` does not hold and that stands
-    strictly between two numbers of ``pred`` as the parser reads them (``_NUMBER_SPAN``;
-    its modulus clause and subscripts aside), or None. ``x^\\star = 0.5``, ``\\hat p =
-    0.4`` and ``\\therefore x = 2.5`` hold one number and none."""
-    text = _SUBSCRIPT.sub(" ", _DIMENSION.sub(" ", _MODULUS.sub("", pred)))
-    spans = list(_NUMBER_SPAN.finditer(text))
-    for left, right in zip(spans, spans[1:], strict=False):
-        for name in _SWITCH.findall(text, left.end(), right.start()):
-            if not re.search(rf"\\{name}(?![a-zA-Z])", gold):
-                return f"\\{name}"
-    return None
-
-
 def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None:
     """The first command of ``_UNREAD`` in ``pred`` that ``gold`` does not hold, when
     ``pred`` holds more than one number and the LaTeX parser reads a value in none of its
@@ -250,15 +154,17 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
     names = [n for n in names if not re.fullmatch("[bp]?mod|boxed|fbox", n)]  # read elsewhere
     if not names or len(re.findall(r"\d+", _DIMENSION.sub(" ", pred))) < 2:
         return None
-    return None if _parser_reads(spellings) else f"\\{names[0]}"
+    for spelling in spellings:
+        if any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling))):
+            return None
+    return f"\\{names[0]}"
 
 
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
     None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
-    digits (``_EMPTY_GROUP``), a phrase that bounds or hedges (``hedge_phrase``), or one of
-    ``_UNREAD``, or of ``_SWITCH`` between two numbers (``unread_switch``), in an answer
-    none of whose ``spellings`` the parser can read."""
+    digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` in an answer none of whose
+    ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
@@ -267,11 +173,5 @@ def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | 
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
     if _EMPTY_GROUP.search(pred) and not _EMPTY_GROUP.search(gold):
         return "an empty group between digits"
-    hedge = hedge_phrase(pred)
-    if hedge and hedge_phrase(gold) != hedge:
-        return f"a phrase that bounds or hedges its number ({hedge})"
     unread = unread_command(pred, gold, spellings or [pred])
-    switch = None if unread else unread_switch(pred, gold)
-    if switch and not _parser_reads(spellings or [pred]):
-        unread = switch
     return f"LaTeX the parser cannot read ({unread})" if unread else None
