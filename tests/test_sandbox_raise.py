@@ -150,3 +150,92 @@ def test_each_x_line_is_one_more_check_failed() -> None:
     nothing (total 0), and an ``R 2 1`` past the asserts is not counted."""
     assert parse_report(b"T 2\nR 0 1\nR 1 1\nR 2 1\nD\nX\nX\n")[:2] == (4, {0, 1})
     assert parse_report(b"T 0\nD\nX\n")[:2] == (0, set())
+
+
+STATE = {  # name: (a right program, its tests); plain Python passes each
+    "store_into_program_dict": (
+        "CONFIG = {'mode': 'lower'}\ndef transform(s):\n"
+        "    return s.upper() if CONFIG['mode'] == 'upper' else s.lower()",
+        ["assert transform('A') == 'a'",
+         "CONFIG['mode'] = 'upper'\nif transform('a') != 'A':\n    raise AssertionError('mode')"],
+    ),
+    "method_on_program_dict": (
+        "settings = {'sep': ','}\ndef join(xs):\n    return settings['sep'].join(xs)",
+        ["assert join(['a', 'b']) == 'a,b'",
+         "settings.update(sep='-')\nif join(['a', 'b']) != 'a-b':\n    raise AssertionError"],
+    ),
+    "clear_program_cache": (
+        "cache = {}\ndef fib(n):\n    if n in cache:\n        return cache[n]\n"
+        "    r = n if n < 2 else fib(n - 1) + fib(n - 2)\n    cache[n] = r\n    return r\n"
+        "def cache_size():\n    return len(cache)",
+        ["assert fib(10) == 55",
+         "cache.clear()\nif cache_size() != 0:\n    raise AssertionError('cache not cleared')"],
+    ),
+    "del_from_program_dict": (
+        "inventory = {'apple': 3, 'pear': 1}\ndef count():\n    return sum(inventory.values())",
+        ["assert count() == 4", "del inventory['pear']\nif count() != 3:\n    raise AssertionError"],
+    ),
+    "append_to_program_list": (
+        "items = []\ndef size():\n    return len(items)",
+        ["assert size() == 0", "items.append(1)\nif size() != 1:\n    raise AssertionError"],
+    ),
+    "augmented_program_list": (
+        "items = [1]\ndef total():\n    return sum(items)",
+        ["assert total() == 1", "items += [2]\nif total() != 3:\n    raise AssertionError"],
+    ),
+    "rebind_program_global": (
+        "MAX_SIZE = 10\ndef capped(xs):\n    return xs[:MAX_SIZE]",
+        ["assert capped([1]) == [1]",
+         "MAX_SIZE = 2\nif capped([1, 2, 3]) != [1, 2]:\n    raise AssertionError"],
+    ),
+    "module_named_list": (
+        "queue = []\ndef size():\n    return len(queue)",
+        ["assert size() == 0", "queue.append(1)\nif size() != 1:\n    raise AssertionError"],
+    ),
+    "module_named_list_loop": (
+        "queue = []\ndef total():\n    return sum(queue)",
+        ["assert total() == 0", "queue.extend([1, 2])\nfor want in [3]:\n"
+         "    if total() != want:\n        raise AssertionError"],
+    ),
+    "alias_of_program_list": (
+        "LOG = []\ndef process(s):\n    LOG.append(s)\n    return s.upper()",
+        ["assert process('a') == 'A'", "log = LOG\nresult = process('x')\n"
+         "if result != 'X' or log != ['a', 'x']:\n    raise AssertionError(log)"],
+    ),
+    "answer_is_the_argument": (
+        "def add(lst, x):\n    lst.append(x)\n    return lst",
+        ["assert add([], 1) == [1]", "a = [1]\nb = add(a, 2)\nc = add(a, 3)\n"
+         "if b != [1, 2, 3] or c != [1, 2, 3]:\n    raise AssertionError(b)"],
+    ),
+    "recorded_warnings": (
+        "import warnings\ndef old(x):\n"
+        "    warnings.warn('old is deprecated', DeprecationWarning)\n    return x * 2",
+        ["assert old(1) == 2", "import warnings\nwith warnings.catch_warnings(record=True) as caught:\n"
+         "    warnings.simplefilter('always')\n    r = old(2)\n"
+         "if r != 4 or len(caught) != 1:\n    raise AssertionError(caught)"],
+    ),
+    "recorded_log_messages": (
+        "import logging\nlog = logging.getLogger('app')\ndef work(x):\n"
+        "    log.warning('working on %s', x)\n    return x + 1",
+        ["assert work(1) == 2", "import logging\nrecords = []\nclass H(logging.Handler):\n"
+         "    def emit(self, record):\n        records.append(record.getMessage())\n"
+         "logging.getLogger('app').addHandler(H())\nr = work(5)\n"
+         "if r != 6 or records != ['working on 5']:\n    raise AssertionError(records)"],
+    ),
+}  # fmt: skip
+
+
+@needs_full
+def test_tests_that_change_the_program_state_count_no_raise() -> None:
+    """Right programs on raise checks whose condition is true here only because the
+    program's module state is its own and the tests hold copies: the tests change it
+    without a call (``CONFIG['mode'] = 'upper'``, ``settings.update(sep='-')``,
+    ``cache.clear()``, ``del inventory['pear']``, ``items.append(1)``, ``items +=
+    [2]``, ``MAX_SIZE = 2``, ``queue.append(1)`` where ``queue`` is also a standard
+    module), keep an alias a later call changes (``log = LOG``; ``b = add(a, 2)``
+    then ``add(a, 3)``), or record warnings or log messages the program side emits.
+    Plain Python passes each; each scored 1.0 ("passed 1/1") before raise checks
+    counted, 0.0 ("passed 1/2") once they did, and 1.0 again now: such tests count no
+    raise."""
+    for name, (program, tests) in STATE.items():
+        assert check_code(tests, fenced(program)) == (1.0, "passed 1/1"), name

@@ -258,7 +258,7 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         return
     report.start(plan["n_asserts"], plan["inner"])
     channel = _Channel(to_p, from_p)
-    raises = TestRaises([src for src, _ in plan["stmts"]])
+    raises = TestRaises([src for src, _ in plan["stmts"]], req["code"])
     raises.watch(channel)  # counts the objects of its own the program hands back
     _REQUEST[:] = [channel.request]
     channel.start(req["code"])

@@ -8,18 +8,32 @@ An exception the sandbox raises where it cannot do what honest tests ask (``exce
 of the program's class, ``next()`` on its generator, ``isinstance`` on its object, an
 import it lacks, the program's own ``ValueError`` subclass, ``pytest.raises``) is no
 such check: only a ``raise <expr>`` written in the tests' own source counts, at the
-innermost frame, outside any ``except`` (no context), and only where the sandbox's
-ways cannot have made its condition true for a right program: the program handed back
-no object of its own in the run (``type``, ``isinstance``, ``is`` on one differ here),
-the condition reads no value the tests handed the program (an in-place change is not
-seen) and compares no two values with ``is`` (answers are copies), and the tests
-neither test what a call did rather than what it answered (``sort_ip(lst)`` standing
-alone, ``get().append(1)``: ``_effect``) nor name anything whose state the two sides
-do not share (``DENIED``: files, output, ``random``, the clock, introspection).
+innermost frame, outside any ``except`` (no context). Where the sandbox differs from
+plain Python, a raise may be true for a right program; the count is turned off for
+the known forms of that, a list, not a proof:
+
+- the program handed back an object of its own in the run (``type``, ``isinstance``,
+  ``is`` on one differ here);
+- the condition reads a value the tests handed the program (an in-place change is not
+  seen), or compares two values with ``is`` (answers are copies);
+- the tests test what a call did rather than what it answered (``sort_ip(lst)``
+  standing alone, ``get().append(1)``), or change the program's module state without
+  a call (``CONFIG['mode'] = 'upper'``, ``settings.update(sep='-')``, ``del
+  inventory['pear']``, ``queue.append(1)`` where ``queue`` is also a standard module:
+  ``_effect``);
+- the tests keep a value of the program's under a name of their own (``log = LOG``),
+  hand one name to the program twice (``b = add(a, 2)`` then ``add(a, 3)``), bind a
+  name they never read (``MAX_SIZE = 2``), or bind at top level a name the program
+  binds at top level (``items += [2]``), other than to an answer (``_off``,
+  ``_shadowed``);
+- the tests name anything whose state the two sides do not share (``DENIED``: files,
+  output, ``random``, the clock, warnings, logging, introspection).
 
 Not counted, so still passed by a wrong program: a raise check on a call where the
 program raises or hands back an object of its own (the exception is the sandbox's or
-the program's, which the sandbox cannot tell from its own limits)."""
+the program's, which the sandbox cannot tell from its own limits), and any raise check
+in tests of the forms above; a program that binds at top level a name the tests bind
+(``xs = None`` beside tests that write ``xs = [2, 1]``) turns the count off too."""
 
 from __future__ import annotations
 
@@ -43,10 +57,12 @@ DENIED = frozenset(
      "isinstance", "issubclass", "type", "id", "hash", "hasattr", "getattr", "vars",
      "dir", "callable", "globals", "locals", "gc", "inspect", "builtins", "threading",
      "subprocess", "signal", "uuid", "secrets", "eval", "exec", "compile", "__class__",
-     "__dict__", "__name__", "__module__", "__qualname__", "SkipTest", "skip")
+     "__dict__", "__name__", "__module__", "__qualname__", "SkipTest", "skip",
+     "warnings", "catch_warnings", "logging", "Handler", "addHandler")
 )  # fmt: skip
 """Names whose reading in the tests turns the count off: state the check side and the
-program side do not share (files, standard streams, ``random``, the clock), or the
+program side do not share (files, standard streams, ``random``, the clock, warnings
+and log records), or the
 type and identity of objects, which differ for the program's answers here."""
 _MUTABLE = (list, dict, set, bytearray, tuple)
 MAX_SENT = 100_000
@@ -95,15 +111,17 @@ def _touches(v: Any) -> bool:
 
 class TestRaises:
     """The tests' own code objects (``compiled``) and whether the program handed back
-    an object of its own (``handles``), for ``counted``."""
+    an object of its own (``handles``), for ``counted``; ``sources``: the tests'
+    top-level statements (rewritten), ``program``: the program's source."""
 
-    def __init__(self, sources: list[str]) -> None:
+    def __init__(self, sources: list[str], program: str = "") -> None:
         self.codes: dict[Any, str] = {}
         self.handles = 0
         self.off = True  # no raise in the tests, or one that cannot count
         try:
             if any("raise" in src for src in sources):
-                self.off = _off([ast.parse(src) for src in sources])
+                trees = [ast.parse(src) for src in sources]
+                self.off = _off(trees) or _shadowed(trees, ast.parse(program))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             pass
 
@@ -176,7 +194,11 @@ class TestRaises:
 
 def _off(trees: list[ast.Module]) -> bool:
     """No raise of these tests (``trees``, rewritten) may count: they read a name of
-    ``DENIED``, or test what a call did (``_effect``)."""
+    ``DENIED``, test what a call did (``_effect``), keep a program's value under a name
+    of their own (``log = LOG``: a copy, which the program's later calls do not
+    change), hand one name to the program more than once (``b = add(a, 2)`` then
+    ``add(a, 3)``: ``b`` is ``a`` for a right program, a copy here) or bind a name
+    they never read (``MAX_SIZE = 2``: in plain Python it rebinds the program's)."""
     nodes = [n for t in trees for n in ast.walk(t)]
     names = {n.id for n in nodes if isinstance(n, ast.Name)}
     names |= {n.attr for n in nodes if isinstance(n, ast.Attribute)}
@@ -190,6 +212,11 @@ def _off(trees: list[ast.Module]) -> bool:
         n.name for t in trees for n in t.body if isinstance(n, _DEFS)
     }
     loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound = _bound(nodes)
+    stored = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    unread = {n for n in stored - loaded if not n.startswith("_")}  # `for _ in`: no name
+    if unread or any(_aliased(n) for n in nodes) or _resent(nodes):
+        return True
     answers = {  # names bound to what the program answered: r of r = get()
         t.id
         for n in nodes
@@ -197,30 +224,96 @@ def _off(trees: list[ast.Module]) -> bool:
         for t in n.targets
         if isinstance(t, ast.Name)
     }
+    answers |= loaded - bound - own  # a module the program's name may be (queue)
     return any(_effect(n, own, answers, loaded) for n in nodes)
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+def _bound(nodes: list[ast.AST]) -> set[str]:
+    """The names ``nodes`` (the tests' or the program's) bind: stored, deleted,
+    defined, imported, parameters, ``except ... as``, ``global``."""
+    out = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for n in nodes:
+        if isinstance(n, _DEFS):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+    return out
+
+
+def _shadowed(trees: list[ast.Module], program: ast.Module) -> bool:
+    """The tests bind at top level a name the program binds at top level (``items +=
+    [2]``, ``CONFIG = {...}``): in plain Python that is the program's global, here a
+    name of the tests' own. A binding to what a call of the program answered (``r =
+    srt(xs)``) is left out: a program cannot turn the count off by naming its globals
+    after the tests' usual names for an answer."""
+    mine = {n.name for n in program.body if isinstance(n, _DEFS)}
+    for st in program.body:
+        if not isinstance(st, _DEFS):
+            mine |= _bound(list(ast.walk(st)))
+    mine |= {g for n in ast.walk(program) if isinstance(n, ast.Global) for g in n.names}
+    theirs: set[str] = set()
+    for st in (st for t in trees for st in t.body):
+        kinds = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)
+        if isinstance(st, kinds) and not _program_call(getattr(st, "value", None) or ast.Pass()):
+            theirs |= _bound(list(ast.walk(st)))
+    return bool(mine & theirs)
+
+
+def _aliased(n: ast.AST) -> bool:
+    """``n`` binds a name to a value of the program's read without a call (``log =
+    LOG``, ``row = GRID[0]``), a copy here that the program's calls leave as it was."""
+    if not isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) or n.value is None:
+        return False
+    v = n.value
+    while isinstance(v, (ast.Attribute, ast.Subscript)):
+        v = v.value
+    return _read(v)
+
+
+def _read(n: ast.AST) -> bool:
+    """``n`` is a read of a name of the program's (rewritten ``_ra_g('f')``)."""
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_ra_g"
+
+
+def _resent(nodes: list[ast.AST]) -> bool:
+    """One name of the tests is handed to the program in two calls or more (``add(a,
+    2)``, ``add(a, 3)``): the program may hand back the object it was given and
+    change it later, which a copy does not follow."""
+    seen: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Call) and _program_call(n):
+            args = [*n.args, *(k.value for k in n.keywords)]
+            here = {c.id for a in args for c in ast.walk(a) if isinstance(c, ast.Name)}
+            if here & seen:
+                return True
+            seen |= here
+    return False
+
+
 def _program_call(n: ast.AST) -> bool:
     """``n`` is a call of a name of the program's (rewritten ``_ra_g('f')(...)``)."""
-    return (
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Call)
-        and isinstance(n.func.func, ast.Name)
-        and n.func.func.id == "_ra_g"
-    )
+    return isinstance(n, ast.Call) and _read(n.func)
 
 
 def _effect(n: ast.AST, own: set[str], answers: set[str], loaded: set[str]) -> bool:
-    """``n`` tests what a call did rather than what it answered: a call standing alone
-    of the program's (``sort_ip(lst)``), of a name that may hold one of its functions
-    (a helper's ``candidate(lst)``) or of a method of what it answered
-    (``get().append(1)``, ``r.append(1)`` after ``r = get()``), a store into what it
-    answered (``get()[0] = 1``), an answer asked to be None (``sort_ip(lst) is None``)
-    or bound to a name never read (``_ = sort_ip(lst)``). The program works on copies
-    here, so a raise after such a statement may be true for a right program."""
+    """``n`` tests what a call did rather than what it answered, or changes the
+    program's state without a call: a call standing alone of the program's
+    (``sort_ip(lst)``), of a name that may hold one of its functions (a helper's
+    ``candidate(lst)``) or of a method of a value of the program's or of what it
+    answered (``CONFIG.update(x=1)``, ``get().append(1)``, ``r.append(1)`` after ``r =
+    get()``), a store into or ``del`` of one (``CONFIG['mode'] = 'upper'``, ``get()[0]
+    = 1``), an answer asked to be None (``sort_ip(lst) is None``) or bound to a name
+    never read (``_ = sort_ip(lst)``). The program works on copies here, so a raise
+    after such a statement may be true for a right program."""
     if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
         f = n.value.func
         mine = isinstance(f, ast.Name) and (f.id in own or f.id.startswith("_ra_"))
@@ -235,16 +328,17 @@ def _effect(n: ast.AST, own: set[str], answers: set[str], loaded: set[str]) -> b
         unread = [t for t in n.targets if isinstance(t, ast.Name) and t.id not in loaded]
         if unread:
             return True
-    if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+    if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
         stores = [c for t in targets if not isinstance(t, ast.Name) for c in ast.walk(t)]
         return any(_answered(c, answers) for c in stores)
     return False
 
 
 def _answered(n: ast.AST, answers: set[str]) -> bool:
-    """``n`` is a call of the program's or a name bound to what one answered."""
-    return _program_call(n) or (isinstance(n, ast.Name) and n.id in answers)
+    """``n`` is a call of the program's, a read of one of its names, or a name bound
+    to what one answered (or a module's name the tests never bind)."""
+    return _read(n) or _program_call(n) or (isinstance(n, ast.Name) and n.id in answers)
 
 
 def _condition(tree: ast.AST, line: int, col: int) -> tuple[Any, bool] | None:
