@@ -21,6 +21,17 @@ ROW = PromptRow(
 )
 
 
+def _scored(handler: Any, answers: list[str]) -> list[Any]:
+    """Each answer to ``ROW`` judged by ``Judge`` through a real endpoint run by
+    ``handler``."""
+    srv = JudgeEndpoint(handler)
+    try:
+        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=64, timeout_s=30, retries=0))
+        return judge.score([ROW] * len(answers), answers)
+    finally:
+        srv.close()
+
+
 def _quoting_judge(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """A judge that quotes the answer's first two words, then gives its verdict (0), or
     for the answer ``3`` writes ``Correct: 10``, a short reply with no label. An answer that names a stop reason (``filtered``,
@@ -49,12 +60,7 @@ def test_a_reply_stopped_by_a_filter_or_an_abort_is_read_as_cut() -> None:
     ``STOP`` read as finished, as before: the right answer ``3`` gets ``Correct: 10``
     (one number, 1.0) and a wrong ``9`` ``Score: 0`` (0.0)."""
     answers = ["9 apples, filtered", "9 apples, aborted", "9 apples, capped", "3", "9"]
-    srv = JudgeEndpoint(_quoting_judge)
-    try:
-        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=64, timeout_s=30, retries=0))
-        res = judge.score([ROW] * len(answers), answers)
-    finally:
-        srv.close()
+    res = _scored(_quoting_judge, answers)
     assert [r.score for r in res] == [0.0, 0.0, 0.0, 1.0, 0.0], [r.reason for r in res]
     assert all("unparsable" in r.reason for r in res[:3])
 
@@ -86,10 +92,5 @@ def test_only_a_reason_that_stops_the_model_early_reads_as_cut() -> None:
     honest = ["tool_calls", "function_call", "tool_use", "COMPLETE", "sglang-stop"]
     hostile = ["SAFETY", "refusal", "sglang-length"]
     answers = [f"3 because {w}" for w in honest] + [f"9 because {w}" for w in hostile]
-    srv = JudgeEndpoint(_reason_judge)
-    try:
-        judge = Judge(HTTPGenerator(srv.url, max_new_tokens=64, timeout_s=30, retries=0))
-        res = judge.score([ROW] * len(answers), answers)
-    finally:
-        srv.close()
+    res = _scored(_reason_judge, answers)
     assert [r.score for r in res] == [1.0] * 5 + [0.0] * 3, [r.reason for r in res]
