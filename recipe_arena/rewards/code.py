@@ -44,7 +44,7 @@ MAX_REPORT_BYTES = 4 << 20
 ``R``, ``F``), so tests of ``MAX_TESTS_CHARS`` in short statements fit. A report cut
 here fails every assert: an ``R i 0`` past the cut would leave an earlier ``R i 1``
 of the same helper's assert standing."""
-_REPORT_RE = re.compile(r"^(T|H|K|R|S|F|N|D|E|X) ?(.*)$")
+_REPORT_RE = re.compile(r"^(T|H|K|R|S|F|N|D|E) ?(.*)$")
 
 
 def extract_code(response: str) -> str | None:
@@ -60,12 +60,8 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
     check side's end, which may have run it again: ``sandbox_report._Report``), and,
     for one inside a test function (``H``), a ``D`` or a ``K`` naming it: a run cut
     short between two statements never ran the later ones, which may call that
-    function again, unless none of them could (``sandbox_split.settled``). Each ``X``
-    is one more check, failed: a check the tests wrote with ``raise`` instead of
-    ``assert`` ended a statement (``sandbox_raise``), counted only where the tests hold
-    an assert, so that a row of raise checks alone stays one that judges nothing."""
+    function again, unless none of them could (``sandbox_split.settled``)."""
     total: int | None = None
-    raised = 0
     passed: set[int] = set()
     failed: set[int] = set()
     running: set[int] = set()  # named by the statement that has not finished
@@ -91,17 +87,11 @@ def parse_report(stdout: bytes) -> tuple[int | None, set[int], str]:
             running.clear()
         elif kind == "D":
             done = True
-        elif kind == "X":
-            raised += 1
         elif kind == "E" and not note.startswith("error:"):
             note = "error: " + rest[:300]  # the row could not be judged: wins over a note
         elif kind == "N" and not note:
             note = rest[:300]
-    ok = passed - failed - running - (set() if done else inner - kept)
-    if total:  # the X checks come after the asserts: none of them passed
-        ok = {i for i in ok if 0 <= i < total}
-        total += raised
-    return total, ok, note
+    return total, passed - failed - running - (set() if done else inner - kept), note
 
 
 def run_asserts(code: str, tests: Sequence[str], lim: Limits) -> tuple[int, int, str]:

@@ -64,7 +64,6 @@ _FIRST, *_REST = (
         "sandbox_wire.py",
         "sandbox_remote.py",
         "sandbox_report.py",
-        "sandbox_raise.py",
         "sandbox_harness.py",
     )
 )
@@ -72,8 +71,7 @@ HARNESS = _FIRST + "".join(  # a __future__ import is allowed once, at the top
     part.replace("from __future__ import annotations\n", "", 1) for part in _REST
 )
 """The script the sandbox runs: the test splitter, the wire format, the check side's
-handles, its report, its reading of the tests' own raise statements and the two
-sides."""
+handles, its report and the two sides."""
 HARNESS_INSIDE = "/harness.pyc"
 UID_BASE = 1_500_000_000
 """Sandbox uids start here: far above any login or container-mapped uid."""

@@ -19,8 +19,7 @@ sandbox_wire.py, sandbox_remote.py and sandbox_report.py).
   that ran it ends, then ``F`` (it finished: an ``S`` without ``F`` fails its asserts,
   ``_Report``), ``N text`` (first error note), ``D`` (every statement ran: without it
   the ``H`` asserts fail), ``E text`` (the row cannot be judged: tests that do not
-  parse, or an unsupported test form), ``X`` (one more check, failed: a ``raise`` the
-  tests wrote ended a statement, ``sandbox_raise``).
+  parse, or an unsupported test form).
 
 The fork happens before the tests are read, so the program side never holds them; the
 two sides run as different uids, so the program can neither signal nor read the check
@@ -41,7 +40,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # defined by the sources that run first
     from typing import IO, Any
 
-    from recipe_arena.rewards.sandbox_raise import TestRaises
     from recipe_arena.rewards.sandbox_remote import (
         _REFUSED,
         _REQUEST,
@@ -258,8 +256,6 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         return
     report.start(plan["n_asserts"], plan["inner"])
     channel = _Channel(to_p, from_p)
-    raises = TestRaises([src for src, _ in plan["stmts"]], req["code"])
-    raises.watch(channel)  # counts the objects of its own the program hands back
     _REQUEST[:] = [channel.request]
     channel.start(req["code"])
     del req
@@ -317,17 +313,14 @@ def _check_side(to_p: IO[bytes], from_p: IO[bytes]) -> None:
         may = {i for i in reached(reads, scope) if outcome.get(i)} | set(ids)
         report.open(may)
         try:
-            exec(raises.compiled(compile(src, "test", "exec"), src), scope)
+            exec(compile(src, "test", "exec"), scope)
         except BaseException as e:
-            counted = raises.counted(e)  # a check written with raise failed (before unbinding)
             touched.update(may, entered, reached(reads, scope))
             for name in stale:  # left half made: a later assert reading one fails
                 scope.pop(name, None)
             for i in touched:
                 outcome[i] = False
-            if counted:
-                say("X")
-            if not notes and (counted or not isinstance(e, AssertionError)):
+            if not notes and not isinstance(e, AssertionError):
                 notes.append(
                     str(e) if isinstance(e, ProbeError) else f"test raised {_type(e).__name__}: {e}"
                 )
