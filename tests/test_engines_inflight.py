@@ -257,11 +257,22 @@ def test_a_failing_decode_step_loses_nothing(models):
     """A fault injected into the runner (a mock: a kernel failure cannot be produced on
     purpose) on the 5th decode step: both running samples come back through ``get``
     with their partial tokens and finish_reason 'abort' (prefill sampled 1 token, then
-    4 good steps: 5 tokens each), then EngineError names the failure."""
+    4 good steps: 5 tokens each), then EngineError names the failure. Each aborted
+    sample is handed to the outbox 0.3 s late (a second mock, widening the window a
+    loaded machine opens): the engine marked itself failed before queueing them, and a
+    reader that found the queue empty saw the failure first and lost both samples."""
     old, _, tok = models
     prompt = list(tok("abc")["input_ids"])
     eng = build_engine("torch", old, tok)
     real, calls = eng.runner.decode, []
+    put = eng._outbox.put
+
+    def slow_put(c):
+        if c.finish_reason == "abort":
+            time.sleep(0.3)
+        put(c)
+
+    eng._outbox.put = slow_put
 
     def failing(*args):
         calls.append(1)

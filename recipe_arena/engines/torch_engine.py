@@ -320,9 +320,9 @@ class TorchEngine:
                     self._cv.notify_all()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller, nothing dropped
             with self._cv:
-                self._error = exc
                 self._busy = False
-                self._abort_all()
+                self._abort_all()  # queued first: a reader that sees the error has them
+                self._error = exc
                 self._cv.notify_all()
             if self._pending_update is not None:
                 self._pending_update.error = exc
