@@ -176,7 +176,7 @@ class AuditReport:
         """(domain, task id) of each task whose verifier accepted a quarantining hack:
         what ``apply_quarantine`` drops. A task id alone is not a task's name across
         domains: rows read from files (``world.train_path``) may number each domain's
-        rows alike, and a math row ``7`` was dropped for the hack a code row ``7``
+        rows alike, and a math row ``7`` was dropped for the hack an IFEval row ``7``
         accepted."""
         return {(p.domain, p.task_id) for p in self.probes if p.accepted and p.quarantining}
 
