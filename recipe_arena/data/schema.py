@@ -52,17 +52,43 @@ class PromptRow(BaseModel):
         return next(m.content for m in reversed(self.messages) if m.role == "user")
 
 
+def chat_reference(gold: Any) -> str | None:
+    """A chat row's reference as the judge reads it: text, or None for open-ended
+    judging. The judge reads a reference only from text, so a reference written as a
+    JSON number (``7`` for "What is 3 + 4?") left the row open-ended, with nothing to
+    hold a wrong ``8`` to; a number is its JSON text (``7``, ``2.5``). A list, an object
+    or a boolean names no one answer: ValueError, for the reader to report."""
+    if gold is None or isinstance(gold, str):
+        return gold
+    if isinstance(gold, int | float) and not isinstance(gold, bool):
+        return json.dumps(gold)
+    raise ValueError(
+        f"chat ground_truth must be a string, a number or null, not {type(gold).__name__}"
+    )
+
+
 def read_rows(path: str | Path) -> list[PromptRow]:
-    """Read a JSONL file of prompt rows; a bad line raises naming its line number."""
+    """Read a JSONL file of prompt rows; a bad line raises naming its line number. A chat
+    row's reference is read as ``chat_reference`` reads it (a number as its text), and
+    one that is a list, an object or a boolean raises naming the line and the row's id,
+    before a run spends compute on a row the judge would grade open-ended."""
     rows = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                rows.append(PromptRow.model_validate_json(line))
+                row = PromptRow.model_validate_json(line)
             except ValueError as e:
                 raise ValueError(f"{path}:{lineno}: not a prompt row: {e}") from e
+            if row.domain == "chat":
+                try:
+                    gold = chat_reference(row.ground_truth)
+                except ValueError as e:
+                    raise ValueError(f"{path}:{lineno}: row {row.id!r}: {e}") from e
+                if gold is not row.ground_truth:
+                    row = row.model_copy(update={"ground_truth": gold})
+            rows.append(row)
     return rows
 
 

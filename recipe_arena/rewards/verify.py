@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from recipe_arena.config_rewards import RewardsConfig
-from recipe_arena.data.schema import DOMAINS, PromptRow
+from recipe_arena.data.schema import DOMAINS, PromptRow, chat_reference
 
 CHUNK = 256
 CHUNK_BYTES = 16 << 20
@@ -141,20 +141,11 @@ def row_from_record(rec: Any, lineno: int) -> tuple[PromptRow | None, str]:
 
 def _chat_gold(rec: dict[str, Any]) -> tuple[Any, str]:
     """(reference, "") for a chat record, or (None, "error: ...") when its ground truth is
-    neither text, a number nor null. The judge reads a reference only from text, and a
-    chat row without one is judged open-ended, with no answer to compare against: a
-    reference written as a JSON number (``7`` for "What is 3 + 4?") let a wrong ``8``
-    score as a fluent answer to an open question. A number is its JSON text (``7``,
-    ``2.5``); a list, an object or a boolean is refused, as it names no one answer."""
-    gold = rec.get("ground_truth")
-    if gold is None or isinstance(gold, str):
-        return gold, ""
-    if isinstance(gold, int | float) and not isinstance(gold, bool):
-        return json.dumps(gold), ""
-    return (
-        None,
-        f"error: chat ground_truth must be a string, a number or null, not {type(gold).__name__}",
-    )
+    neither text, a number nor null (``schema.chat_reference``, as training reads it)."""
+    try:
+        return chat_reference(rec.get("ground_truth")), ""
+    except ValueError as e:
+        return None, f"error: {e}"
 
 
 def _records(path: Path) -> Iterator[tuple[int, Any, str, int]]:
