@@ -41,7 +41,8 @@ FALLBACK_RUBRIC = (
     "1. The answer is correct.\n2. It answers the question asked.\n3. It is clear and concise."
 )
 _WINNER_RE = re.compile(
-    r"(?<![a-z])winner(?:(?=[\s:=*])|(?<!\dwinner))\s*[:=]?\s*\**\s*(A|B|tie)\b",
+    r"(?<![a-z])winner(?:(?=[\s:=*])|(?<!\dwinner))\s*[:=]?\s*\**\s*"
+    r"(an?[ \t]+(?:tie|draw)(?![\w-])|A|B|tie)\b",
     re.IGNORECASE,
 )
 """A game's verdict label: "Winner: B". The label is a word of its own: a word that ends
@@ -49,7 +50,10 @@ in it ("breadwinner a", "prizewinner B", in a reply's account of an answer after
 verdict) would otherwise be read as the last verdict. After a digit it is read only with
 a space, ``:``, ``=`` or ``*`` before its verdict: a judge's copy of an answer's last
 word ``0000winnera``, at the start of a reply cut at its token cap before its own
-label, won the game for that answer (the micro judge writes ``706010Winner: B`` too)."""
+label, won the game for that answer (the micro judge writes ``706010Winner: B`` too).
+A tie worded with an article (``Winner: a tie``, ``Winner: a draw``, ``Winner: A tie
+between A and B``) is a tie, not the article read as answer A; ``a tie-breaker`` or
+``a tied`` after the label leaves ``a`` the verdict, as before."""
 
 
 GAME_TOKENS_FACTOR = 2
@@ -92,11 +96,14 @@ def pair_schedule(g: int, schedule: str = "all_pairs", opponents: int = 2) -> li
 
 
 def parse_winner(text: str | None) -> str | None:
-    """'Winner: A' -> 'A', 'B', 'tie'; None if absent."""
+    """'Winner: A' -> 'A', 'B', 'tie' ('Winner: a tie' and 'Winner: a draw' too); None
+    if absent."""
     if text is None:
         return None
     found = labels(_WINNER_RE, text, "")
-    return found[-1].upper().replace("TIE", "tie") if found else None
+    if not found:
+        return None
+    return "tie" if found[-1].lower() not in ("a", "b") else found[-1].upper()
 
 
 def win_rates(g: int, games: Sequence[tuple[int, int, str | None]]) -> list[float]:
