@@ -256,3 +256,35 @@ def test_a_pipe_buffer_cannot_be_grown() -> None:
     got = check_code(tests, fenced(PIPES), True, Limits(wall_s=20.0))
     record("resources", 1, int(got[0] == 1.0))
     assert got == (1.0, "passed 2/2"), got
+
+
+AIO = """
+import ctypes, platform
+IO_SETUP = {'x86_64': 206, 'aarch64': 0}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+held = []
+def setup(events):
+    ctx = ctypes.c_ulong(0)
+    if libc.syscall(IO_SETUP, events, ctypes.byref(ctx)) != 0:
+        return ctypes.get_errno()
+    held.append(ctx)  # never io_destroy'd: held until the sandbox ends
+    return 0
+def reserved():
+    # AIO contexts of 64 events each, up to 1,024 events of the host's aio-max-nr
+    return sum(64 for _ in range(16) if setup(64) == 0)
+"""
+
+
+@needs_full
+def test_linux_aio_contexts_cannot_be_reserved() -> None:
+    """A program reserves Linux AIO contexts (``io_setup``): the events they hold count
+    against ``fs.aio-max-nr``, one count for the whole host (65,536 by default), and one
+    program that kept asking for contexts reserved all 65,536 for its whole run, so
+    every other program of the host got EAGAIN from ``io_setup``. Here it asks for 16
+    contexts of 64 events: ``reserved()`` was 1024 and ``setup(1)`` 0 (reserved) before;
+    seccomp now refuses the call, so ``reserved()`` is 0 and ``setup(1)`` fails with
+    EPERM, errno 1. The program scores 1.0 only when both hold, 0.0 before."""
+    tests = ["assert reserved() == 0", "assert setup(1) == 1"]
+    got = check_code(tests, fenced(AIO), True, Limits())
+    record("resources", 1, int(got[0] == 1.0))
+    assert got == (1.0, "passed 2/2"), got

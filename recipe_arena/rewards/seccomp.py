@@ -16,7 +16,11 @@ import struct
 # 3 s), new namespaces (a user namespace could mount a tmpfs of any size), and
 # reaching other processes (ptrace, process_vm_*, pidfd_getfd, kcmp), io_uring (its
 # operations bypass this filter), bpf, perf, mounts and modules, and watching files
-# (inotify, fanotify: what the host does in the folders bound into the sandbox).
+# (inotify, fanotify: what the host does in the folders bound into the sandbox), and
+# Linux AIO contexts (``io_setup``: the host's aio-max-nr, 65,536 events by default, is
+# one count for every process of the host, and one program reserved all of it for its
+# whole run, so the host's other programs got EAGAIN; glibc's POSIX AIO and asyncio
+# use threads and epoll, not this call).
 # ``clone`` is refused only with a namespace flag; ``clone3`` gets ENOSYS so that libc
 # falls back to ``clone``. ``socket`` and ``socketpair`` are allowed for the address
 # families in ``SOCKET_FAMILIES`` only (a whitelist): every other family (AF_VSOCK,
@@ -42,6 +46,7 @@ _DENY = [
     "kcmp",
     "process_madvise",
     "io_uring_setup",
+    "io_setup",
     "bpf",
     "perf_event_open",
     "unshare",
@@ -77,7 +82,7 @@ _SYSCALLS: dict[str, tuple[int | None, int | None]] = {  # name -> (x86_64, aarc
     "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218),
     "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
     "pidfd_getfd": (438, 438), "kcmp": (312, 272), "process_madvise": (440, 440),
-    "io_uring_setup": (425, 425), "bpf": (321, 280), "perf_event_open": (298, 241),
+    "io_uring_setup": (425, 425), "io_setup": (206, 0), "bpf": (321, 280), "perf_event_open": (298, 241),
     "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "umount2": (166, 39),
     "pivot_root": (155, 41), "chroot": (161, 51), "fsopen": (430, 430),
     "fsmount": (432, 432), "move_mount": (429, 429), "open_tree": (428, 428),
