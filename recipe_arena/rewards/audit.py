@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -330,17 +331,56 @@ def cached_audit(
 ) -> tuple[AuditReport, bool]:
     """``run_audit(rows_by_dataset, cfg)``, stored in the model cache (``audit_entry``)
     the first time and read from it afterwards; returns the report and whether it was
-    read from the cache."""
+    read from the cache. A report in which a probe got no verdict from a verifier worker
+    (``unjudged``) is returned but not stored, with a warning naming the probes, so the
+    next run audits again."""
     from recipe_arena.cache import build_cached, entry_ready
 
     entry = audit_entry(rows_by_dataset, cfg, cache_dir, threads)
     reused = entry_ready(entry)
 
     def build(tmp: Path) -> None:
-        (tmp / REPORT_FILE).write_text(run_audit(rows_by_dataset, cfg).to_json())
+        report = run_audit(rows_by_dataset, cfg)
+        if unjudged(report):
+            raise _Unjudged(report)
+        (tmp / REPORT_FILE).write_text(report.to_json())
 
-    build_cached(entry, build)
+    try:
+        build_cached(entry, build)
+    except _Unjudged as e:
+        missed = unjudged(e.report)
+        shown = ", ".join(f"{p.domain} {p.task_id} {p.hack} ({p.reason[:60]})" for p in missed[:5])
+        more = f" and {len(missed) - 5} more" if len(missed) > 5 else ""
+        print(
+            f"audit: {len(missed)} probes got no verdict from a verifier worker: {shown}{more};"
+            " counted as not accepted, and the report is not cached, so the next run audits"
+            " again",
+            file=sys.stderr,
+        )
+        return e.report, False
     return AuditReport.from_json((entry / REPORT_FILE).read_text()), reused
+
+
+NO_VERDICT = ("timeout", "worker_died", "exception:")
+"""The reasons a verifier worker gives a probe it returned no verdict for
+(``pool.Outcome.error``, as ``Scorer.score`` writes it): its deadline passed, it died, or
+the check raised."""
+
+
+def unjudged(report: AuditReport) -> list[Probe]:
+    """The probes of ``report`` that got no verdict from a verifier worker (``NO_VERDICT``).
+    They count as not accepted, but on a machine too loaded for the verifier's deadline a
+    hackable task would stay unquarantined in every later run with the same key, so a
+    report that holds one is not cached."""
+    return [p for p in report.probes if p.reason.startswith(NO_VERDICT)]
+
+
+class _Unjudged(Exception):
+    """Raised from a cache build to leave no entry for a report with unjudged probes."""
+
+    def __init__(self, report: AuditReport) -> None:
+        super().__init__("audit probes without a verdict")
+        self.report = report
 
 
 def apply_quarantine(
