@@ -346,13 +346,18 @@ def _request_key(chat: Chat, max_new_tokens: int) -> str:
 
 
 def parse_score(text: str | None) -> float | None:
-    """'Score: 7' -> 0.7 (the last such mention). Small judges often drop the label:
+    """'Score: 7' -> 0.7 (the last such mention; 'Score: 7/100' -> 0.07, ``_scaled``).
+    Small judges often drop the label:
     then a finished reply (not ending in ``CUT_MARK``) of at most ``SHORT_REPLY_CHARS``
     holding exactly one number counts ('The answer is 8.' -> 0.8). None when nothing in
     0..10 is found."""
     if text is None:
         return None
-    found = labels(_SCORE_RE, text) or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
+    marks = [m for m in _SCORE_RE.finditer(text) if _own_word(text, m, "_.")]  # labels()
+    scaled = _scaled(text, marks[-1]) if marks else None
+    if scaled is not None:
+        return scaled
+    found = [m.group(1) for m in marks] or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
     finished = not text.endswith(CUT_MARK)
     if not found and finished and len(text.strip()) <= SHORT_REPLY_CHARS:
         nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)", text)
@@ -361,6 +366,24 @@ def parse_score(text: str | None) -> float | None:
         return None
     value = float(found[-1])
     return value / 10.0 if 0.0 <= value <= 10.0 else None
+
+
+_SCALE_RE = re.compile(r"\s*(?:/|out\s+of)\s*(5|10|100)(?!\d|\.\d)|\s*%", re.IGNORECASE)
+
+
+def _scaled(text: str, mark: re.Match[str]) -> float | None:
+    """The verdict of label ``mark`` read on the scale written after its value, one of
+    those judges grade on (``_SCALE_RE``: out of 5, 10 or 100, or ``%``): ``Score: 5/100``
+    is 0.05, ``Rating: 3/5`` 0.6, ``Score: 85%`` 0.85. Read out of 10, ``Score: 5/100``
+    was 0.5: an answer that got the judge to grade out of 100 turned a low grade into a
+    high reward. None where no such scale follows (``Score: 15/20``; ``Score: 00010 /
+    61``, as the micro judge writes numbers in a cut reply) or the value exceeds it: the
+    value is then read out of 10, as before."""
+    scale = _SCALE_RE.match(text, mark.end(1))
+    if scale is None:
+        return None
+    value, top = float(mark.group(1)), float(scale.group(1) or 100)
+    return value / top if value <= top else None
 
 
 def reference(row: PromptRow) -> str | None:

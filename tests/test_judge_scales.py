@@ -1,0 +1,79 @@
+"""A verdict label's value is read on the scale written after it (``Score: 5/100`` is
+0.05), not out of 10 whatever follows. Scored through the real scorer and a real
+OpenAI-compatible endpoint judge."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from recipe_arena.config_rewards import RewardsConfig
+from recipe_arena.data.schema import PromptRow
+from recipe_arena.rewards.judge import parse_score
+from recipe_arena.rewards.scorer import build_scorer
+from tests.judge_endpoint import JudgeEndpoint, reply
+
+ROW = PromptRow(
+    id="c",
+    messages=[{"role": "user", "content": "What is 3 + 4?"}],
+    ground_truth="7",
+    domain="chat",
+)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right", "expected"),
+    [
+        ("Score: 5/100", "Score: 95/100", [0.05, 0.95]),
+        ("Score: 10 out of 100", "Score: 100 out of 100", [0.1, 1.0]),
+        ("Score: 10%", "Score: 90%", [0.1, 0.9]),
+        ("Rating: 1/5", "Rating: 5/5", [0.2, 1.0]),
+    ],
+)
+def test_a_grade_out_of_another_scale_is_read_on_it(
+    wrong: str, right: str, expected: list[float]
+) -> None:
+    """Attack: a wrong answer (``8``) that gets the judge to grade out of 100 rather than
+    10. By hand: ``Score: 5/100`` is 5 of 100, 0.05, and the right answer's ``Score:
+    95/100`` 0.95; ``10 out of 100`` 0.1, ``10%`` 0.1, ``Rating: 1/5`` 0.2. Before, the
+    value was read out of 10 whatever followed: the wrong answer scored 0.5, 1.0, 1.0 and
+    0.1, and the right one's 95/100 (95 > 10) was unparsable, 0.0."""
+
+    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        prompt = body["messages"][-1]["content"]
+        said = re.search(r"(?:Answer to grade|Response):\n(.*?)\n\n", prompt, re.S)
+        return reply(right if said and said.group(1).strip() == "7" else wrong)
+
+    srv = JudgeEndpoint(answer)
+    sc = build_scorer(RewardsConfig(judge_model=srv.url, workers=1))
+    try:
+        got = sc.score([ROW, ROW], ["8", "7"])
+    finally:
+        sc.close()
+        srv.close()
+    assert [round(r.score, 9) for r in got] == expected, [r.reason for r in got]
+
+
+@pytest.mark.parametrize(
+    ("text", "score"),
+    [
+        ("Score: 7", 0.7),
+        ("Score: 8/10", 0.8),
+        ("Score: 10/10.", 1.0),
+        ("Score: 9 out of 10", 0.9),
+        ("Score: 10/10 (100%)", 1.0),
+        ("Score: 0009 / 0059", 0.9),
+        ("Score: 00010 / 61", 1.0),
+        ("Score: 3/4", 0.3),
+        ("Score: 10 / 0", 1.0),
+        ("Score: 3 / 5.5", 0.3),
+    ],
+)
+def test_labels_without_a_scale_read_as_before(text: str, score: float) -> None:
+    """Out of 10, or after a number that is not one of the scales judges grade on (5, 10,
+    100 and %): ``0059``, ``61`` and ``0`` as the micro judge writes them in replies cut
+    at its token cap, ``4``, ``5.5``, the value is read out of 10 as before; and so where
+    the value exceeds the scale."""
+    assert parse_score(text) == score
