@@ -357,15 +357,20 @@ def parse_score(text: str | None) -> float | None:
     scaled = _scaled(text, marks[-1]) if marks else None
     if scaled is not None:
         return scaled
-    found = [m.group(1) for m in marks] or re.findall(r"(\d+(?:\.\d+)?)\s*/\s*10\b", text)
+    found = [m.group(1) for m in marks] or re.findall(_SIGN + r"\d+(?:\.\d+)?)\s*/\s*10\b", text)
     finished = not text.endswith(CUT_MARK)
     if not found and finished and len(text.strip()) <= SHORT_REPLY_CHARS:
-        nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)", text)
+        nums = re.findall(r"(?<![\w.])" + _SIGN + r"\d+(?:\.\d+)?)(?![\w.]*\d)", text)
         found = nums if len(nums) == 1 else []
     if not found:
         return None
-    value = float(found[-1])
+    value = float(found[-1].replace("\u2212", "-"))
     return value / 10.0 if 0.0 <= value <= 10.0 else None
+
+
+_SIGN = r"((?:(?<![\w.])[-\u2212])?"
+"""An unlabelled number's group, opened with its minus sign (after no letter, digit or
+point): ``Score: -10`` and ``-10/10`` read 1.0, now no verdict; ``7-3/10`` is 0.3."""
 
 
 _SCALE_RE = re.compile(r"\s*(?:/|out\s+of)\s*(5|10|100)(?!\d|\.\d)|\s*%", re.IGNORECASE)
@@ -374,11 +379,9 @@ _SCALE_RE = re.compile(r"\s*(?:/|out\s+of)\s*(5|10|100)(?!\d|\.\d)|\s*%", re.IGN
 def _scaled(text: str, mark: re.Match[str]) -> float | None:
     """The verdict of label ``mark`` read on the scale written after its value, one of
     those judges grade on (``_SCALE_RE``: out of 5, 10 or 100, or ``%``): ``Score: 5/100``
-    is 0.05, ``Rating: 3/5`` 0.6, ``Score: 85%`` 0.85. Read out of 10, ``Score: 5/100``
-    was 0.5: an answer that got the judge to grade out of 100 turned a low grade into a
-    high reward. None where no such scale follows (``Score: 15/20``; ``Score: 00010 /
-    61``, as the micro judge writes numbers in a cut reply) or the value exceeds it: the
-    value is then read out of 10, as before."""
+    is 0.05 (read out of 10 it was 0.5), ``Rating: 3/5`` 0.6, ``Score: 85%`` 0.85. None
+    where no such scale follows (``Score: 15/20``; ``Score: 00010 / 61`` in a cut micro
+    judge reply) or the value exceeds it: then read out of 10, as before."""
     scale = _SCALE_RE.match(text, mark.end(1))
     if scale is None:
         return None
