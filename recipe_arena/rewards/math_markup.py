@@ -1,6 +1,6 @@
 """LaTeX in a math answer that math-verify drops or reads otherwise than it is drawn.
 
-Four kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
+Three kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
 
 - A unit that is more than a unit. math-verify reads a ``\\text{}`` or ``\\mbox{}`` group
   (``\\mathrm``, ``\\mathbf``, ``\\textbf`` and kin count as ``\\text``) as a unit and drops
@@ -20,9 +20,6 @@ Four kinds, all refused by ``math_answer.check_math`` (the answer scores 0):
   number, a command with a braced argument, a spacing primitive or an ellipsis, and no
   spelling the parser reads, was judged by one number math-verify picked out of its
   text (``9\\ul{00}`` as 9, ``\\{3, 9, \\ldots\\}`` as 9).
-- A named binary operator or relation with nothing on one side (``_DANGLING``,
-  ``_LEADING``) in an answer the parser cannot read: ``9 \\cdot``, ``9 \\approx`` and
-  ``\\cdot 9`` were judged as 9, the number math-verify picked out of the text.
 
 The micro world's answers hold no LaTeX command but ``\\boxed`` (its junk, a backslash
 before a letter or two), so none of its verdicts depends on this module.
@@ -115,59 +112,6 @@ _EMPTY_GROUP = re.compile(r"\d\s*\{(?:\s|~|\\[,;:! ]|\\q?quad(?![a-zA-Z]))*\}\s*
 comma, is read as 3000."""
 
 
-_BINARY = (
-    r"cdot|ast|bullet|centerdot|oplus|ominus|otimes|oslash|circledast|circledcirc|circleddash"
-    r"|boxplus|boxminus|boxtimes|boxdot|dotplus|uplus|sqcup|sqcap|cup|cap|amalg|wedge|vee|land"
-    r"|lor|barwedge|veebar|curlyvee|curlywedge|ltimes|rtimes|leftthreetimes|rightthreetimes"
-    r"|divideontimes|bigtriangleup|bigtriangledown|triangleleft|triangleright"
-)
-"""Named binary operators that take a value on each side and are no mark on one value."""
-_FILLER = r"(?:\s|~|\\[,;:! ]|\\q?quad(?![a-zA-Z])|\{\s*\}|\\(?:text|mathrm|mbox)\s*\{\s*\})"
-_DANGLING = re.compile(
-    rf"\\({_BINARY}|div|over|choose|b?mod|approx|equiv|simeq|sim|cong|propto|asymp|doteq"
-    r"|coloneqq|bowtie|vdash|models|leadsto|(?:[lL]ong)?(?:[rR]ightarrow|[lL]eftarrow"
-    r"|[lL]eftrightarrow|mapsto)|hook(?:right|left)arrow|implies|iff|mid)"
-    rf"(?:{_FILLER}|&|[.,]|\\\\|\\right\s*\.)*$"
-)
-"""A named binary operator or relation that ends the answer, with nothing but space,
-an empty group, a full stop or a comma after it: ``9 \\cdot`` and ``x = 9 \\div`` leave
-it without its right-hand side. Where the LaTeX parser reads no value in the answer,
-math-verify took the number before the operator out of the text (``\\boxed{9 \\cdot}``
-scored 1 for 9). Left out: operators written after a value as a mark (``9\\times`` for
-nine-fold, as in ``3.2$\\times$ faster``; ``90\\circ``, ``5\\star``, ``A\\dagger``,
-``9\\diamond``, ``M\\odot``, ``W\\perp``), names of one or two letters (the micro
-world's junk writes a backslash before a letter or two: ``\\pm``, ``\\to``, ``\\in``)
-and the ASCII signs, which the micro world writes (its alphabet holds ``+ - * / =``)."""
-_LEADING = re.compile(rf"^{_FILLER}*\\({_BINARY})(?![a-zA-Z])(?!\s*[\^_])")
-"""A named binary operator (``_BINARY``) that opens the answer: ``\\cdot 9`` leaves it
-without its left-hand side and was read as 9. Relations (``\\approx 9``, ``\\Rightarrow
-x = 9``), ``\\times 9`` and ``\\div 9`` (a factor to scale or divide by), ``\\bmod 9``
-and ``\\over 5`` (micro junk) are left out, as is an operator with a script, which is
-written as a large operator or a power (``\\cup_{i=1}^{9} A_i``, ``\\wedge^2 V``)."""
-
-
-def dangling_operator(pred: str, gold: str, spellings: Sequence[str]) -> str | None:
-    """The operator of ``_DANGLING`` that ends ``pred``, or of ``_LEADING`` that opens it,
-    when ``gold`` does not end or open with it too, it follows no ``^`` or ``_``
-    (``x^\\ast``, ``M_\\odot`` are marks on a value) and the LaTeX parser reads a value
-    in none of ``pred``'s ``spellings``; None otherwise."""
-    name = None
-    m = _DANGLING.search(pred)
-    if m and not pred[: m.start()].rstrip().endswith(("^", "_")):
-        tail = _DANGLING.search(gold)
-        name = None if tail and tail.group(1) == m.group(1) else m.group(1)
-    m = _LEADING.match(pred)
-    if not name and m:
-        head = _LEADING.match(gold)
-        name = None if head and head.group(1) == m.group(1) else m.group(1)
-    if not name:
-        return None
-    for spelling in spellings:
-        if any(not isinstance(x, str) for x in read_as_latex(ascii_shown(spelling))):
-            return None
-    return f"\\{name}"
-
-
 def _unit_char(c: str) -> bool:
     """Whether ``c`` may stand in a unit's text: a cased letter (any script), a combining
     mark, a space, a format character (drawn as nothing) or one of ``_UNIT_SIGNS``; not a
@@ -219,8 +163,8 @@ def unread_command(pred: str, gold: str, spellings: Sequence[str]) -> str | None
 def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | None:
     """Why ``pred`` holds LaTeX that is not read as it is drawn and ``gold`` does not, or
     None: a unit that is more than a unit, a command of ``_MARKUP``, an empty group between
-    digits (``_EMPTY_GROUP``), or an operator without one side (``dangling_operator``)
-    or one of ``_UNREAD`` in an answer none of whose ``spellings`` the parser can read."""
+    digits (``_EMPTY_GROUP``), or one of ``_UNREAD`` in an answer none of whose
+    ``spellings`` the parser can read."""
     unit = dropped_unit(pred)
     if unit and not dropped_unit(gold):
         return "text the parser drops as a unit"
@@ -229,8 +173,5 @@ def unread_markup(pred: str, gold: str, spellings: Sequence[str] = ()) -> str | 
         return f"markup the parser does not read ({markup.group().split('{')[0]})"
     if _EMPTY_GROUP.search(pred) and not _EMPTY_GROUP.search(gold):
         return "an empty group between digits"
-    dangling = dangling_operator(pred, gold, spellings or [pred])
-    if dangling:
-        return f"an operator with nothing on one side ({dangling})"
     unread = unread_command(pred, gold, spellings or [pred])
     return f"LaTeX the parser cannot read ({unread})" if unread else None
