@@ -30,6 +30,7 @@ ROW = PromptRow(
         ("Score: 10 out of 100", "Score: 100 out of 100", [0.1, 1.0]),
         ("Score: 10%", "Score: 90%", [0.1, 0.9]),
         ("Rating: 1/5", "Rating: 5/5", [0.2, 1.0]),
+        ("Score: 5 (out of 100)", "Score: 95 of 100", [0.05, 0.95]),
     ],
 )
 def test_a_grade_out_of_another_scale_is_read_on_it(
@@ -37,9 +38,10 @@ def test_a_grade_out_of_another_scale_is_read_on_it(
 ) -> None:
     """Attack: a wrong answer (``8``) that gets the judge to grade out of 100 rather than
     10. By hand: ``Score: 5/100`` is 5 of 100, 0.05, and the right answer's ``Score:
-    95/100`` 0.95; ``10 out of 100`` 0.1, ``10%`` 0.1, ``Rating: 1/5`` 0.2. Before, the
-    value was read out of 10 whatever followed: the wrong answer scored 0.5, 1.0, 1.0 and
-    0.1, and the right one's 95/100 (95 > 10) was unparsable, 0.0."""
+    95/100`` 0.95; ``10 out of 100`` 0.1, ``10%`` 0.1, ``Rating: 1/5`` 0.2, ``5 (out of
+    100)`` 0.05. Before, the value was read out of 10 whatever followed: the wrong answer
+    scored 0.5, 1.0, 1.0, 0.1 and 0.5, and the right one's 95 of 100 (95 > 10) was
+    unparsable, 0.0."""
 
     def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         prompt = body["messages"][-1]["content"]
@@ -63,6 +65,8 @@ def test_a_grade_out_of_another_scale_is_read_on_it(
         ("Score: 8/10", 0.8),
         ("Score: 10/10.", 1.0),
         ("Score: 9 out of 10", 0.9),
+        ("Score: 9 (out of 10)", 0.9),
+        ("Score: 9 of course", 0.9),
         ("Score: 10/10 (100%)", 1.0),
         ("Score: 0009 / 0059", 0.9),
         ("Score: 00010 / 61", 1.0),

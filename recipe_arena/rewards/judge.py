@@ -347,10 +347,9 @@ def _request_key(chat: Chat, max_new_tokens: int) -> str:
 
 def parse_score(text: str | None) -> float | None:
     """'Score: 7' -> 0.7 (the last such mention; 'Score: 7/100' -> 0.07, ``_scaled``).
-    Small judges often drop the label:
-    then a finished reply (not ending in ``CUT_MARK``) of at most ``SHORT_REPLY_CHARS``
-    holding exactly one number counts ('The answer is 8.' -> 0.8). None when nothing in
-    0..10 is found."""
+    Small judges often drop the label: then a finished reply (no ``CUT_MARK``) of at most
+    ``SHORT_REPLY_CHARS`` holding one number counts ('The answer is 8.' -> 0.8). None
+    when nothing in 0..10 is found."""
     if text is None:
         return None
     marks = [m for m in _SCORE_RE.finditer(text) if _own_word(text, m, "_.")]  # labels()
@@ -373,13 +372,13 @@ _SIGN = r"((?:(?<![\w.])[-\u2212])?"
 point): ``Score: -10`` and ``-10/10`` read 1.0, now no verdict; ``7-3/10`` is 0.3."""
 
 
-_SCALE_RE = re.compile(r"\s*(?:/|out\s+of)\s*(5|10|100)(?!\d|\.\d)|\s*%", re.IGNORECASE)
+_SCALE_RE = re.compile(r"\s*\(?\s*(?:/|(?:out\s+)?of)\s*(5|10|100)(?!\d|\.\d)|\s*%", re.I)
 
 
 def _scaled(text: str, mark: re.Match[str]) -> float | None:
     """The verdict of label ``mark`` read on the scale written after its value, one of
     those judges grade on (``_SCALE_RE``: out of 5, 10 or 100, or ``%``): ``Score: 5/100``
-    is 0.05 (read out of 10 it was 0.5), ``Rating: 3/5`` 0.6, ``Score: 85%`` 0.85. None
+    is 0.05 (read out of 10 it was 0.5), ``Rating: 3 of 5`` 0.6, ``Score: 85%`` 0.85. None
     where no such scale follows (``Score: 15/20``; ``Score: 00010 / 61`` in a cut micro
     judge reply) or the value exceeds it: then read out of 10, as before."""
     scale = _SCALE_RE.match(text, mark.end(1))
