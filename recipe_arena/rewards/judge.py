@@ -346,17 +346,13 @@ def _request_key(chat: Chat, max_new_tokens: int) -> str:
 
 
 def parse_score(text: str | None) -> float | None:
-    """'Score: 7' -> 0.7 (the last such mention; 'Score: 7/100' -> 0.07, ``_scaled``).
-    Small judges often drop the label: then a finished reply (no ``CUT_MARK``) of at most
-    ``SHORT_REPLY_CHARS`` holding one number counts ('The answer is 8.' -> 0.8). None
-    when nothing in 0..10 is found."""
+    """'Score: 7' -> 0.7 (the last such mention). Small judges often drop the label:
+    then a finished reply (not ending in ``CUT_MARK``) of at most ``SHORT_REPLY_CHARS``
+    holding exactly one number counts ('The answer is 8.' -> 0.8). None when nothing in
+    0..10 is found."""
     if text is None:
         return None
-    marks = [m for m in _SCORE_RE.finditer(text) if _own_word(text, m, "_.")]  # labels()
-    scaled = _scaled(text, marks[-1]) if marks else None
-    if scaled is not None:
-        return scaled
-    found = [m.group(1) for m in marks] or re.findall(_SIGN + r"\d+(?:\.\d+)?)\s*/\s*10\b", text)
+    found = labels(_SCORE_RE, text) or re.findall(_SIGN + r"\d+(?:\.\d+)?)\s*/\s*10\b", text)
     finished = not text.endswith(CUT_MARK)
     if not found and finished and len(text.strip()) <= SHORT_REPLY_CHARS:
         nums = re.findall(r"(?<![\w.])" + _SIGN + r"\d+(?:\.\d+)?)(?![\w.]*\d)", text)
@@ -370,22 +366,6 @@ def parse_score(text: str | None) -> float | None:
 _SIGN = r"((?:(?<![\w.])[-\u2212])?"
 """An unlabelled number's group, opened with its minus sign (after no letter, digit or
 point): ``Score: -10`` and ``-10/10`` read 1.0, now no verdict; ``7-3/10`` is 0.3."""
-
-
-_SCALE_RE = re.compile(r"\s*\(?\s*(?:/|(?:out\s+)?of)\s*(5|10|100)(?!\d|\.\d)|\s*%", re.I)
-
-
-def _scaled(text: str, mark: re.Match[str]) -> float | None:
-    """The verdict of label ``mark`` read on the scale written after its value, one of
-    those judges grade on (``_SCALE_RE``: out of 5, 10 or 100, or ``%``): ``Score: 5/100``
-    is 0.05 (read out of 10 it was 0.5), ``Rating: 3 of 5`` 0.6, ``Score: 85%`` 0.85. None
-    where no such scale follows (``Score: 15/20``; ``Score: 00010 / 61`` in a cut micro
-    judge reply) or the value exceeds it: then read out of 10, as before."""
-    scale = _SCALE_RE.match(text, mark.end(1))
-    if scale is None:
-        return None
-    value, top = float(mark.group(1)), float(scale.group(1) or 100)
-    return value / top if value <= top else None
 
 
 def reference(row: PromptRow) -> str | None:
