@@ -314,9 +314,28 @@ def computed_kinds(ans: str) -> set[str]:
     return kinds
 
 
+_WARM_PAIRS = (
+    ("\\frac{1}{2}", "0.5"),
+    ("7", "I am not sure."),
+    ("\\{1, 2\\}", "[1, 2)"),
+    ("x^2 - 1", "\\sin x + \\log 2 + e^{i\\pi}"),
+)
+"""(gold, answer) pairs ``warm`` compares: a number; words, whose symbolic comparison
+runs SymPy's ``simplify``, which imports ``sympy.physics.units`` (34 modules, 0.5 to
+0.9 s of CPU where no bytecode of them was written) on its first call; a set and an
+interval; functions and constants. Each builds the LaTeX parser's lazy prediction
+tables for its kind of answer. Left to a worker's first check, these took up to 0.9 s
+of CPU: over 5 s, the default deadline, on a loaded 2-core machine, so that the
+audit's ``answer_only_in_think`` probe (``I am not sure.``) scored ``timeout``."""
+
+
 def warm() -> None:
-    """Build SymPy's and the LaTeX parser's lazy state once (worker start-up)."""
-    equivalent("\\frac{1}{2}", "0.5")
+    """Build SymPy's and the LaTeX parser's lazy state once (worker start-up, in the
+    zygote, so that every forked worker starts with it): the modules a comparison
+    imports on first use and the parser's tables (``_WARM_PAIRS``). Changes timing only,
+    never a verdict."""
+    for gold, answer in _WARM_PAIRS:
+        equivalent(gold, answer)
 
 
 def check_math(
