@@ -25,6 +25,7 @@ LIBRARIES = (
     "safetensors",
     "ray",
     "sympy",
+    "sympy.physics.units",  # imported by SymPy's simplify on first use (the math warm-up)
     "math_verify",
     "scipy.stats",
     "scipy.optimize",
