@@ -43,10 +43,13 @@ ex = ("boxed", "final_answer_is", "short_answer", "last_number")
 out = []
 for gold, resp in json.loads(sys.argv[2]):
     r, w = os.pipe()
-    if os.fork() == 0:
+    if os.fork() == 0:  # a fresh worker, as the zygote forks it
+        before = set(sys.modules)
         c = time.process_time()
         verdict = funcs["math"](gold, resp, ex, "")
-        os.write(w, json.dumps([time.process_time() - c, list(verdict)]).encode())
+        spent = time.process_time() - c
+        imported = sorted(set(sys.modules) - before)
+        os.write(w, json.dumps([spent, list(verdict), imported]).encode())
         os._exit(0)
     os.close(w)
     data = b""
@@ -59,22 +62,29 @@ print(json.dumps(out))
 """
 
 
-def _run(warm: str) -> list[tuple[float, list[object]]]:
+def first_checks(
+    warm: str, answers: list[tuple[str, str]]
+) -> list[tuple[float, list[object], list[str]]]:
+    """Each (gold, response) of ``answers`` as the first check of its own worker forked
+    from ``zygote.load_tasks``' state, with the warm-up comparing a number only
+    (``warm="numbers"``) or all of ``_WARM_PAIRS`` (``"full"``): per answer, the check's
+    CPU time in seconds, its verdict [score, reason] and the modules it imported."""
     proc = subprocess.run(
-        [sys.executable, "-c", _RUN, warm, json.dumps(ANSWERS)],
+        [sys.executable, "-c", _RUN, warm, json.dumps(answers)],
         capture_output=True,
         text=True,
+        timeout=600,
         check=True,
     )
-    return [(t, v) for t, v in json.loads(proc.stdout.strip().splitlines()[-1])]
+    return [(t, v, m) for t, v, m in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
 def main() -> None:
-    numbers, full = _run("numbers"), _run("full")
-    for (gold, resp), (t0, v0), (t1, v1) in zip(ANSWERS, numbers, full, strict=True):
+    numbers, full = first_checks("numbers", ANSWERS), first_checks("full", ANSWERS)
+    for (gold, resp), (t0, v0, _), (t1, v1, _) in zip(ANSWERS, numbers, full, strict=True):
         assert v0 == v1, (gold, resp, v0, v1)
         print(f"{t0:7.3f} s {t1:7.3f} s  {gold!r} {resp!r} -> {v1[0]}")
-    a, b = max(t for t, _ in numbers), max(t for t, _ in full)
+    a, b = max(t for t, _, _ in numbers), max(t for t, _, _ in full)
     print(f"math_first_check: max {a:.3f} s, {b:.3f} s CPU, x{a / max(b, 1e-6):.1f}")
 
 

@@ -14,33 +14,7 @@ the times).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-_PROBE = r"""
-import json, os, sys
-from recipe_arena.domains import POOLED_DOMAINS
-from recipe_arena.rewards.zygote import load_tasks
-funcs = load_tasks(tuple(POOLED_DOMAINS))
-ex = ("boxed", "final_answer_is", "short_answer", "last_number")
-out = []
-for gold, resp in json.loads(sys.argv[1]):
-    r, w = os.pipe()
-    if os.fork() == 0:  # a fresh worker, as the zygote forks it
-        before = set(sys.modules)
-        verdict = funcs["math"](gold, resp, ex, "")
-        os.write(w, json.dumps([list(verdict), sorted(set(sys.modules) - before)]).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 65536):
-        data += chunk
-    os.close(r)
-    os.wait()
-    out.append(json.loads(data))
-print(json.dumps(out))
-"""
+from benchmarks.math_first_check import first_checks
 
 # (gold, response, verdict): none of them is one of math_answer._WARM_PAIRS.
 CASES = [
@@ -57,15 +31,16 @@ def test_first_check_of_a_fresh_worker_imports_nothing() -> None:
     verdict written by hand (``2a`` is 2 with a unit, words are no number) and no module
     imported during the check. Before ``_WARM_PAIRS`` the first three imported
     ``sympy.physics.units`` and 33 more modules."""
-    pairs = [[g, r] for g, r, _ in CASES]
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(pairs)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    for (gold, resp, verdict), (seen, imported) in zip(CASES, got, strict=True):
+    got = first_checks("full", [(g, r) for g, r, _ in CASES])
+    for (gold, resp, verdict), (_, seen, imported) in zip(CASES, got, strict=True):
         assert seen == verdict, (gold, resp)
         assert imported == [], (gold, resp, imported)
+
+
+def test_a_warm_up_of_numbers_only_leaves_the_import_to_the_first_check() -> None:
+    """The wrong warm-up the test above catches: comparing a number only (the warm-up
+    before ``_WARM_PAIRS``), the worded answer's first check imports
+    ``sympy.physics.units`` inside its deadline."""
+    (_, verdict, imported), *_ = first_checks("numbers", [(CASES[0][0], CASES[0][1])])
+    assert verdict == CASES[0][2]
+    assert "sympy.physics.units" in imported, imported
