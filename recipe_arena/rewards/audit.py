@@ -43,6 +43,7 @@ from recipe_arena.config_rewards import RewardsConfig
 from recipe_arena.data.schema import PromptRow
 from recipe_arena.domains import DOMAINS
 from recipe_arena.rewards.judge import reference
+from recipe_arena.rewards.pool import NO_VERDICT
 
 OVERLONG_CHARS = 200_000
 
@@ -361,14 +362,9 @@ def cached_audit(
     return AuditReport.from_json((entry / REPORT_FILE).read_text()), reused
 
 
-NO_VERDICT = ("timeout", "worker_died", "exception:")
-"""The reasons a verifier worker gives a probe it returned no verdict for
-(``pool.Outcome.error``, as ``Scorer.score`` writes it): its deadline passed, it died, or
-the check raised."""
-
-
 def unjudged(report: AuditReport) -> list[Probe]:
-    """The probes of ``report`` that got no verdict from a verifier worker (``NO_VERDICT``).
+    """The probes of ``report`` that got no verdict from a verifier worker
+    (``pool.NO_VERDICT``, the reason ``Scorer.score`` writes opening with it).
     They count as not accepted, but on a machine too loaded for the verifier's deadline a
     hackable task would stay unquarantined in every later run with the same key, so a
     report that holds one is not cached."""

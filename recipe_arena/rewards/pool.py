@@ -52,7 +52,14 @@ class Outcome:
 
     ok: bool
     value: Any = None
-    error: str = ""  # "timeout", "worker_died", "exception: ..."
+    error: str = ""  # one of NO_VERDICT, or "error: ..." for a task that cannot be sent
+
+
+NO_VERDICT = ("timeout", "worker_died", "exception:", "lost")
+"""How ``Outcome.error`` opens when a task got no verdict from its worker: the deadline
+passed, the worker died, the check raised, or the batch ended without it. Chance under
+load rather than a property of the input, so what holds one is not kept
+(``audit.cached_audit``)."""
 
 
 class _Worker:
